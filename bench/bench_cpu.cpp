@@ -1,0 +1,3 @@
+// CPU benchmarks (being written).
+#include <benchmark/benchmark.h>
+BENCHMARK_MAIN();

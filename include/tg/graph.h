@@ -1,0 +1,150 @@
+// Graphs, symbolic tensors, and executables.
+#pragma once
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tg/device.h"
+#include "tg/tensor_data.h"
+
+namespace tg {
+
+namespace ir {
+class Graph;
+}
+class Graph;
+class Operation;
+
+/// A symbolic value: output `index` of a node of a graph. Cheap to copy. Shape and dtype are
+/// known when the op is built (dims may be -1 when they depend on a dynamic feed).
+class Tensor {
+ public:
+  Tensor() = default;
+  const Shape& shape() const;
+  DType dtype() const;
+  TensorType type() const;
+  int64_t rank() const { return static_cast<int64_t>(shape().size()); }
+  /// The node that produces this tensor.
+  Operation op() const;
+  /// Which output of op() this is.
+  int index() const { return index_; }
+  /// Node id inside the graph (stable, dense, in build order).
+  int node_id() const { return node_; }
+  bool valid() const { return graph_ != nullptr; }
+  const std::shared_ptr<ir::Graph>& graph_impl() const { return graph_; }
+  /// "%3:0 f32[2,3]".
+  std::string to_string() const;
+
+  Tensor(std::shared_ptr<ir::Graph> g, int node, int index)
+      : graph_(std::move(g)), node_(node), index_(index) {}
+
+ private:
+  std::shared_ptr<ir::Graph> graph_;
+  int node_ = -1;
+  int index_ = 0;
+};
+
+/// A handle on a node, used for target operations and control dependencies.
+class Operation {
+ public:
+  Operation() = default;
+  Operation(std::shared_ptr<ir::Graph> g, int node) : graph_(std::move(g)), node_(node) {}
+  int node_id() const { return node_; }
+  bool valid() const { return graph_ != nullptr; }
+  /// Op kind name ("add", "matmul", ...).
+  std::string kind_name() const;
+  const std::string& name() const;
+  int num_outputs() const;
+  Tensor output(int i = 0) const;
+  const std::shared_ptr<ir::Graph>& graph_impl() const { return graph_; }
+
+ private:
+  std::shared_ptr<ir::Graph> graph_;
+  int node_ = -1;
+};
+
+/// Feeds for Graph::run: placeholder -> value.
+using Feeds = std::vector<std::pair<Tensor, TensorData>>;
+/// Feed types for Graph::compile: placeholder -> the type it will be fed with.
+using FeedTypes = std::vector<std::pair<Tensor, TensorType>>;
+
+/// Options for Graph::compile.
+struct CompileOptions {
+  /// When true, compile once for symbolic dims (sizes computed at run time). Not implemented on
+  /// any backend yet: Graph::compile raises tg::Error(unsupported) when it is set.
+  bool disable_type_inference = false;
+};
+
+struct CompiledProgram;
+
+/// An immutable compiled graph: fixed placeholders (in feed order), targets and target ops.
+/// Thread-safe: run may be called concurrently.
+class Executable {
+ public:
+  Executable() = default;
+  explicit Executable(std::shared_ptr<const CompiledProgram> p) : program_(std::move(p)) {}
+  /// Runs with `inputs` in feed order; returns the target values in target order. Raises
+  /// tg::Error(not_found) for a wrong input count, tg::Error(dtype_mismatch / shape_mismatch)
+  /// naming the placeholder for a wrong input, and any error a kernel raises.
+  std::vector<TensorData> run(const std::vector<TensorData>& inputs) const;
+  /// Types the executable expects, in feed order.
+  std::vector<TensorType> input_types() const;
+  /// Types of the results, in target order.
+  std::vector<TensorType> output_types() const;
+  Device device() const;
+  /// The compiled graph in the text form of Graph::to_string.
+  std::string to_string() const;
+  bool valid() const { return program_ != nullptr; }
+
+ private:
+  std::shared_ptr<const CompiledProgram> program_;
+};
+
+/// A computation graph. Copies refer to the same graph. Ops are appended by the free functions
+/// of tg/ops.h, which find the graph through their tensor arguments.
+class Graph {
+ public:
+  Graph();
+
+  /// An input fed at run time. `shape` may hold -1 for dims given by the feed. Raises
+  /// tg::Error(invalid_argument) for a dim below -1.
+  Tensor placeholder(Shape shape, DType dtype, std::string name = "");
+  /// A constant holding `value` (copied into the graph).
+  Tensor constant(const TensorData& value, std::string name = "");
+  /// A 0-d constant of `dtype` holding `value` (converted as cast would).
+  Tensor constant(double value, DType dtype = DType::f32);
+
+  /// Runs the graph: compiles on first use for these feed types, targets and device (cached),
+  /// then executes. Returns the targets' values in order. Every placeholder reached must be fed;
+  /// errors as Graph::compile and Executable::run.
+  std::vector<TensorData> run(const Feeds& feeds, const std::vector<Tensor>& targets,
+                              const std::vector<Operation>& target_ops = {},
+                              Device device = Device::default_device());
+
+  /// Compiles the part of the graph that `targets` and `target_ops` reach (through data and
+  /// control edges) for the given feed types. Raises tg::Error(not_found) when a reached
+  /// placeholder has no feed type, tg::Error(invalid_argument) for a feed that is not a
+  /// placeholder of this graph, and tg::Error(shape_mismatch / dtype_mismatch) naming the
+  /// placeholder when a feed type does not fit its declared type.
+  Executable compile(Device device, const FeedTypes& feed_types, const std::vector<Tensor>& targets,
+                     const std::vector<Operation>& target_ops = {}, CompileOptions options = {});
+
+  /// Text form of the graph, one node a line: "%2 = add(%0, %1) : f32[2,3]".
+  std::string to_string() const;
+  /// Number of nodes built so far.
+  int num_nodes() const;
+
+  const std::shared_ptr<ir::Graph>& impl() const { return impl_; }
+  explicit Graph(std::shared_ptr<ir::Graph> impl) : impl_(std::move(impl)) {}
+
+ private:
+  std::shared_ptr<ir::Graph> impl_;
+};
+
+/// Graphviz DOT rendering of a graph (nodes labelled with op and type, control edges dashed).
+std::string to_dot(const Graph& g);
+
+}  // namespace tg

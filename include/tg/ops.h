@@ -1,0 +1,283 @@
+// The op builders. Each appends one node (or a few, for composites) to the graph of its tensor
+// arguments and checks shapes and dtypes at once: mistakes raise tg::Error naming the op and the
+// shapes ("[add] shapes [2,3] and [4] do not broadcast"). Tensors from different graphs raise
+// tg::Error(invalid_argument). Semantics of every op: docs/ops.md.
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "tg/graph.h"
+
+namespace tg {
+
+// ---------------------------------------------------------------------------------------------
+// Elementwise unary. Input any shape; output same shape. Float-only ops (exp, log, ..., floor,
+// ceil, round, is_nan, is_inf) raise tg::Error(dtype_mismatch) on integers and bool; neg, abs,
+// sign, square accept every numeric dtype; logical_not takes bool only. IEEE semantics for
+// special values (log(0) = -inf, sqrt(-1) = NaN). is_nan/is_inf/logical_not return bool.
+// round is half to even (IEEE roundTiesToEven, as numpy.round). sign(NaN) = NaN, sign(0) = 0.
+Tensor neg(Tensor x);
+Tensor abs(Tensor x);
+Tensor sign(Tensor x);
+Tensor exp(Tensor x);
+Tensor log(Tensor x);
+Tensor log1p(Tensor x);
+Tensor expm1(Tensor x);
+Tensor sqrt(Tensor x);
+Tensor rsqrt(Tensor x);
+Tensor reciprocal(Tensor x);
+Tensor square(Tensor x);
+Tensor sin(Tensor x);
+Tensor cos(Tensor x);
+Tensor tan(Tensor x);
+Tensor tanh(Tensor x);
+Tensor sigmoid(Tensor x);
+Tensor erf(Tensor x);
+Tensor floor(Tensor x);
+Tensor ceil(Tensor x);
+Tensor round(Tensor x);
+Tensor logical_not(Tensor x);
+Tensor is_nan(Tensor x);
+Tensor is_inf(Tensor x);
+
+// ---------------------------------------------------------------------------------------------
+// Elementwise binary with NumPy broadcasting (shapes aligned at the right; a dim of 1 stretches;
+// a dim of 0 broadcasts against 1 and gives 0). Both operands must have the same dtype (use
+// cast); mismatches raise tg::Error(dtype_mismatch), non-broadcastable shapes
+// tg::Error(shape_mismatch).
+// - add, sub, mul, div: every numeric dtype; integer div truncates toward zero, integer division
+//   by zero raises tg::Error(invalid_argument) on the CPU.
+// - pow, atan2: floating only.
+// - maximum, minimum: numeric; NaN-propagating (like numpy.maximum / torch.maximum).
+// - mod: C fmod sign rule (result has the dividend's sign); floor_mod: Python/NumPy rule (result
+//   has the divisor's sign); floor_div: integers only, rounds toward -inf.
+// - equal ... greater_equal: numeric or bool, result bool. logical_*: bool only.
+Tensor add(Tensor a, Tensor b);
+Tensor sub(Tensor a, Tensor b);
+Tensor mul(Tensor a, Tensor b);
+Tensor div(Tensor a, Tensor b);
+Tensor pow(Tensor a, Tensor b);
+Tensor maximum(Tensor a, Tensor b);
+Tensor minimum(Tensor a, Tensor b);
+Tensor mod(Tensor a, Tensor b);
+Tensor floor_mod(Tensor a, Tensor b);
+Tensor floor_div(Tensor a, Tensor b);
+Tensor atan2(Tensor y, Tensor x);
+Tensor equal(Tensor a, Tensor b);
+Tensor not_equal(Tensor a, Tensor b);
+Tensor less(Tensor a, Tensor b);
+Tensor less_equal(Tensor a, Tensor b);
+Tensor greater(Tensor a, Tensor b);
+Tensor greater_equal(Tensor a, Tensor b);
+Tensor logical_and(Tensor a, Tensor b);
+Tensor logical_or(Tensor a, Tensor b);
+Tensor logical_xor(Tensor a, Tensor b);
+
+// Ternary, broadcasting all three operands.
+/// where(condition, a, b): a where condition (bool) is true, else b. a and b share a dtype.
+Tensor select(Tensor condition, Tensor a, Tensor b);
+/// min(max(x, low), high), elementwise; all three share a dtype. NaN in x propagates.
+Tensor clamp(Tensor x, Tensor low, Tensor high);
+
+// Operators: tensor-tensor and tensor-scalar (the scalar becomes a constant of the tensor's dtype).
+Tensor operator+(Tensor a, Tensor b);
+Tensor operator-(Tensor a, Tensor b);
+Tensor operator*(Tensor a, Tensor b);
+Tensor operator/(Tensor a, Tensor b);
+Tensor operator-(Tensor a);
+Tensor operator+(Tensor a, double b);
+Tensor operator-(Tensor a, double b);
+Tensor operator*(Tensor a, double b);
+Tensor operator/(Tensor a, double b);
+Tensor operator+(double a, Tensor b);
+Tensor operator-(double a, Tensor b);
+Tensor operator*(double a, Tensor b);
+Tensor operator/(double a, Tensor b);
+
+/// Converts element type. Float->int truncates toward zero (NaN and out-of-range values give an
+/// unspecified value, as in C++/numpy); x->bool is x != 0; bool->x is 0 or 1.
+Tensor cast(Tensor x, DType dtype);
+
+// ---------------------------------------------------------------------------------------------
+// Sources (no tensor inputs: they take the graph).
+/// A tensor of `shape` filled with `value` converted to `dtype`.
+Tensor fill(Graph& g, Shape shape, double value, DType dtype = DType::f32);
+/// iota: element index along `axis` (0, 1, 2, ...), broadcast over the other dims. Numeric dtype.
+Tensor iota(Graph& g, Shape shape, int64_t axis = 0, DType dtype = DType::i32);
+/// arange(start, limit, delta): [start, start+delta, ...) stopping before limit, as numpy.arange;
+/// length ceil((limit-start)/delta). delta == 0 raises tg::Error(invalid_argument).
+Tensor arange(Graph& g, double start, double limit, double delta = 1, DType dtype = DType::i32);
+
+/// Random numbers from the counter-based Philox4x32-10 generator: element i (row-major) of the
+/// result depends only on (seed, i), identically on every backend and every run.
+struct RandomDesc {
+  uint64_t seed = 0;
+  DType dtype = DType::f32;  ///< floating dtypes only
+};
+/// Uniform on [low, high).
+Tensor random_uniform(Graph& g, Shape shape, double low = 0, double high = 1, RandomDesc desc = {});
+/// Normal(mean, stddev) via Box-Muller.
+Tensor random_normal(Graph& g, Shape shape, double mean = 0, double stddev = 1, RandomDesc desc = {});
+
+// ---------------------------------------------------------------------------------------------
+// Shape and data movement. Axes may be negative (counted from the end); an axis out of
+// [-rank, rank) raises tg::Error(invalid_argument).
+/// NumPy broadcast of x to `shape` (x's dims must be 1 or equal, aligned at the right).
+Tensor broadcast_to(Tensor x, Shape shape);
+/// Same elements, new shape; at most one -1 is inferred. Element counts must agree.
+Tensor reshape(Tensor x, Shape shape);
+/// Permutes dims: output dim i is input dim perm[i]. Empty perm reverses the dims.
+Tensor transpose(Tensor x, std::vector<int64_t> perm = {});
+
+/// End marker meaning "to the end of the dim" for SliceDesc::end.
+inline constexpr int64_t kSliceEnd = std::numeric_limits<int64_t>::max();
+/// Python-style strided slice. begin/end/strides have one entry per sliced axis (`axes`, or dims
+/// 0..n-1 when axes is empty). Negative begin/end count from the end; values are clamped to the
+/// dim as Python does; strides may be negative (then begin defaults should be given explicitly);
+/// strides empty means all 1; a stride of 0 raises tg::Error(invalid_argument).
+struct SliceDesc {
+  std::vector<int64_t> begin;
+  std::vector<int64_t> end;
+  std::vector<int64_t> strides = {};
+  std::vector<int64_t> axes = {};
+};
+Tensor slice(Tensor x, SliceDesc desc);
+
+/// How pad fills the border (numpy.pad's names): constant value; reflect (mirror without the
+/// edge element); symmetric (mirror with it); edge (repeat the edge element); periodic (wrap).
+/// Pads wider than the dim keep mirroring/wrapping (as numpy.pad does); reflect needs dim >= 2
+/// when padding, the other non-constant modes need dim >= 1.
+enum class PadMode { constant, reflect, symmetric, edge, periodic };
+struct PadDesc {
+  std::vector<int64_t> before;  ///< one entry per dim, >= 0
+  std::vector<int64_t> after;   ///< one entry per dim, >= 0
+  PadMode mode = PadMode::constant;
+  double value = 0;  ///< for PadMode::constant
+};
+Tensor pad(Tensor x, PadDesc desc);
+
+/// Joins tensors along `axis`; all other dims and the dtype must agree. At least one tensor.
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
+/// Splits along `axis` into pieces of the given sizes (summing to the dim).
+std::vector<Tensor> split(Tensor x, const std::vector<int64_t>& sizes, int64_t axis);
+/// Splits along `axis` into `num` equal pieces (the dim must be divisible by num).
+std::vector<Tensor> split(Tensor x, int64_t num, int64_t axis);
+/// Reverses the order of elements along each of `axes`.
+Tensor reverse(Tensor x, std::vector<int64_t> axes);
+/// Inserts a dim of size 1 at `axis` (in [-rank-1, rank]).
+Tensor expand_dims(Tensor x, int64_t axis);
+/// Removes dims of size 1: those in `axes` (each must be 1) or all when axes is empty.
+Tensor squeeze(Tensor x, std::vector<int64_t> axes = {});
+/// Repeats x `multiples[i]` times along dim i (numpy.tile with len(multiples) == rank).
+Tensor tile(Tensor x, std::vector<int64_t> multiples);
+
+// ---------------------------------------------------------------------------------------------
+// Reductions. Empty axes reduce over every dim. Duplicate axes raise tg::Error(invalid_argument).
+// Reducing an empty dim gives the identity (0 for sum, 1 for prod, -inf/+inf (or the integer
+// limits) for max/min, true for and, false for or).
+struct ReduceDesc {
+  std::vector<int64_t> axes = {};
+  bool keep_dims = false;
+};
+Tensor reduce_sum(Tensor x, ReduceDesc desc = {});
+Tensor reduce_prod(Tensor x, ReduceDesc desc = {});
+/// max/min propagate NaN.
+Tensor reduce_max(Tensor x, ReduceDesc desc = {});
+Tensor reduce_min(Tensor x, ReduceDesc desc = {});
+/// bool inputs only.
+Tensor reduce_and(Tensor x, ReduceDesc desc = {});
+Tensor reduce_or(Tensor x, ReduceDesc desc = {});
+/// Arithmetic mean (floating dtypes).
+Tensor reduce_mean(Tensor x, ReduceDesc desc = {});
+inline Tensor mean(Tensor x, ReduceDesc desc = {}) { return reduce_mean(x, desc); }
+/// Population variance (divides by N, ddof = 0) over the axes (floating dtypes).
+Tensor reduce_variance(Tensor x, ReduceDesc desc = {});
+
+/// Index of the largest (smallest) element along `axis`, as i64. Ties give the first index; a NaN
+/// counts as larger (smaller) than every number, so the first NaN wins, as numpy and PyTorch do.
+/// An empty axis raises tg::Error(invalid_argument).
+struct ArgReduceDesc {
+  int64_t axis = 0;
+  bool keep_dims = false;
+};
+Tensor argmax(Tensor x, ArgReduceDesc desc = {});
+Tensor argmin(Tensor x, ArgReduceDesc desc = {});
+
+// ---------------------------------------------------------------------------------------------
+/// Matrix product with numpy.matmul semantics: a [..., M, K] x b [..., K, N] -> [..., M, N],
+/// batch dims broadcast; a rank-1 a is [K] -> treated as [1, K] (and that dim dropped), a rank-1 b
+/// as [K, 1]. transpose_a/b swap the last two dims of a rank >= 2 operand first. Same dtype for
+/// both (numeric). f32 runs on oneDNN on the CPU.
+struct MatmulDesc {
+  bool transpose_a = false;
+  bool transpose_b = false;
+};
+Tensor matmul(Tensor a, Tensor b, MatmulDesc desc = {});
+
+// ---------------------------------------------------------------------------------------------
+// Gather and scatter. Index tensors are i32 or i64; negative indices count from the end of their
+// dim; an index outside [-dim, dim) raises tg::Error(out_of_range) at run time on the CPU.
+/// Gather slices along `axis` (ONNX Gather / tf.gather with batch_dims): the first batch_dims dims
+/// of x and indices are batch dims and must match; output shape
+/// x.shape[:axis] + indices.shape[batch_dims:] + x.shape[axis+1:].
+struct GatherDesc {
+  int64_t axis = 0;
+  int64_t batch_dims = 0;
+};
+Tensor gather(Tensor x, Tensor indices, GatherDesc desc = {});
+/// ONNX GatherND / tf.gather_nd: indices [..., K] index the first K dims after the batch dims.
+struct GatherNdDesc {
+  int64_t batch_dims = 0;
+};
+Tensor gather_nd(Tensor x, Tensor indices, GatherNdDesc desc = {});
+/// ONNX GatherElements / torch.gather: out[i][j] = x[indices[i][j]][j] for axis 0 (etc.);
+/// indices has x's rank; the output has indices' shape.
+struct GatherElementsDesc {
+  int64_t axis = 0;
+};
+Tensor gather_elements(Tensor x, Tensor indices, GatherElementsDesc desc = {});
+
+/// How scatter combines an update with the value already there (ONNX ScatterND reduction).
+/// With none and repeated indices the last update in row-major order wins.
+enum class ScatterReduction { none, add, mul, min, max };
+/// ONNX ScatterND: a copy of `data` where data[indices[i]] (indices [..., K]) is combined with
+/// updates[i]; updates has shape indices.shape[:-1] + data.shape[K:].
+struct ScatterNdDesc {
+  ScatterReduction reduction = ScatterReduction::none;
+};
+Tensor scatter_nd(Tensor data, Tensor indices, Tensor updates, ScatterNdDesc desc = {});
+/// ONNX ScatterElements: out[indices[i][j]][j] = updates[i][j] for axis 0 (etc.); indices and
+/// updates share a shape and have data's rank.
+struct ScatterElementsDesc {
+  int64_t axis = 0;
+  ScatterReduction reduction = ScatterReduction::none;
+};
+Tensor scatter_elements(Tensor data, Tensor indices, Tensor updates, ScatterElementsDesc desc = {});
+
+// ---------------------------------------------------------------------------------------------
+/// Stencil (MPSGraph stencilWithSourceTensor semantics). The window has rank k = weights.rank()
+/// (1..4) and slides over the last k dims of the source; leading dims are batch dims. For each
+/// output position i: y[i] = reduce over window offsets j of x[i*stride + j*dilation - pad_before]
+/// * w[j] (sum, product, min, max), or the row-major index j of the min/max (argmin, argmax, first
+/// on ties, result i32). Reads outside the source follow the boundary mode.
+enum class StencilReduction { sum, product, min, max, argmin, argmax };
+/// explicit_padding: StencilDesc::explicit_padding; valid: no padding; same: output size
+/// ceil(in/stride), the total padding split with the extra element after (TensorFlow SAME).
+enum class PaddingStyle { explicit_padding, valid, same };
+/// zero: 0; constant: padding_constant; reflect/symmetric/periodic as PadMode; clamp_to_edge as
+/// PadMode::edge.
+enum class BoundaryMode { zero, constant, reflect, symmetric, clamp_to_edge, periodic };
+struct StencilDesc {
+  StencilReduction reduction = StencilReduction::sum;
+  std::vector<int64_t> strides = {};    ///< per window dim; empty means 1
+  std::vector<int64_t> dilations = {};  ///< per window dim; empty means 1
+  /// 2*k entries {before_0, after_0, before_1, after_1, ...}; used with explicit_padding.
+  std::vector<int64_t> explicit_padding = {};
+  PaddingStyle padding_style = PaddingStyle::explicit_padding;
+  BoundaryMode boundary_mode = BoundaryMode::zero;
+  double padding_constant = 0;
+};
+Tensor stencil(Tensor source, Tensor weights, StencilDesc desc = {});
+
+}  // namespace tg

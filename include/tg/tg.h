@@ -1,0 +1,10 @@
+// TensorGraph umbrella header.
+#pragma once
+#include "tg/device.h"
+#include "tg/dtype.h"
+#include "tg/error.h"
+#include "tg/graph.h"
+#include "tg/half.h"
+#include "tg/ops.h"
+#include "tg/shape.h"
+#include "tg/tensor_data.h"

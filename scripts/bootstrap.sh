@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Idempotent set-up: installs the Debian packages TensorGraph needs (when run as root and one is
+# missing), then configures and builds into build/ (Release, Ninja). Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev
+          libdnnl-dev libfmt-dev nlohmann-json3-dev libcli11-dev)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "bootstrap: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  else
+    echo "bootstrap: missing packages (run as root to install): ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+BUILD_DIR=${TG_BUILD_DIR:-build}
+BUILD_TYPE=${TG_BUILD_TYPE:-Release}
+launcher=()
+command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "${launcher[@]}" ${TG_CMAKE_ARGS:-}
+fi
+cmake --build "$BUILD_DIR" --parallel "$(nproc)"

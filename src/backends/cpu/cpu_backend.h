@@ -1,0 +1,38 @@
+// The CPU backend: a kernel per op (one file per op family), run in schedule order.
+#pragma once
+#include <array>
+#include <span>
+#include <vector>
+
+#include "backends/backend.h"
+
+namespace tg::cpu {
+
+/// What a kernel sees: the node (attributes, output types), its inputs, and its outputs, which
+/// the executor has already allocated with the node's static output types. A kernel may replace
+/// an output with another TensorData of the same type (for example a view sharing its input's
+/// storage) but must never write into its inputs.
+struct KernelContext {
+  const ir::Node& node;
+  std::span<const TensorData> inputs;
+  std::vector<TensorData>& outputs;
+  const char* op_name() const;
+};
+
+using Kernel = void (*)(KernelContext& ctx);
+
+struct KernelTable {
+  std::array<Kernel, ir::kNumOpKinds> kernels{};
+  void set(ir::OpKind kind, Kernel k) { kernels[static_cast<size_t>(kind)] = k; }
+  Kernel get(ir::OpKind kind) const { return kernels[static_cast<size_t>(kind)]; }
+};
+
+/// Every family's kernels.
+const KernelTable& kernel_table();
+const backends::Backend& cpu_backend();
+
+#define TG_DECLARE_REGISTER_KERNELS(family) void register_##family##_kernels(KernelTable& t);
+TG_OP_FAMILIES(TG_DECLARE_REGISTER_KERNELS)
+#undef TG_DECLARE_REGISTER_KERNELS
+
+}  // namespace tg::cpu

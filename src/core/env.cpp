@@ -1,0 +1,13 @@
+#include "core/env.h"
+
+#include <cstdlib>
+
+namespace tg::env {
+
+std::optional<std::string> device_override() {
+  const char* v = std::getenv("TG_DEVICE");
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+}  // namespace tg::env

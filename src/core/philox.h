@@ -1,0 +1,82 @@
+// Philox4x32-10 counter-based random numbers (Salmon, Moraes, Dror, Shaw: "Parallel random
+// numbers: as easy as 1, 2, 3", SC'11). Shared by host code and device code: every backend
+// derives element i of a random tensor from (seed, i) alone, so all give the same values.
+//
+// Stream: word n (a uint32) of seed s is output n % 4 of Philox4x32-10 with key (s_lo, s_hi) and
+// counter (n/4 low, n/4 high, 0, 0).
+// f32 (and f16/bf16, rounded from f32): uniform element i = (word_i >> 8) * 2^-24 in [0, 1).
+// f64: uniform element i uses words 2i (high 27 bits) and 2i+1 (high 26 bits): 53 bits / 2^53.
+// normal element i: pair p = i / 2 takes uniforms u1 (made in (0, 1] as 1 - u) and u2 of
+//   "virtual" uniform elements 2p and 2p+1; r = sqrt(-2 ln u1); even i: r cos(2 pi u2), odd i:
+//   r sin(2 pi u2) (Box-Muller).
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define TG_HOST_DEVICE __host__ __device__
+#else
+#define TG_HOST_DEVICE
+#endif
+
+namespace tg::philox {
+
+struct Block {
+  uint32_t v[4];
+};
+
+TG_HOST_DEVICE inline void mulhilo(uint32_t a, uint32_t b, uint32_t* hi, uint32_t* lo) {
+  uint64_t p = static_cast<uint64_t>(a) * b;
+  *hi = static_cast<uint32_t>(p >> 32);
+  *lo = static_cast<uint32_t>(p);
+}
+
+/// Philox4x32 with 10 rounds.
+TG_HOST_DEVICE inline Block philox4x32_10(Block ctr, uint32_t k0, uint32_t k1) {
+  const uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u, kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+  for (int r = 0; r < 10; ++r) {
+    uint32_t hi0, lo0, hi1, lo1;
+    mulhilo(kM0, ctr.v[0], &hi0, &lo0);
+    mulhilo(kM1, ctr.v[2], &hi1, &lo1);
+    ctr = Block{{hi1 ^ ctr.v[1] ^ k0, lo1, hi0 ^ ctr.v[3] ^ k1, lo0}};
+    k0 += kW0;
+    k1 += kW1;
+  }
+  return ctr;
+}
+
+/// Word n of the stream for `seed`.
+TG_HOST_DEVICE inline uint32_t word(uint64_t seed, uint64_t n) {
+  uint64_t b = n >> 2;
+  Block out = philox4x32_10(Block{{static_cast<uint32_t>(b), static_cast<uint32_t>(b >> 32), 0u, 0u}},
+                            static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+  return out.v[n & 3];
+}
+
+/// Uniform [0, 1) float for element i.
+TG_HOST_DEVICE inline float uniform_f32(uint64_t seed, uint64_t i) {
+  return static_cast<float>(word(seed, i) >> 8) * (1.0f / 16777216.0f);
+}
+/// Uniform [0, 1) double for element i.
+TG_HOST_DEVICE inline double uniform_f64(uint64_t seed, uint64_t i) {
+  uint64_t a = word(seed, 2 * i) >> 5, b = word(seed, 2 * i + 1) >> 6;
+  return static_cast<double>(a * 67108864ull + b) * (1.0 / 9007199254740992.0);
+}
+/// Standard normal float for element i.
+TG_HOST_DEVICE inline float normal_f32(uint64_t seed, uint64_t i) {
+  uint64_t p = i >> 1;
+  float u1 = 1.0f - uniform_f32(seed, 2 * p), u2 = uniform_f32(seed, 2 * p + 1);
+  float r = sqrtf(-2.0f * logf(u1));
+  float t = 6.28318530717958647692f * u2;
+  return (i & 1) ? r * sinf(t) : r * cosf(t);
+}
+/// Standard normal double for element i.
+TG_HOST_DEVICE inline double normal_f64(uint64_t seed, uint64_t i) {
+  uint64_t p = i >> 1;
+  double u1 = 1.0 - uniform_f64(seed, 2 * p), u2 = uniform_f64(seed, 2 * p + 1);
+  double r = ::sqrt(-2.0 * ::log(u1));
+  double t = 6.28318530717958647692 * u2;
+  return (i & 1) ? r * ::sin(t) : r * ::cos(t);
+}
+
+}  // namespace tg::philox

@@ -1,0 +1,142 @@
+#include "tg/tensor_data.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "core/allocator.h"
+#include "core/convert.h"
+#include "core/error_util.h"
+#include "core/philox.h"
+
+namespace tg {
+
+TensorData::TensorData(Shape shape, DType dtype, Device device)
+    : shape_(std::move(shape)), dtype_(dtype), device_(device) {
+  for (int64_t d : shape_) {
+    if (d < 0) {
+      fail(ErrorCode::invalid_argument, "tensor_data", "shape {} has a dynamic or negative dim",
+           str(shape_));
+    }
+  }
+  if (!device.is_cpu()) {
+    fail(ErrorCode::unsupported, "tensor_data", "device {} has no backend in this build",
+         device.to_string());
+  }
+  storage_ = host_allocate(nbytes());
+}
+
+TensorData TensorData::from_bytes(const void* data, size_t count, DType dtype, Shape shape) {
+  int64_t n = tg::num_elements(shape);
+  if (n < 0 || static_cast<size_t>(n) != count) {
+    fail(ErrorCode::shape_mismatch, "from_vector", "{} values do not fill shape {} ({} elements)",
+         count, str(shape), n);
+  }
+  TensorData t(std::move(shape), dtype);
+  if (count) std::memcpy(t.raw_data(), data, t.nbytes());
+  return t;
+}
+
+TensorData TensorData::full(Shape shape, DType dtype, double value) {
+  TensorData t(std::move(shape), dtype);
+  int64_t n = t.num_elements();
+  void* p = t.raw_data();
+  for (int64_t i = 0; i < n; ++i) store_from_double(dtype, p, i, value);
+  return t;
+}
+
+namespace {
+TensorData random_tensor(Shape shape, DType dtype, bool normal, double a, double b, uint64_t seed,
+                         const char* op) {
+  if (!is_floating(dtype)) {
+    fail(ErrorCode::dtype_mismatch, op, "dtype {} is not floating", dtype_name(dtype));
+  }
+  TensorData t(std::move(shape), dtype);
+  int64_t n = t.num_elements();
+  void* p = t.raw_data();
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t k = static_cast<uint64_t>(i);
+    double v;
+    if (dtype == DType::f64) {
+      v = normal ? a + b * philox::normal_f64(seed, k) : a + (b - a) * philox::uniform_f64(seed, k);
+    } else {
+      float f = normal ? static_cast<float>(a) + static_cast<float>(b) * philox::normal_f32(seed, k)
+                       : static_cast<float>(a) +
+                             static_cast<float>(b - a) * philox::uniform_f32(seed, k);
+      v = f;
+    }
+    store_from_double(dtype, p, i, v);
+  }
+  return t;
+}
+}  // namespace
+
+TensorData TensorData::random_uniform(Shape shape, float low, float high, uint64_t seed, DType dtype) {
+  return random_tensor(std::move(shape), dtype, false, low, high, seed, "random_uniform");
+}
+TensorData TensorData::random_normal(Shape shape, float mean, float stddev, uint64_t seed,
+                                     DType dtype) {
+  return random_tensor(std::move(shape), dtype, true, mean, stddev, seed, "random_normal");
+}
+
+void* TensorData::raw_data() {
+  if (!storage_) fail(ErrorCode::invalid_argument, "tensor_data", "empty TensorData has no data");
+  return storage_.get();
+}
+const void* TensorData::raw_data() const {
+  if (!storage_) fail(ErrorCode::invalid_argument, "tensor_data", "empty TensorData has no data");
+  return storage_.get();
+}
+
+void TensorData::check_access(DType requested) const {
+  if (requested != dtype_) {
+    fail(ErrorCode::dtype_mismatch, "tensor_data", "tensor holds {}, accessed as {}",
+         dtype_name(dtype_), dtype_name(requested));
+  }
+  if (!device_.is_cpu()) {
+    fail(ErrorCode::unsupported, "tensor_data", "data on {} is not host-accessible; use to(cpu)",
+         device_.to_string());
+  }
+}
+
+double TensorData::element_as_double(int64_t i) const {
+  if (i < 0 || i >= num_elements()) {
+    fail(ErrorCode::out_of_range, "tensor_data", "element {} outside {} elements", i, num_elements());
+  }
+  return load_as_double(dtype_, raw_data(), i);
+}
+
+TensorData TensorData::to(Device device) const {
+  if (device == device_) return *this;
+  fail(ErrorCode::unsupported, "tensor_data", "copy from {} to {} is not supported in this build",
+       device_.to_string(), device.to_string());
+}
+
+TensorData TensorData::clone() const {
+  TensorData t(shape_, dtype_, device_);
+  if (nbytes()) std::memcpy(t.raw_data(), raw_data(), nbytes());
+  return t;
+}
+
+TensorData TensorData::reshaped(Shape shape) const {
+  if (tg::num_elements(shape) != num_elements()) {
+    fail(ErrorCode::shape_mismatch, "tensor_data", "cannot view {} as {}", str(shape_), str(shape));
+  }
+  TensorData t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+std::string TensorData::to_string(int64_t max_elements) const {
+  std::string out = type().to_string() + " {";
+  if (empty()) return out + "empty}";
+  int64_t n = num_elements();
+  for (int64_t i = 0; i < n && i < max_elements; ++i) {
+    if (i) out += ", ";
+    out += fmt::format("{:g}", element_as_double(i));
+  }
+  if (n > max_elements) out += ", ...";
+  return out + "}";
+}
+
+}  // namespace tg

@@ -1,0 +1,129 @@
+#include "ir/attrs.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace tg::ir {
+namespace {
+
+std::string_view pad_mode_name(PadMode m) {
+  switch (m) {
+    case PadMode::constant: return "constant";
+    case PadMode::reflect: return "reflect";
+    case PadMode::symmetric: return "symmetric";
+    case PadMode::edge: return "edge";
+    case PadMode::periodic: return "periodic";
+  }
+  return "?";
+}
+std::string_view scatter_name(ScatterReduction r) {
+  switch (r) {
+    case ScatterReduction::none: return "none";
+    case ScatterReduction::add: return "add";
+    case ScatterReduction::mul: return "mul";
+    case ScatterReduction::min: return "min";
+    case ScatterReduction::max: return "max";
+  }
+  return "?";
+}
+std::string_view stencil_reduction_name(StencilReduction r) {
+  switch (r) {
+    case StencilReduction::sum: return "sum";
+    case StencilReduction::product: return "product";
+    case StencilReduction::min: return "min";
+    case StencilReduction::max: return "max";
+    case StencilReduction::argmin: return "argmin";
+    case StencilReduction::argmax: return "argmax";
+  }
+  return "?";
+}
+std::string_view padding_style_name(PaddingStyle p) {
+  switch (p) {
+    case PaddingStyle::explicit_padding: return "explicit";
+    case PaddingStyle::valid: return "valid";
+    case PaddingStyle::same: return "same";
+  }
+  return "?";
+}
+std::string_view boundary_name(BoundaryMode b) {
+  switch (b) {
+    case BoundaryMode::zero: return "zero";
+    case BoundaryMode::constant: return "constant";
+    case BoundaryMode::reflect: return "reflect";
+    case BoundaryMode::symmetric: return "symmetric";
+    case BoundaryMode::clamp_to_edge: return "clamp_to_edge";
+    case BoundaryMode::periodic: return "periodic";
+  }
+  return "?";
+}
+
+struct Printer {
+  std::string operator()(const NoAttrs&) const { return ""; }
+  std::string operator()(const ConstantAttrs& a) const { return "value=" + a.value.to_string(4); }
+  std::string operator()(const FillAttrs& a) const { return fmt::format("value={:g}", a.value); }
+  std::string operator()(const IotaAttrs& a) const { return fmt::format("axis={}", a.axis); }
+  std::string operator()(const RandomAttrs& a) const {
+    return fmt::format("a={:g}, b={:g}, seed={}", a.a, a.b, a.seed);
+  }
+  std::string operator()(const CastAttrs& a) const {
+    return fmt::format("dtype={}", dtype_name(a.dtype));
+  }
+  std::string operator()(const BroadcastAttrs& a) const { return "shape=" + shape_to_string(a.shape); }
+  std::string operator()(const ReshapeAttrs& a) const {
+    return fmt::format("shape=[{}]", fmt::join(a.shape, ","));
+  }
+  std::string operator()(const TransposeAttrs& a) const {
+    return fmt::format("perm=[{}]", fmt::join(a.perm, ","));
+  }
+  std::string operator()(const SliceDesc& a) const {
+    return fmt::format("begin=[{}], end=[{}], strides=[{}], axes=[{}]", fmt::join(a.begin, ","),
+                       fmt::join(a.end, ","), fmt::join(a.strides, ","), fmt::join(a.axes, ","));
+  }
+  std::string operator()(const PadDesc& a) const {
+    return fmt::format("before=[{}], after=[{}], mode={}, value={:g}", fmt::join(a.before, ","),
+                       fmt::join(a.after, ","), pad_mode_name(a.mode), a.value);
+  }
+  std::string operator()(const ConcatAttrs& a) const { return fmt::format("axis={}", a.axis); }
+  std::string operator()(const ReverseAttrs& a) const {
+    return fmt::format("axes=[{}]", fmt::join(a.axes, ","));
+  }
+  std::string operator()(const TileAttrs& a) const {
+    return fmt::format("multiples=[{}]", fmt::join(a.multiples, ","));
+  }
+  std::string operator()(const ReduceDesc& a) const {
+    return fmt::format("axes=[{}], keep_dims={}", fmt::join(a.axes, ","), a.keep_dims);
+  }
+  std::string operator()(const ArgReduceDesc& a) const {
+    return fmt::format("axis={}, keep_dims={}", a.axis, a.keep_dims);
+  }
+  std::string operator()(const MatmulDesc& a) const {
+    return fmt::format("transpose_a={}, transpose_b={}", a.transpose_a, a.transpose_b);
+  }
+  std::string operator()(const GatherDesc& a) const {
+    return fmt::format("axis={}, batch_dims={}", a.axis, a.batch_dims);
+  }
+  std::string operator()(const GatherNdDesc& a) const {
+    return fmt::format("batch_dims={}", a.batch_dims);
+  }
+  std::string operator()(const GatherElementsDesc& a) const { return fmt::format("axis={}", a.axis); }
+  std::string operator()(const ScatterNdDesc& a) const {
+    return fmt::format("reduction={}", scatter_name(a.reduction));
+  }
+  std::string operator()(const ScatterElementsDesc& a) const {
+    return fmt::format("axis={}, reduction={}", a.axis, scatter_name(a.reduction));
+  }
+  std::string operator()(const StencilDesc& a) const {
+    return fmt::format(
+        "reduction={}, strides=[{}], dilations=[{}], padding=[{}], style={}, boundary={}, "
+        "constant={:g}",
+        stencil_reduction_name(a.reduction), fmt::join(a.strides, ","), fmt::join(a.dilations, ","),
+        fmt::join(a.explicit_padding, ","), padding_style_name(a.padding_style),
+        boundary_name(a.boundary_mode), a.padding_constant);
+  }
+};
+
+}  // namespace
+
+std::string attrs_to_string(const Attrs& attrs) { return std::visit(Printer{}, attrs); }
+
+}  // namespace tg::ir

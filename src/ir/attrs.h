@@ -1,0 +1,59 @@
+// Typed attributes: one struct per op family (never untyped int arrays).
+#pragma once
+#include <string>
+#include <variant>
+
+#include "tg/ops.h"
+#include "tg/tensor_data.h"
+
+namespace tg::ir {
+
+struct NoAttrs {};
+struct ConstantAttrs {
+  TensorData value;
+};
+struct FillAttrs {
+  double value = 0;
+};
+struct IotaAttrs {
+  int64_t axis = 0;
+};
+struct RandomAttrs {
+  double a = 0;  ///< uniform: low; normal: mean
+  double b = 1;  ///< uniform: high; normal: stddev
+  uint64_t seed = 0;
+};
+struct CastAttrs {
+  DType dtype = DType::f32;
+};
+struct BroadcastAttrs {
+  Shape shape;
+};
+struct ReshapeAttrs {
+  Shape shape;  ///< as requested by the user: may hold one -1 to infer
+};
+struct TransposeAttrs {
+  std::vector<int64_t> perm;  ///< normalized: a permutation of 0..rank-1
+};
+struct ConcatAttrs {
+  int64_t axis = 0;  ///< normalized to [0, rank)
+};
+struct ReverseAttrs {
+  std::vector<int64_t> axes;  ///< normalized, sorted, unique
+};
+struct TileAttrs {
+  std::vector<int64_t> multiples;
+};
+
+/// Every attribute type a node can carry. Reduce/Gather/... reuse the public descriptor structs
+/// with axes normalized to non-negative values by the builder.
+using Attrs = std::variant<NoAttrs, ConstantAttrs, FillAttrs, IotaAttrs, RandomAttrs, CastAttrs,
+                           BroadcastAttrs, ReshapeAttrs, TransposeAttrs, SliceDesc, PadDesc,
+                           ConcatAttrs, ReverseAttrs, TileAttrs, ReduceDesc, ArgReduceDesc,
+                           MatmulDesc, GatherDesc, GatherNdDesc, GatherElementsDesc, ScatterNdDesc,
+                           ScatterElementsDesc, StencilDesc>;
+
+/// "axes=[0,1], keep_dims=true" (empty for NoAttrs). Used by the printer and DOT export.
+std::string attrs_to_string(const Attrs& attrs);
+
+}  // namespace tg::ir

@@ -1,0 +1,55 @@
+#include <fmt/format.h>
+
+#include "ir/graph.h"
+
+namespace tg::ir {
+namespace {
+
+std::string value_name(ValueRef v, const Graph& g) {
+  return g.node(v.node).outputs.size() == 1 ? fmt::format("%{}", v.node)
+                                            : fmt::format("%{}:{}", v.node, v.index);
+}
+
+void print_into(const Graph& g, int indent, std::string& out) {
+  std::string pad(static_cast<size_t>(indent), ' ');
+  for (const Node& n : g.nodes()) {
+    std::string line = pad + fmt::format("%{} = {}(", n.id, op_name(n.kind));
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (i) line += ", ";
+      line += value_name(n.inputs[i], g);
+    }
+    line += ")";
+    std::string attrs = attrs_to_string(n.attrs);
+    if (!attrs.empty()) line += " {" + attrs + "}";
+    if (!n.control_inputs.empty()) {
+      line += " after(";
+      for (size_t i = 0; i < n.control_inputs.size(); ++i) {
+        line += (i ? ", %" : "%") + std::to_string(n.control_inputs[i]);
+      }
+      line += ")";
+    }
+    line += " :";
+    for (size_t i = 0; i < n.outputs.size(); ++i) line += (i ? ", " : " ") + n.outputs[i].to_string();
+    if (!n.name.empty()) line += "  # " + n.name;
+    out += line + "\n";
+    for (size_t r = 0; r < n.regions.size(); ++r) {
+      out += pad + fmt::format("  region {} {{\n", r);
+      if (n.regions[r].body) print_into(*n.regions[r].body, indent + 4, out);
+      std::string results;
+      for (size_t i = 0; i < n.regions[r].results.size(); ++i) {
+        results += (i ? ", " : "") + value_name(n.regions[r].results[i], *n.regions[r].body);
+      }
+      out += pad + "    yield(" + results + ")\n" + pad + "  }\n";
+    }
+  }
+}
+
+}  // namespace
+
+std::string print_graph(const Graph& g) {
+  std::string out;
+  print_into(g, 0, out);
+  return out;
+}
+
+}  // namespace tg::ir

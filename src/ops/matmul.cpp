@@ -1,0 +1,6 @@
+// The matmul op family: dtype/shape rules and builders. (Being written.)
+#include "ops/builder.h"
+
+namespace tg::ops {
+void register_matmul_ops(OpRegistry& r) {}
+}  // namespace tg::ops

@@ -1,0 +1,6 @@
+// The random op family: dtype/shape rules and builders. (Being written.)
+#include "ops/builder.h"
+
+namespace tg::ops {
+void register_random_ops(OpRegistry& r) {}
+}  // namespace tg::ops

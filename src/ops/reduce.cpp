@@ -1,0 +1,6 @@
+// The reduce op family: dtype/shape rules and builders. (Being written.)
+#include "ops/builder.h"
+
+namespace tg::ops {
+void register_reduce_ops(OpRegistry& r) {}
+}  // namespace tg::ops

@@ -1,0 +1,6 @@
+// The shape op family: dtype/shape rules and builders. (Being written.)
+#include "ops/builder.h"
+
+namespace tg::ops {
+void register_shape_ops(OpRegistry& r) {}
+}  // namespace tg::ops

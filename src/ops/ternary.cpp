@@ -1,0 +1,46 @@
+// select (where) and clamp, broadcasting all three operands; and cast.
+#include "ops/builder.h"
+
+namespace tg {
+namespace {
+
+std::vector<TensorType> infer_ternary(const ir::Node& node, std::span<const TensorType> in) {
+  std::string_view op = ir::op_name(node.kind);
+  Shape shape = ops::broadcast_shapes(ops::broadcast_shapes(in[0].shape, in[1].shape, op), in[2].shape, op);
+  if (node.kind == ir::OpKind::select) {
+    if (in[0].dtype != DType::bool_) {
+      fail(ErrorCode::dtype_mismatch, op, "condition must be bool, got {}", in[0].to_string());
+    }
+    ops::check_same_dtype(in.subspan(1), op);
+    return {{shape, in[1].dtype}};
+  }
+  ops::check_same_dtype(in, op);
+  if (!is_numeric(in[0].dtype)) {
+    fail(ErrorCode::dtype_mismatch, op, "needs numeric operands, got {}", in[0].to_string());
+  }
+  return {{shape, in[0].dtype}};
+}
+
+std::vector<TensorType> infer_cast(const ir::Node& node, std::span<const TensorType> in) {
+  return {{in[0].shape, std::get<ir::CastAttrs>(node.attrs).dtype}};
+}
+
+}  // namespace
+
+namespace ops {
+void register_ternary_ops(OpRegistry& r) {
+  r.set(ir::OpKind::select, infer_ternary);
+  r.set(ir::OpKind::clamp, infer_ternary);
+}
+void register_cast_ops(OpRegistry& r) { r.set(ir::OpKind::cast, infer_cast); }
+}  // namespace ops
+
+Tensor select(Tensor condition, Tensor a, Tensor b) {
+  return ops::make_op(ir::OpKind::select, {condition, a, b});
+}
+Tensor cast(Tensor x, DType dtype) { return ops::make_op(ir::OpKind::cast, {x}, ir::CastAttrs{dtype}); }
+Tensor clamp(Tensor x, Tensor low, Tensor high) {
+  return ops::make_op(ir::OpKind::clamp, {x, low, high});
+}
+
+}  // namespace tg

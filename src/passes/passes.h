@@ -1,0 +1,24 @@
+// Graph passes. Each is a small unit returning whether it changed the graph.
+#pragma once
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace tg::passes {
+
+/// Dead-code elimination: keeps exactly the nodes that `roots` (values) and `root_ops` reach
+/// through data and control edges, compacts ids (order kept) and remaps `roots`/`root_ops` (and
+/// `keep`, nodes to keep as well, e.g. fed placeholders) in place.
+bool eliminate_dead_code(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                         std::vector<int>& keep);
+
+/// Re-runs type inference on every node in order with the current input types (placeholders
+/// keep the types they hold). Raises the ops' errors. Returns true when any type changed.
+bool infer_types(ir::Graph& g);
+
+/// Buffer planning: for each step of `schedule`, the values whose last reader it is (values
+/// in `keep` are never released).
+std::vector<std::vector<ir::ValueRef>> plan_buffers(const ir::Graph& g, const std::vector<int>& schedule,
+                                                    const std::vector<ir::ValueRef>& keep);
+
+}  // namespace tg::passes

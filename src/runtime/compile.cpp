@@ -1,0 +1,112 @@
+#include "runtime/compile.h"
+
+#include <algorithm>
+
+#include "core/error_util.h"
+#include "passes/passes.h"
+
+namespace tg::runtime {
+namespace {
+
+void check_owner(const std::shared_ptr<ir::Graph>& graph, const std::shared_ptr<ir::Graph>& owner,
+                 bool valid, std::string_view what) {
+  if (!valid) fail(ErrorCode::invalid_argument, "compile", "{} is empty", what);
+  if (owner != graph) fail(ErrorCode::invalid_argument, "compile", "{} belongs to another graph", what);
+}
+
+void check_feed_type(const ir::Node& ph, const TensorType& fed, std::string_view op) {
+  const TensorType& declared = ph.outputs[0];
+  if (fed.dtype != declared.dtype) {
+    fail(ErrorCode::dtype_mismatch, op, "placeholder '{}' is {}, fed {}", ph.name,
+         declared.to_string(), fed.to_string());
+  }
+  bool ok = fed.shape.size() == declared.shape.size();
+  for (size_t i = 0; ok && i < fed.shape.size(); ++i) {
+    ok = fed.shape[i] >= 0 && (declared.shape[i] == -1 || declared.shape[i] == fed.shape[i]);
+  }
+  if (!ok) {
+    fail(ErrorCode::shape_mismatch, op, "placeholder '{}' is {}, fed {}", ph.name,
+         declared.to_string(), fed.to_string());
+  }
+}
+
+}  // namespace
+
+Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
+                         const FeedTypes& feed_types, const std::vector<Tensor>& targets,
+                         const std::vector<Operation>& target_ops, CompileOptions options) {
+  if (options.disable_type_inference) {
+    fail(ErrorCode::unsupported, "compile",
+         "disable_type_inference (compile once for symbolic dims) is not implemented yet");
+  }
+  const backends::Backend& backend = backends::backend_for(device);
+  auto g = std::make_shared<ir::Graph>(*graph);
+
+  std::vector<ir::ValueRef> roots;
+  std::vector<int> root_ops, feeds;
+  for (const Tensor& t : targets) {
+    check_owner(graph, t.graph_impl(), t.valid(), "a target tensor");
+    roots.push_back({t.node_id(), t.index()});
+  }
+  for (const Operation& o : target_ops) {
+    check_owner(graph, o.graph_impl(), o.valid(), "a target operation");
+    root_ops.push_back(o.node_id());
+  }
+  for (const auto& [t, type] : feed_types) {
+    check_owner(graph, t.graph_impl(), t.valid(), "a feed");
+    ir::Node& ph = g->node(t.node_id());
+    if (ph.kind != ir::OpKind::placeholder) {
+      fail(ErrorCode::invalid_argument, "compile", "feed %{} is a {}, not a placeholder",
+           t.node_id(), ir::op_name(ph.kind));
+    }
+    if (std::find(feeds.begin(), feeds.end(), t.node_id()) != feeds.end()) {
+      fail(ErrorCode::invalid_argument, "compile", "placeholder '{}' is fed twice", ph.name);
+    }
+    check_feed_type(ph, type, "compile");
+    ph.outputs[0] = type;
+    feeds.push_back(t.node_id());
+  }
+
+  passes::eliminate_dead_code(*g, roots, root_ops, feeds);
+  for (const ir::Node& n : g->nodes()) {
+    if (n.kind == ir::OpKind::placeholder &&
+        std::find(feeds.begin(), feeds.end(), n.id) == feeds.end()) {
+      fail(ErrorCode::not_found, "compile", "placeholder '{}' ({}) is needed but not fed", n.name,
+           n.outputs[0].to_string());
+    }
+  }
+  passes::infer_types(*g);
+  ir::verify(*g);
+
+  auto plan = std::make_shared<backends::PlannedGraph>();
+  for (const ir::Node& n : g->nodes()) {
+    for (const TensorType& t : n.outputs) {
+      if (!is_static(t.shape)) {
+        fail(ErrorCode::internal, ir::op_name(n.kind), "output {} is still dynamic after inference",
+             t.to_string());
+      }
+    }
+    if (!backend.supports(n)) {
+      fail(ErrorCode::unsupported, ir::op_name(n.kind), "not supported on {} for {}",
+           device.to_string(), n.outputs[0].to_string());
+    }
+    plan->schedule.push_back(n.id);
+  }
+  plan->feed_nodes = feeds;
+  plan->targets = roots;
+  plan->release_after = passes::plan_buffers(*g, plan->schedule, roots);
+  plan->graph = g;
+
+  auto compiled = std::make_shared<CompiledProgram>();
+  compiled->device = device;
+  for (int f : feeds) {
+    compiled->feed_names.push_back(g->node(f).name);
+    compiled->feed_types.push_back(g->node(f).outputs[0]);
+  }
+  for (const auto& r : roots) compiled->target_types.push_back(g->type(r));
+  compiled->program = backend.lower(plan);
+  compiled->plan = std::move(plan);
+  return Executable(std::move(compiled));
+}
+
+}  // namespace tg::runtime
