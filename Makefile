@@ -1,5 +1,5 @@
 # The README's two quick-start commands. Both run the idempotent bootstrap first.
-BUILD_DIR ?= build
+BUILD_DIR ?= $(or $(TG_BUILD_DIR),build)
 .PHONY: all build demo test bench clean
 all: build
 build:

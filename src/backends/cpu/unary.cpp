@@ -50,18 +50,38 @@ void float_kernel(KernelContext& ctx) {
   });
 }
 
+// Integer negation and squaring wrap modulo 2^bits (two's complement) instead of overflowing.
+template <typename C>
+C wrap_neg(C v) {
+  if constexpr (std::is_integral_v<C>) {
+    using U = std::make_unsigned_t<C>;
+    return static_cast<C>(static_cast<U>(U(0) - static_cast<U>(v)));
+  } else {
+    return -v;
+  }
+}
+template <typename C>
+C wrap_square(C v) {
+  if constexpr (std::is_integral_v<C>) {
+    using U = std::make_unsigned_t<std::common_type_t<C, unsigned>>;
+    return static_cast<C>(static_cast<U>(v) * static_cast<U>(v));
+  } else {
+    return v * v;
+  }
+}
+
 template <ir::OpKind K>
 void numeric_kernel(KernelContext& ctx) {
   dispatch<DTypeGroup::numeric>(ctx.inputs[0].dtype(), ctx.op_name(), [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
     map<T, T>(ctx.inputs[0], ctx.outputs[0], [](C v) -> C {
-      if constexpr (K == ir::OpKind::neg) return static_cast<C>(-v);
+      if constexpr (K == ir::OpKind::neg) return wrap_neg(v);
       if constexpr (K == ir::OpKind::abs) {
         if constexpr (std::is_unsigned_v<C>) return v;
-        else return v < C(0) ? static_cast<C>(-v) : (v == C(0) ? C(0) : v);
+        else return v < C(0) ? wrap_neg(v) : (v == C(0) ? C(0) : v);
       }
-      if constexpr (K == ir::OpKind::square) return static_cast<C>(v * v);
+      if constexpr (K == ir::OpKind::square) return wrap_square(v);
       if constexpr (K == ir::OpKind::sign) {
         if constexpr (std::is_floating_point_v<C>) {
           if (std::isnan(v)) return v;
