@@ -1,4 +1,6 @@
 // Elementwise binary ops with NumPy broadcasting: dtype rules, builders and operators.
+#include <cmath>
+
 #include "ops/builder.h"
 
 namespace tg {
@@ -72,18 +74,42 @@ TG_BINARY_BUILDER(logical_xor)
 #undef TG_BINARY_BUILDER
 Tensor atan2(Tensor y, Tensor x) { return ops::make_op(ir::OpKind::atan2, {y, x}); }
 
+namespace {
+
+/// The scalar operand of a tensor-scalar operator: a 0-d constant of `like`'s dtype. For an
+/// integer dtype the value must be an integer in the dtype's range (so that it converts exactly:
+/// int_tensor * 0.5 is an error, not int_tensor * 0).
+Tensor scalar_operand(const Tensor& like, double value, ir::OpKind kind, int like_index) {
+  std::string_view op = ir::op_name(kind);
+  if (!like.valid()) fail(ErrorCode::invalid_argument, op, "input {} is an empty Tensor", like_index);
+  DType t = like.dtype();
+  if (is_integer(t)) {
+    // The range is [lo, end): both are powers of two, exact as doubles.
+    int bits = static_cast<int>(dtype_size(t)) * 8;
+    double end = std::ldexp(1.0, t == DType::u8 ? bits : bits - 1);
+    double lo = t == DType::u8 ? 0.0 : -end;
+    if (!(value >= lo && value < end) || std::trunc(value) != value) {
+      fail(ErrorCode::invalid_argument, op, "scalar {} is not representable as {} (use cast)", value,
+           dtype_name(t));
+    }
+  }
+  return ops::scalar_like(like, value, t);
+}
+
+}  // namespace
+
 Tensor operator+(Tensor a, Tensor b) { return add(a, b); }
 Tensor operator-(Tensor a, Tensor b) { return sub(a, b); }
 Tensor operator*(Tensor a, Tensor b) { return mul(a, b); }
 Tensor operator/(Tensor a, Tensor b) { return div(a, b); }
 Tensor operator-(Tensor a) { return neg(a); }
-Tensor operator+(Tensor a, double b) { return add(a, ops::scalar_like(a, b, a.dtype())); }
-Tensor operator-(Tensor a, double b) { return sub(a, ops::scalar_like(a, b, a.dtype())); }
-Tensor operator*(Tensor a, double b) { return mul(a, ops::scalar_like(a, b, a.dtype())); }
-Tensor operator/(Tensor a, double b) { return div(a, ops::scalar_like(a, b, a.dtype())); }
-Tensor operator+(double a, Tensor b) { return add(ops::scalar_like(b, a, b.dtype()), b); }
-Tensor operator-(double a, Tensor b) { return sub(ops::scalar_like(b, a, b.dtype()), b); }
-Tensor operator*(double a, Tensor b) { return mul(ops::scalar_like(b, a, b.dtype()), b); }
-Tensor operator/(double a, Tensor b) { return div(ops::scalar_like(b, a, b.dtype()), b); }
+Tensor operator+(Tensor a, double b) { return add(a, scalar_operand(a, b, ir::OpKind::add, 0)); }
+Tensor operator-(Tensor a, double b) { return sub(a, scalar_operand(a, b, ir::OpKind::sub, 0)); }
+Tensor operator*(Tensor a, double b) { return mul(a, scalar_operand(a, b, ir::OpKind::mul, 0)); }
+Tensor operator/(Tensor a, double b) { return div(a, scalar_operand(a, b, ir::OpKind::div, 0)); }
+Tensor operator+(double a, Tensor b) { return add(scalar_operand(b, a, ir::OpKind::add, 1), b); }
+Tensor operator-(double a, Tensor b) { return sub(scalar_operand(b, a, ir::OpKind::sub, 1), b); }
+Tensor operator*(double a, Tensor b) { return mul(scalar_operand(b, a, ir::OpKind::mul, 1), b); }
+Tensor operator/(double a, Tensor b) { return div(scalar_operand(b, a, ir::OpKind::div, 1), b); }
 
 }  // namespace tg

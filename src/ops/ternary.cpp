@@ -1,12 +1,26 @@
 // select (where) and clamp, broadcasting all three operands; and cast.
+#include <algorithm>
+#include <iterator>
+
 #include "ops/builder.h"
 
 namespace tg {
 namespace {
 
+/// The NumPy broadcast of three shapes; the error names all three.
+Shape broadcast3(std::span<const TensorType> in, std::string_view op) {
+  try {
+    return ops::broadcast_shapes(ops::broadcast_shapes(in[0].shape, in[1].shape, op), in[2].shape, op);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::shape_mismatch) throw;
+  }
+  fail(ErrorCode::shape_mismatch, op, "shapes {}, {} and {} do not broadcast", str(in[0].shape),
+       str(in[1].shape), str(in[2].shape));
+}
+
 std::vector<TensorType> infer_ternary(const ir::Node& node, std::span<const TensorType> in) {
   std::string_view op = ir::op_name(node.kind);
-  Shape shape = ops::broadcast_shapes(ops::broadcast_shapes(in[0].shape, in[1].shape, op), in[2].shape, op);
+  Shape shape = broadcast3(in, op);
   if (node.kind == ir::OpKind::select) {
     if (in[0].dtype != DType::bool_) {
       fail(ErrorCode::dtype_mismatch, op, "condition must be bool, got {}", in[0].to_string());
@@ -38,7 +52,12 @@ void register_cast_ops(OpRegistry& r) { r.set(ir::OpKind::cast, infer_cast); }
 Tensor select(Tensor condition, Tensor a, Tensor b) {
   return ops::make_op(ir::OpKind::select, {condition, a, b});
 }
-Tensor cast(Tensor x, DType dtype) { return ops::make_op(ir::OpKind::cast, {x}, ir::CastAttrs{dtype}); }
+Tensor cast(Tensor x, DType dtype) {
+  if (std::find(std::begin(kAllDTypes), std::end(kAllDTypes), dtype) == std::end(kAllDTypes)) {
+    fail(ErrorCode::invalid_argument, "cast", "unknown dtype {}", static_cast<int>(dtype));
+  }
+  return ops::make_op(ir::OpKind::cast, {x}, ir::CastAttrs{dtype});
+}
 Tensor clamp(Tensor x, Tensor low, Tensor high) {
   return ops::make_op(ir::OpKind::clamp, {x, low, high});
 }
