@@ -16,7 +16,7 @@ using Shape = std::vector<int64_t>;
 int64_t num_elements(const Shape& s);
 /// True when no dim is -1.
 bool is_static(const Shape& s);
-/// "[2,3,4]"; dynamic dims print as "?".
+/// "[2,3,4]"; dynamic dims (-1) print as "?" (other negative, invalid, dims as numbers).
 std::string shape_to_string(const Shape& s);
 /// Row-major strides in elements, e.g. {12,4,1} for [2,3,4].
 std::vector<int64_t> row_major_strides(const Shape& s);

@@ -38,7 +38,7 @@ class HostPool {
         void* p = it->second.back();
         it->second.pop_back();
         stats_.bytes_cached -= cls;
-        stats_.bytes_in_use += cls;
+        add_in_use(cls);
         ++stats_.cache_hits;
         return p;
       }
@@ -53,7 +53,7 @@ class HostPool {
                   fmt::format("[host_allocate] out of memory allocating {} bytes", cls));
     }
     std::lock_guard<std::mutex> lock(mu_);
-    stats_.bytes_in_use += cls;
+    add_in_use(cls);
     return p;
   }
   void release(void* p, size_t cls) {
@@ -78,8 +78,18 @@ class HostPool {
     std::lock_guard<std::mutex> lock(mu_);
     return stats_;
   }
+  void reset_peak() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.peak_bytes_in_use = stats_.bytes_in_use;
+  }
 
  private:
+  // Callers hold mu_.
+  void add_in_use(size_t cls) {
+    stats_.bytes_in_use += cls;
+    if (stats_.bytes_in_use > stats_.peak_bytes_in_use) stats_.peak_bytes_in_use = stats_.bytes_in_use;
+  }
+
   std::mutex mu_;
   std::map<size_t, std::vector<void*>> free_;
   HostAllocatorStats stats_;
@@ -99,6 +109,7 @@ std::shared_ptr<void> host_allocate(size_t bytes) {
 }
 
 HostAllocatorStats host_allocator_stats() { return pool().stats(); }
+void host_allocator_reset_peak() { pool().reset_peak(); }
 void host_allocator_trim() { pool().trim(); }
 
 }  // namespace tg

@@ -18,11 +18,12 @@ void emit(const Graph& g, const std::string& prefix, std::string& out) {
   for (const Node& n : g.nodes()) {
     std::string types;
     for (const auto& t : n.outputs) types += (types.empty() ? "" : ", ") + t.to_string();
-    std::string label = std::string(op_name(n.kind)) + (n.name.empty() ? "" : " '" + n.name + "'") +
-                        "\\n" + types;
+    // Pieces are escaped one by one and joined with DOT's line break "\n" (kept unescaped).
+    std::string label = escape(std::string(op_name(n.kind)) + (n.name.empty() ? "" : " '" + n.name + "'")) +
+                        "\\n" + escape(types);
     std::string attrs = attrs_to_string(n.attrs);
     if (!attrs.empty() && attrs.size() < 80) label += "\\n" + escape(attrs);
-    out += fmt::format("  {}n{} [label=\"{}\"{}];\n", prefix, n.id, escape(label).c_str(),
+    out += fmt::format("  {}n{} [label=\"{}\"{}];\n", prefix, n.id, label,
                        has_trait(n.kind, kSource) ? ", shape=box" : "");
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       out += fmt::format("  {}n{} -> {}n{} [label=\"{}\"];\n", prefix, n.inputs[i].node, prefix,

@@ -5,9 +5,11 @@
 namespace tg::ir {
 namespace {
 
+// "%3" for a single-output node, "%3:1" otherwise (and for a reference outside the graph, so a
+// broken graph still prints).
 std::string value_name(ValueRef v, const Graph& g) {
-  return g.node(v.node).outputs.size() == 1 ? fmt::format("%{}", v.node)
-                                            : fmt::format("%{}:{}", v.node, v.index);
+  bool single = v.node >= 0 && v.node < g.size() && g.node(v.node).outputs.size() == 1 && v.index == 0;
+  return single ? fmt::format("%{}", v.node) : fmt::format("%{}:{}", v.node, v.index);
 }
 
 void print_into(const Graph& g, int indent, std::string& out) {
@@ -36,7 +38,7 @@ void print_into(const Graph& g, int indent, std::string& out) {
       out += pad + fmt::format("  region {} {{\n", r);
       if (n.regions[r].body) print_into(*n.regions[r].body, indent + 4, out);
       std::string results;
-      for (size_t i = 0; i < n.regions[r].results.size(); ++i) {
+      for (size_t i = 0; n.regions[r].body && i < n.regions[r].results.size(); ++i) {
         results += (i ? ", " : "") + value_name(n.regions[r].results[i], *n.regions[r].body);
       }
       out += pad + "    yield(" + results + ")\n" + pad + "  }\n";

@@ -14,6 +14,15 @@ void check_owner(const std::shared_ptr<ir::Graph>& graph, const std::shared_ptr<
   if (owner != graph) fail(ErrorCode::invalid_argument, "compile", "{} belongs to another graph", what);
 }
 
+// Tensor and Operation handles can be made from raw ids: check them before any pass indexes.
+void check_ref(const ir::Graph& g, int node, int index, std::string_view what) {
+  if (node < 0 || node >= g.size() || index < 0 ||
+      index >= static_cast<int>(g.node(node).outputs.size())) {
+    fail(ErrorCode::invalid_argument, "compile", "{} refers to %{}:{}, which is not in the graph", what,
+         node, index);
+  }
+}
+
 void check_feed_type(const ir::Node& ph, const TensorType& fed, std::string_view op) {
   const TensorType& declared = ph.outputs[0];
   if (fed.dtype != declared.dtype) {
@@ -41,22 +50,26 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
   }
   const backends::Backend& backend = backends::backend_for(device);
   auto g = std::make_shared<ir::Graph>(*graph);
+  ir::verify(*g);  // before any pass indexes through the edges
 
   std::vector<ir::ValueRef> roots;
   std::vector<int> root_ops, feeds;
   for (const Tensor& t : targets) {
     check_owner(graph, t.graph_impl(), t.valid(), "a target tensor");
+    check_ref(*g, t.node_id(), t.index(), "a target tensor");
     roots.push_back({t.node_id(), t.index()});
   }
   for (const Operation& o : target_ops) {
     check_owner(graph, o.graph_impl(), o.valid(), "a target operation");
+    check_ref(*g, o.node_id(), 0, "a target operation");
     root_ops.push_back(o.node_id());
   }
   for (const auto& [t, type] : feed_types) {
     check_owner(graph, t.graph_impl(), t.valid(), "a feed");
+    check_ref(*g, t.node_id(), t.index(), "a feed");
     ir::Node& ph = g->node(t.node_id());
     if (ph.kind != ir::OpKind::placeholder) {
-      fail(ErrorCode::invalid_argument, "compile", "feed %{} is a {}, not a placeholder",
+      fail(ErrorCode::invalid_argument, "compile", "feed %{} ({}) is not a placeholder",
            t.node_id(), ir::op_name(ph.kind));
     }
     if (std::find(feeds.begin(), feeds.end(), t.node_id()) != feeds.end()) {
@@ -76,7 +89,6 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     }
   }
   passes::infer_types(*g);
-  ir::verify(*g);
 
   auto plan = std::make_shared<backends::PlannedGraph>();
   for (const ir::Node& n : g->nodes()) {

@@ -51,7 +51,8 @@ Tensor Graph::placeholder(Shape shape, DType dtype, std::string name) {
 
 Tensor Graph::constant(const TensorData& value, std::string name) {
   if (value.empty()) fail(ErrorCode::invalid_argument, "constant", "value is an empty TensorData");
-  return ops::make_source(*this, ir::OpKind::constant, ir::ConstantAttrs{value.to(Device::cpu())},
+  // A deep copy, as documented: the caller may still write into `value` through data<T>().
+  return ops::make_source(*this, ir::OpKind::constant, ir::ConstantAttrs{value.to(Device::cpu()).clone()},
                           value.type(), std::move(name));
 }
 
@@ -59,13 +60,30 @@ Tensor Graph::constant(double value, DType dtype) {
   return constant(TensorData::full({}, dtype, value));
 }
 
+namespace {
+// The run cache is keyed by node ids, so a tensor of another graph must be rejected before the
+// lookup (it could otherwise hit an entry of this graph with the same ids).
+void check_run_owner(const std::shared_ptr<ir::Graph>& graph, const std::shared_ptr<ir::Graph>& owner,
+                     bool valid, std::string_view what) {
+  if (!valid) fail(ErrorCode::invalid_argument, "run", "{} is empty", what);
+  if (owner != graph) fail(ErrorCode::invalid_argument, "run", "{} belongs to another graph", what);
+}
+}  // namespace
+
 std::vector<TensorData> Graph::run(const Feeds& feeds, const std::vector<Tensor>& targets,
                                    const std::vector<Operation>& target_ops, Device device) {
+  for (const auto& f : feeds) check_run_owner(impl_, f.first.graph_impl(), f.first.valid(), "a feed");
+  for (const Tensor& t : targets) check_run_owner(impl_, t.graph_impl(), t.valid(), "a target tensor");
+  for (const Operation& o : target_ops) {
+    check_run_owner(impl_, o.graph_impl(), o.valid(), "a target operation");
+  }
   std::string key = device.to_string() + "|";
   FeedTypes types;
   std::vector<TensorData> inputs;
   for (const auto& [t, v] : feeds) {
-    if (v.empty()) fail(ErrorCode::invalid_argument, "run", "feed for node %{} is empty", t.node_id());
+    if (v.empty()) {
+      fail(ErrorCode::invalid_argument, "run", "feed for placeholder '{}' is empty", t.op().name());
+    }
     types.emplace_back(t, v.type());
     inputs.push_back(v);
     key += fmt::format("{}:{};", t.node_id(), v.type().to_string());
