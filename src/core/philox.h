@@ -9,9 +9,14 @@
 // normal element i: pair p = i / 2 takes uniforms u1 (made in (0, 1] as 1 - u) and u2 of
 //   "virtual" uniform elements 2p and 2p+1; r = sqrt(-2 ln u1); even i: r cos(2 pi u2), odd i:
 //   r sin(2 pi u2) (Box-Muller).
+// Element values of random tensors (uniform_value / normal_value below): low + (high - low) * u
+// and mean + stddev * z, computed in double for f64 and in float otherwise, then rounded to the
+// dtype; a uniform value that rounding carried up to high is replaced by the largest value of the
+// dtype below high (so results stay in [low, high)).
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__CUDACC__)
 #define TG_HOST_DEVICE __host__ __device__
@@ -77,6 +82,58 @@ TG_HOST_DEVICE inline double normal_f64(uint64_t seed, uint64_t i) {
   double r = ::sqrt(-2.0 * ::log(u1));
   double t = 6.28318530717958647692 * u2;
   return (i & 1) ? r * ::sin(t) : r * ::cos(t);
+}
+
+/// The largest value of T below v (v not NaN). T is float, double, or a 16-bit sign-magnitude
+/// float storage type with a `bits` member (f16_t, bf16_t).
+template <typename T>
+TG_HOST_DEVICE inline T next_below(T v) {
+  if constexpr (std::is_same_v<T, double>) {
+    return ::nextafter(v, -HUGE_VAL);
+  } else if constexpr (std::is_same_v<T, float>) {
+    return ::nextafterf(v, -HUGE_VALF);
+  } else {
+    T r = v;
+    if ((r.bits & 0x7fffu) == 0) {
+      r.bits = 0x8001u;  // +-0 -> the negative subnormal nearest zero
+    } else if (r.bits & 0x8000u) {
+      r.bits = static_cast<uint16_t>(r.bits + 1);  // negative: one step away from zero
+    } else {
+      r.bits = static_cast<uint16_t>(r.bits - 1);
+    }
+    return r;
+  }
+}
+
+/// Element i of a uniform [low, high) tensor of floating storage type T (see the top comment).
+template <typename T>
+TG_HOST_DEVICE inline T uniform_value(uint64_t seed, uint64_t i, double low, double high) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  T v;
+  if constexpr (std::is_same_v<T, double>) {
+    v = low + (high - low) * uniform_f64(seed, i);
+  } else {
+    v = static_cast<T>(static_cast<float>(low) +
+                       static_cast<float>(high - low) * uniform_f32(seed, i));
+  }
+  // Rounding can reach high (e.g. f16 with u close to 1); step back below it, staying >= low.
+  while (low < high && static_cast<double>(static_cast<C>(v)) >= high) {
+    T below = next_below(v);
+    if (static_cast<double>(static_cast<C>(below)) < low) break;
+    v = below;
+  }
+  return v;
+}
+
+/// Element i of a normal(mean, stddev) tensor of floating storage type T.
+template <typename T>
+TG_HOST_DEVICE inline T normal_value(uint64_t seed, uint64_t i, double mean, double stddev) {
+  if constexpr (std::is_same_v<T, double>) {
+    return mean + stddev * normal_f64(seed, i);
+  } else {
+    return static_cast<T>(static_cast<float>(mean) +
+                          static_cast<float>(stddev) * normal_f32(seed, i));
+  }
 }
 
 }  // namespace tg::philox

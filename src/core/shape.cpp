@@ -24,7 +24,9 @@ std::string shape_to_string(const Shape& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) {
     if (i) out += ",";
-    out += s[i] < 0 ? std::string("?") : std::to_string(s[i]);
+    // Only -1 means dynamic; other negative dims are invalid and print as numbers so that error
+    // messages show them.
+    out += s[i] == -1 ? std::string("?") : std::to_string(s[i]);
   }
   return out + "]";
 }

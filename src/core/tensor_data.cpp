@@ -13,10 +13,15 @@ namespace tg {
 
 TensorData::TensorData(Shape shape, DType dtype, Device device)
     : shape_(std::move(shape)), dtype_(dtype), device_(device) {
+  int64_t bytes = static_cast<int64_t>(dtype_size(dtype));
   for (int64_t d : shape_) {
     if (d < 0) {
       fail(ErrorCode::invalid_argument, "tensor_data", "shape {} has a dynamic or negative dim",
            str(shape_));
+    }
+    if (__builtin_mul_overflow(bytes, d, &bytes)) {
+      fail(ErrorCode::invalid_argument, "tensor_data", "shape {} of {} is too large to address",
+           str(shape_), dtype_name(dtype));
     }
   }
   if (!device.is_cpu()) {
@@ -54,18 +59,19 @@ TensorData random_tensor(Shape shape, DType dtype, bool normal, double a, double
   TensorData t(std::move(shape), dtype);
   int64_t n = t.num_elements();
   void* p = t.raw_data();
-  for (int64_t i = 0; i < n; ++i) {
-    uint64_t k = static_cast<uint64_t>(i);
-    double v;
-    if (dtype == DType::f64) {
-      v = normal ? a + b * philox::normal_f64(seed, k) : a + (b - a) * philox::uniform_f64(seed, k);
-    } else {
-      float f = normal ? static_cast<float>(a) + static_cast<float>(b) * philox::normal_f32(seed, k)
-                       : static_cast<float>(a) +
-                             static_cast<float>(b - a) * philox::uniform_f32(seed, k);
-      v = f;
+  // Same element values as the random ops' kernels (philox::uniform_value / normal_value).
+  auto generate = [&](auto* out) {
+    using T = std::remove_pointer_t<decltype(out)>;
+    for (int64_t i = 0; i < n; ++i) {
+      auto k = static_cast<uint64_t>(i);
+      out[i] = normal ? philox::normal_value<T>(seed, k, a, b) : philox::uniform_value<T>(seed, k, a, b);
     }
-    store_from_double(dtype, p, i, v);
+  };
+  switch (dtype) {
+    case DType::f64: generate(static_cast<double*>(p)); break;
+    case DType::f16: generate(static_cast<f16_t*>(p)); break;
+    case DType::bf16: generate(static_cast<bf16_t*>(p)); break;
+    default: generate(static_cast<float*>(p)); break;
   }
   return t;
 }
@@ -135,7 +141,7 @@ std::string TensorData::to_string(int64_t max_elements) const {
     if (i) out += ", ";
     out += fmt::format("{:g}", element_as_double(i));
   }
-  if (n > max_elements) out += ", ...";
+  if (n > max_elements) out += max_elements > 0 ? ", ..." : "...";
   return out + "}";
 }
 
