@@ -117,6 +117,30 @@ class Graph {
   /// A 0-d constant of `dtype` holding `value` (converted as cast would).
   Tensor constant(double value, DType dtype = DType::f32);
 
+  /// A variable: state that lives in this graph's variable store (on the host for now), starts as
+  /// a copy of `init`, and persists across runs and across every executable compiled from this
+  /// graph. The returned tensor is the variable's value at the start of a run; read_variable
+  /// gives the value at a point ordered by control dependencies; assign_variable changes it.
+  /// Names must be unique (tg::Error(invalid_argument)); an empty name gets "variable_<n>".
+  Tensor variable(const TensorData& init, std::string name = "");
+  /// The variable's current stored value (outside any run).
+  TensorData variable_value(const Tensor& variable) const;
+  /// Writes every variable to `path` in the safetensors format (little-endian u64 header length,
+  /// JSON header with dtype, shape and data_offsets per name, raw little-endian data). Raises
+  /// tg::Error(io_error) when the file cannot be written.
+  void save_variables(const std::string& path) const;
+  /// Loads values written by save_variables (or any safetensors file). Checks every name, dtype
+  /// and shape first and raises one tg::Error(not_found / shape_mismatch) listing every mismatch
+  /// (variables missing from the file, tensors the graph does not have, wrong dtype or shape);
+  /// then replaces all values at once. Nothing is half-loaded. tg::Error(io_error) for an
+  /// unreadable or malformed file.
+  void load_variables(const std::string& path);
+
+  /// Runs `block`; every op it builds gets `ops` as control inputs, so it runs after them, and
+  /// the ops are kept whenever such an op is reached. Returns what the block returns.
+  std::vector<Tensor> control_dependency(const std::vector<Operation>& ops,
+                                         const std::function<std::vector<Tensor>()>& block);
+
   /// Runs the graph: compiles on first use for these feed types, targets and device (cached),
   /// then executes. Returns the targets' values in order. Every placeholder reached must be fed;
   /// errors as Graph::compile and Executable::run.
@@ -143,6 +167,15 @@ class Graph {
  private:
   std::shared_ptr<ir::Graph> impl_;
 };
+
+/// The value of `variable` at this point of a run: after every assign_variable this read is
+/// ordered after (through control_dependency), else as of its position in build order.
+/// `variable` must come from Graph::variable (tg::Error(invalid_argument) otherwise).
+Tensor read_variable(Tensor variable);
+/// Sets `variable` to `value` (same dtype and shape: tg::Error(shape_mismatch) otherwise) when
+/// the run reaches it. The new value is published when the whole run succeeds; a run that fails
+/// leaves every variable as it was. Returns the op, to use as a target op or control dependency.
+Operation assign_variable(Tensor variable, Tensor value);
 
 /// Graphviz DOT rendering of a graph (nodes labelled with op and type, control edges dashed).
 std::string to_dot(const Graph& g);

@@ -1,5 +1,6 @@
 // TensorGraph umbrella header.
 #pragma once
+#include "tg/autodiff.h"
 #include "tg/device.h"
 #include "tg/dtype.h"
 #include "tg/error.h"

@@ -65,6 +65,7 @@ struct Printer {
   std::string operator()(const RandomAttrs& a) const {
     return fmt::format("a={:g}, b={:g}, seed={}", a.a, a.b, a.seed);
   }
+  std::string operator()(const VariableAttrs& a) const { return fmt::format("slot={}", a.index); }
   std::string operator()(const CastAttrs& a) const {
     return fmt::format("dtype={}", dtype_name(a.dtype));
   }

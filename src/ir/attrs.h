@@ -23,6 +23,9 @@ struct RandomAttrs {
   double b = 1;  ///< uniform: high; normal: stddev
   uint64_t seed = 0;
 };
+struct VariableAttrs {
+  int index = -1;  ///< slot in the graph's VariableStore
+};
 struct CastAttrs {
   DType dtype = DType::f32;
 };
@@ -47,7 +50,7 @@ struct TileAttrs {
 
 /// Every attribute type a node can carry. Reduce/Gather/... reuse the public descriptor structs
 /// with axes normalized to non-negative values by the builder.
-using Attrs = std::variant<NoAttrs, ConstantAttrs, FillAttrs, IotaAttrs, RandomAttrs, CastAttrs,
+using Attrs = std::variant<NoAttrs, ConstantAttrs, FillAttrs, IotaAttrs, RandomAttrs, VariableAttrs, CastAttrs,
                            BroadcastAttrs, ReshapeAttrs, TransposeAttrs, SliceDesc, PadDesc,
                            ConcatAttrs, ReverseAttrs, TileAttrs, ReduceDesc, ArgReduceDesc,
                            MatmulDesc, GatherDesc, GatherNdDesc, GatherElementsDesc, ScatterNdDesc,

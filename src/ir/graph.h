@@ -10,6 +10,7 @@
 
 #include "ir/attrs.h"
 #include "ir/op_info.h"
+#include "ir/variables.h"
 #include "tg/graph.h"
 
 namespace tg::ir {
@@ -64,12 +65,17 @@ class Graph {
   std::mutex& run_cache_mutex() { return run_cache_mutex_; }
   std::map<std::string, Executable>& run_cache() { return run_cache_; }
 
+  /// The variables' values, shared with every copy of this graph (compiled executables).
+  const std::shared_ptr<VariableStore>& variables() const { return variables_; }
+
   Graph() = default;
-  /// Copies the nodes only (not the run cache or scopes); used by compile.
-  Graph(const Graph& other) : nodes_(other.nodes_) {}
+  /// Copies the nodes and shares the variable store (not the run cache or scopes); used by
+  /// compile.
+  Graph(const Graph& other) : nodes_(other.nodes_), variables_(other.variables_) {}
 
  private:
   std::deque<Node> nodes_;
+  std::shared_ptr<VariableStore> variables_ = std::make_shared<VariableStore>();
   std::vector<std::vector<int>> control_scopes_;
   std::mutex run_cache_mutex_;
   std::map<std::string, Executable> run_cache_;

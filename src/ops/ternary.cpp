@@ -3,6 +3,7 @@
 #include <iterator>
 
 #include "ops/builder.h"
+#include "tg/autodiff.h"
 
 namespace tg {
 namespace {
@@ -46,7 +47,12 @@ void register_ternary_ops(OpRegistry& r) {
   r.set(ir::OpKind::select, infer_ternary);
   r.set(ir::OpKind::clamp, infer_ternary);
 }
-void register_cast_ops(OpRegistry& r) { r.set(ir::OpKind::cast, infer_cast); }
+void register_cast_ops(OpRegistry& r) {
+  r.set(ir::OpKind::cast, infer_cast);
+  r.set(ir::OpKind::stop_gradient, [](const ir::Node&, std::span<const TensorType> in) {
+    return std::vector<TensorType>{in[0]};
+  });
+}
 }  // namespace ops
 
 Tensor select(Tensor condition, Tensor a, Tensor b) {
@@ -61,5 +67,7 @@ Tensor cast(Tensor x, DType dtype) {
 Tensor clamp(Tensor x, Tensor low, Tensor high) {
   return ops::make_op(ir::OpKind::clamp, {x, low, high});
 }
+
+Tensor stop_gradient(Tensor x) { return ops::make_op(ir::OpKind::stop_gradient, {x}); }
 
 }  // namespace tg

@@ -56,6 +56,9 @@ TEST(OpInfo, ArityMatchesFamily) {
       case ir::OpFamily::ternary:
         EXPECT_EQ(info.arity, 3) << info.name;
         break;
+      case ir::OpFamily::variable:
+        EXPECT_EQ(info.arity == 0, info.kind == ir::OpKind::variable) << info.name;
+        break;
       default:
         EXPECT_TRUE(info.arity == -1 || info.arity >= 1) << info.name;
     }

@@ -74,6 +74,10 @@ void cast_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-void register_cast_kernels(KernelTable& t) { t.set(ir::OpKind::cast, cast_kernel); }
+void register_cast_kernels(KernelTable& t) {
+  t.set(ir::OpKind::cast, cast_kernel);
+  // stop_gradient is the identity when running: the output shares the input's storage.
+  t.set(ir::OpKind::stop_gradient, [](KernelContext& ctx) { ctx.outputs[0] = ctx.inputs[0]; });
+}
 
 }  // namespace tg::cpu

@@ -32,6 +32,7 @@ class CpuProgram final : public backends::Program {
     const ir::Graph& g = *plan_->graph;
     std::vector<std::vector<TensorData>> values(static_cast<size_t>(g.size()));
     std::vector<TensorData> inputs;
+    ir::VariableTransaction variables(g.variables());
     for (size_t step = 0; step < plan_->schedule.size(); ++step) {
       const ir::Node& node = g.node(plan_->schedule[step]);
       std::vector<TensorData>& outs = values[node.id];
@@ -42,13 +43,14 @@ class CpuProgram final : public backends::Program {
         for (const auto& v : node.inputs) inputs.push_back(values[v.node][v.index]);
         outs.clear();
         for (const TensorType& t : node.outputs) outs.emplace_back(t.shape, t.dtype);
-        KernelContext ctx{node, inputs, outs};
+        KernelContext ctx{node, inputs, outs, variables};
         kernels_[step](ctx);
       }
       for (const auto& v : plan_->release_after[step]) values[v.node][v.index] = TensorData();
     }
     std::vector<TensorData> result;
     for (const auto& t : plan_->targets) result.push_back(values[t.node][t.index]);
+    variables.commit();  // only a run that got this far publishes its assignments
     return result;
   }
 

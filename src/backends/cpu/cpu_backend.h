@@ -16,6 +16,8 @@ struct KernelContext {
   const ir::Node& node;
   std::span<const TensorData> inputs;
   std::vector<TensorData>& outputs;
+  /// This run's view of the graph's variables (see ir::VariableTransaction).
+  ir::VariableTransaction& variables;
   const char* op_name() const;
 };
 

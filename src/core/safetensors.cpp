@@ -1,0 +1,111 @@
+#include "core/safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <fstream>
+
+#include "core/error_util.h"
+
+namespace tg::safetensors {
+namespace {
+
+[[noreturn]] void io_fail(const std::string& path, const std::string& what) {
+  fail(ErrorCode::io_error, "safetensors", "{}: {}", path, what);
+}
+
+DType dtype_from_code(const std::string& code, const std::string& path) {
+  for (DType t : kAllDTypes) {
+    if (dtype_code(t) == code) return t;
+  }
+  io_fail(path, "unsupported dtype '" + code + "'");
+}
+
+}  // namespace
+
+std::string dtype_code(DType t) {
+  switch (t) {
+    case DType::bool_: return "BOOL";
+    case DType::i8: return "I8";
+    case DType::u8: return "U8";
+    case DType::i32: return "I32";
+    case DType::i64: return "I64";
+    case DType::f16: return "F16";
+    case DType::bf16: return "BF16";
+    case DType::f32: return "F32";
+    case DType::f64: return "F64";
+  }
+  return "?";
+}
+
+void write(const std::string& path, const std::vector<std::pair<std::string, TensorData>>& tensors) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  size_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    header[name] = {{"dtype", dtype_code(t.dtype())},
+                    {"shape", t.shape()},
+                    {"data_offsets", {offset, offset + t.nbytes()}}};
+    offset += t.nbytes();
+  }
+  std::string text = header.dump();
+  while (text.size() % 8 != 0) text += ' ';  // keeps the data 8-byte aligned, as the spec allows
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) io_fail(path, "cannot open for writing");
+  uint64_t n = text.size();
+  unsigned char len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
+  out.write(reinterpret_cast<const char*>(len), 8);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  for (const auto& [name, t] : tensors) {
+    TensorData host = t.to(Device::cpu());
+    if (host.nbytes()) out.write(static_cast<const char*>(host.raw_data()), static_cast<std::streamsize>(host.nbytes()));
+  }
+  out.flush();
+  if (!out) io_fail(path, "write failed");
+}
+
+std::vector<std::pair<std::string, TensorData>> read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) io_fail(path, "cannot open for reading");
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.size() < 8) io_fail(path, "file is shorter than the 8-byte header length");
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  if (n > bytes.size() - 8) io_fail(path, "header length " + std::to_string(n) + " runs past the end of the file");
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
+  } catch (const std::exception& e) {
+    io_fail(path, std::string("malformed JSON header: ") + e.what());
+  }
+  if (!header.is_object()) io_fail(path, "header is not a JSON object");
+  const size_t data_begin = 8 + n, data_size = bytes.size() - data_begin;
+  std::vector<std::pair<std::string, TensorData>> out;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") continue;
+    const auto& e = it.value();
+    try {
+      DType t = dtype_from_code(e.at("dtype").get<std::string>(), path);
+      Shape shape = e.at("shape").get<Shape>();
+      auto offs = e.at("data_offsets").get<std::vector<uint64_t>>();
+      for (int64_t d : shape) {
+        if (d < 0) io_fail(path, "tensor '" + it.key() + "' has a negative dim");
+      }
+      if (offs.size() != 2 || offs[0] > offs[1] || offs[1] > data_size) {
+        io_fail(path, "tensor '" + it.key() + "' has data_offsets outside the data");
+      }
+      TensorData td(shape, t);
+      if (offs[1] - offs[0] != td.nbytes()) {
+        io_fail(path, "tensor '" + it.key() + "' has " + std::to_string(offs[1] - offs[0]) +
+                          " bytes, its shape needs " + std::to_string(td.nbytes()));
+      }
+      if (td.nbytes()) std::memcpy(td.raw_data(), bytes.data() + data_begin + offs[0], td.nbytes());
+      out.emplace_back(it.key(), std::move(td));
+    } catch (const nlohmann::json::exception& ex) {
+      io_fail(path, "tensor '" + it.key() + "' has a malformed entry: " + ex.what());
+    }
+  }
+  return out;
+}
+
+}  // namespace tg::safetensors

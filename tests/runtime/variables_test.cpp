@@ -1,0 +1,217 @@
+// Variables, control dependencies, transactional runs and safetensors save/load.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "test_util.h"
+
+namespace tg {
+namespace {
+
+using testing::expect_close;
+using testing::expect_equal;
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("tg_test_" + name)).string();
+}
+
+TG_COVERS(value, variable);
+TG_COVERS(value, assign_variable);
+TEST(Variables, PersistAcrossRunsAndExecutables) {
+  Graph g;
+  Tensor v = g.variable(TensorData::from_vector<float>({1, 2}, {2}), "v");
+  Operation inc = assign_variable(v, v + 1.0);
+  g.run({}, {}, {inc}, Device::cpu());
+  g.run({}, {}, {inc}, Device::cpu());
+  expect_equal(g.variable_value(v), {3, 4}, {2});
+  // A second executable compiled from the same graph sees (and updates) the same state.
+  Executable exe = g.compile(Device::cpu(), {}, {v}, {inc});
+  expect_equal(exe.run({})[0], {3, 4}, {2});  // v is the value at the start of the run
+  expect_equal(g.variable_value(v), {4, 5}, {2});
+  expect_equal(g.run({}, {v}, {}, Device::cpu())[0], {4, 5}, {2});
+}
+
+TEST(Variables, InitialValueIsCopied) {
+  Graph g;
+  TensorData init = TensorData::from_vector<double>({7}, {1});
+  Tensor v = g.variable(init, "v");
+  init.data<double>()[0] = 8;
+  expect_equal(g.variable_value(v), {7}, {1});
+}
+
+TG_COVERS(value, read_variable);
+TEST(Variables, ReadOrderedAfterAssignSeesNewValue) {
+  Graph g;
+  Tensor v = g.variable(TensorData::from_vector<float>({10}, {1}), "v");
+  Tensor before = read_variable(v);
+  Operation set = assign_variable(v, g.constant(TensorData::from_vector<float>({20}, {1})));
+  Tensor after = g.control_dependency({set}, [&] { return std::vector{read_variable(v)}; })[0];
+  auto out = g.run({}, {v, before, after}, {}, Device::cpu());
+  expect_equal(out[0], {10}, {1});  // the value at the start of the run
+  expect_equal(out[1], {10}, {1});  // read built before the assign
+  expect_equal(out[2], {20}, {1});  // read ordered after it
+  expect_equal(g.variable_value(v), {20}, {1});
+}
+
+// The seed's case: a batch-norm running-mean update tied to exp(x) by a control dependency.
+TEST(ControlDependency, KeepsSideEffectThatNoTargetReads) {
+  for (bool with_dependency : {true, false}) {
+    Graph g;
+    Tensor x = g.placeholder({4}, DType::f32, "x");
+    Tensor running_mean = g.variable(TensorData::from_vector<float>({0}, {1}), "running_mean");
+    Tensor batch_mean = reshape(mean(x), {1});
+    Operation update = assign_variable(running_mean, running_mean * 0.9 + batch_mean * 0.1);
+    Tensor e = with_dependency ? g.control_dependency({update}, [&] { return std::vector{exp(x)}; })[0]
+                               : exp(x);
+    auto feed = TensorData::from_vector<float>({1, 2, 3, 6}, {4});
+    auto out = g.run({{x, feed}}, {e}, {}, Device::cpu());
+    expect_close(out[0], {std::exp(1.0), std::exp(2.0), std::exp(3.0), std::exp(6.0)}, {4}, 1e-6);
+    expect_close(g.variable_value(running_mean), {with_dependency ? 0.3 : 0.0}, {1}, 1e-6);
+    std::string compiled = g.compile(Device::cpu(), {{x, feed.type()}}, {e}).to_string();
+    EXPECT_EQ(compiled.find("assign_variable") != std::string::npos, with_dependency) << compiled;
+  }
+}
+
+TEST(ControlDependency, ScopeEndsWithTheBlockEvenOnError) {
+  Graph g;
+  Tensor v = g.variable(TensorData::from_vector<float>({1}, {1}), "v");
+  Operation a = assign_variable(v, v * 2.0);
+  EXPECT_THROW(g.control_dependency({a}, [&]() -> std::vector<Tensor> { throw Error(ErrorCode::internal, "x"); }),
+               Error);
+  Tensor later = exp(v);
+  EXPECT_EQ(g.to_string().find("after(%") , g.to_string().npos) << "no node may carry the dropped scope";
+  (void)later;
+}
+
+TEST(Variables, FailedRunLeavesVariablesUnchanged) {
+  Graph g;
+  Tensor x = g.placeholder({2}, DType::f32, "x");
+  Tensor v = g.variable(TensorData::from_vector<float>({1, 1}, {2}), "v");
+  Operation set = assign_variable(v, x);
+  // Bad feed: rejected before anything runs.
+  EXPECT_TG_ERROR(g.run({{x, TensorData::from_vector<float>({1, 2, 3}, {3})}}, {}, {set}, Device::cpu()),
+                  ErrorCode::shape_mismatch, "placeholder 'x'");
+  expect_equal(g.variable_value(v), {1, 1}, {2});
+  // A kernel error after the assign ran: the assignment is not published.
+  Tensor idx = g.placeholder({1}, DType::i32, "idx");
+  Tensor picked = g.control_dependency({set}, [&] { return std::vector{gather(x, idx)}; })[0];
+  EXPECT_TG_ERROR(g.run({{x, TensorData::from_vector<float>({5, 6}, {2})},
+                         {idx, TensorData::from_vector<int32_t>({7}, {1})}},
+                        {picked}, {}, Device::cpu()),
+                  ErrorCode::out_of_range, "[gather]");
+  expect_equal(g.variable_value(v), {1, 1}, {2});
+  g.run({{x, TensorData::from_vector<float>({5, 6}, {2})}, {idx, TensorData::from_vector<int32_t>({1}, {1})}},
+        {picked}, {}, Device::cpu());
+  expect_equal(g.variable_value(v), {5, 6}, {2});
+}
+
+TG_COVERS(error, variable);
+TG_COVERS(error, read_variable);
+TG_COVERS(error, assign_variable);
+TEST(Variables, Errors) {
+  Graph g;
+  Tensor v = g.variable(TensorData::from_vector<float>({1, 2}, {2}), "v");
+  EXPECT_TG_ERROR(g.variable(TensorData::zeros({1}), "v"), ErrorCode::invalid_argument,
+                  "[variable] a variable named 'v' already exists");
+  EXPECT_TG_ERROR(g.variable(TensorData(), "w"), ErrorCode::invalid_argument, "[variable]");
+  Tensor c = g.constant(TensorData::zeros({2}));
+  EXPECT_TG_ERROR(read_variable(c), ErrorCode::invalid_argument, "[read_variable] expects a variable");
+  EXPECT_TG_ERROR(assign_variable(c, c), ErrorCode::invalid_argument, "[assign_variable] expects a variable");
+  EXPECT_TG_ERROR(assign_variable(v, g.constant(TensorData::zeros({3}))), ErrorCode::shape_mismatch,
+                  "[assign_variable] value f32[3] does not match variable f32[2]");
+  EXPECT_TG_ERROR(assign_variable(v, cast(c, DType::f64)), ErrorCode::shape_mismatch, "[assign_variable]");
+}
+
+TEST(SaveLoad, RoundTripIsBitExactAndHeaderIsStandard) {
+  Graph g;
+  Tensor a = g.variable(TensorData::from_vector<float>({1.5f, -0.f, 3.25e-20f, NAN}, {2, 2}), "layer1/w");
+  Tensor b = g.variable(TensorData::from_vector<int64_t>({-9, 1LL << 40}, {2}), "step");
+  Tensor c = g.variable(TensorData::from_vector<bool>({true, false, true}, {3}), "mask");
+  Tensor d = g.variable(TensorData::from_vector<double>({}, {0, 2}), "empty");
+  std::string path = temp_path("roundtrip.safetensors");
+  g.save_variables(path);
+
+  // Parse the file independently of the writer.
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GE(bytes.size(), 8u);
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  auto header = nlohmann::json::parse(bytes.substr(8, n));
+  EXPECT_EQ(header["layer1/w"]["dtype"], "F32");
+  EXPECT_EQ(header["layer1/w"]["shape"], nlohmann::json::array({2, 2}));
+  EXPECT_EQ(header["step"]["dtype"], "I64");
+  EXPECT_EQ(header["mask"]["dtype"], "BOOL");
+  EXPECT_EQ(header["empty"]["shape"], nlohmann::json::array({0, 2}));
+  auto offs = header["step"]["data_offsets"].get<std::vector<uint64_t>>();
+  ASSERT_EQ(offs[1] - offs[0], 16u);
+  int64_t first;
+  std::memcpy(&first, bytes.data() + 8 + n + offs[0], 8);
+  EXPECT_EQ(first, -9);
+
+  // Change the values, then load them back.
+  for (Tensor t : {a, b, c}) {
+    g.run({}, {}, {assign_variable(t, cast(fill(g, t.shape(), 0, DType::f32), t.dtype()))}, Device::cpu());
+  }
+  g.load_variables(path);
+  TensorData la = g.variable_value(a);
+  const uint32_t* bits = static_cast<const uint32_t*>(la.raw_data());
+  float expected[] = {1.5f, -0.f, 3.25e-20f, NAN};
+  EXPECT_EQ(std::memcmp(bits, expected, 16), 0) << "bit-exact, including -0 and NaN";
+  expect_equal(g.variable_value(b), {-9, static_cast<double>(1LL << 40)}, {2});
+  expect_equal(g.variable_value(c), {1, 0, 1}, {3});
+  std::remove(path.c_str());
+}
+
+TEST(SaveLoad, MismatchesAreAllReportedAndNothingIsLoaded) {
+  Graph src;
+  src.variable(TensorData::from_vector<float>({1, 2}, {2}), "a");
+  src.variable(TensorData::from_vector<float>({3}, {1}), "b");
+  src.variable(TensorData::from_vector<float>({4}, {1}), "extra");
+  std::string path = temp_path("mismatch.safetensors");
+  src.save_variables(path);
+
+  Graph g;
+  Tensor a = g.variable(TensorData::from_vector<float>({0, 0}, {2}), "a");
+  Tensor b = g.variable(TensorData::from_vector<double>({0}, {1}), "b");
+  g.variable(TensorData::from_vector<float>({0}, {1}), "missing");
+  try {
+    g.load_variables(path);
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("[load_variables]"), std::string::npos) << m;
+    EXPECT_NE(m.find("'b' is f32[1] in the file, f64[1] in the graph"), std::string::npos) << m;
+    EXPECT_NE(m.find("'extra' (f32[1]) is in the file but not in the graph"), std::string::npos) << m;
+    EXPECT_NE(m.find("'missing' is missing from the file"), std::string::npos) << m;
+  }
+  expect_equal(g.variable_value(a), {0, 0}, {2});  // 'a' matched, but nothing is half-loaded
+  std::remove(path.c_str());
+}
+
+TEST(SaveLoad, CorruptFilesRaiseIoError) {
+  Graph g;
+  g.variable(TensorData::from_vector<float>({1}, {1}), "a");
+  EXPECT_TG_ERROR(g.load_variables(temp_path("does_not_exist.safetensors")), ErrorCode::io_error, "cannot open");
+  std::string path = temp_path("corrupt.safetensors");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "\x10\x00\x00\x00\x00\x00\x00\x00{not json at all";
+  }
+  EXPECT_TG_ERROR(g.load_variables(path), ErrorCode::io_error, "[safetensors]");
+  {
+    std::ofstream out(path, std::ios::binary);
+    std::string h = R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+    uint64_t n = h.size();
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    out << h << "ab";  // 2 data bytes, 4 needed
+  }
+  EXPECT_TG_ERROR(g.load_variables(path), ErrorCode::io_error, "data_offsets outside the data");
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace tg
