@@ -6,6 +6,7 @@
 #include "tg/error.h"
 #include "tg/graph.h"
 #include "tg/half.h"
+#include "tg/nn.h"
 #include "tg/ops.h"
 #include "tg/shape.h"
 #include "tg/tensor_data.h"
