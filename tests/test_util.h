@@ -13,7 +13,9 @@
 
 namespace tg::testing {
 
-enum class Coverage { value, error };
+/// value/error: op tests (tests/ops/coverage_test.cpp); gradient: a hand-computed gradient test
+/// for an op that TG_GRAD_CASE cannot express (tests/autodiff/gradcheck_test.cpp).
+enum class Coverage { value, error, gradient };
 
 /// Records that some test checks `op` (a name from ops.def) for values or errors. Used at static
 /// initialization by the macros below; tests/ops/coverage_test.cpp checks every op has both.

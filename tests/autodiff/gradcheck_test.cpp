@@ -28,6 +28,9 @@ INSTANTIATE_TEST_SUITE_P(AllOps, GradCheck,
 TEST(GradCheckCoverage, EveryDifferentiableOpHasAGradientCheck) {
   std::set<std::string> checked;
   for (const auto& c : testing::grad_cases()) checked.insert(c.op);
+  for (const auto& [op, kinds] : testing::coverage_registry()) {
+    if (kinds.count(testing::Coverage::gradient)) checked.insert(op);
+  }
   std::string missing;
   for (const ir::OpInfo& info : ir::all_ops()) {
     if ((info.traits & ir::kDifferentiable) && !checked.count(std::string(info.name))) {
