@@ -6,6 +6,7 @@ build:
 	TG_BUILD_DIR=$(BUILD_DIR) ./scripts/bootstrap.sh
 demo: build
 	./$(BUILD_DIR)/examples/tg_example_basic
+	./$(BUILD_DIR)/examples/tg_example_mlp
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure --parallel $$(nproc) --timeout 600
 bench: build
