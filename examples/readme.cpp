@@ -1,0 +1,23 @@
+// The README's example, kept compiling and running (make demo does not run it; ctest does).
+#include <tg/tg.h>
+
+int main() {
+  tg::Graph g;
+  tg::Tensor x = g.placeholder({-1, 3}, tg::DType::f32, "x");          // -1: dynamic batch
+  tg::Tensor t = g.placeholder({-1, 2}, tg::DType::f32, "t");
+  tg::Tensor w = g.variable(tg::TensorData::random_normal({3, 2}, 0.f, 1.f, /*seed=*/1), "w");
+  tg::Tensor y = tg::tanh(tg::matmul(x, w) + 0.5);                      // scalars broadcast
+  tg::Tensor loss = tg::mean(tg::square(y - t));
+  std::vector<tg::Tensor> grads = tg::gradients(loss, {w});            // appended to the graph
+  tg::Operation step = tg::assign_variable(w, w - 0.1 * grads[0]);
+
+  // Compile once for a fixed feed type, then run many times; w persists between runs.
+  tg::Executable exe = g.compile(tg::Device::cpu(),
+                                 {{x, tg::TensorType{{64, 3}, tg::DType::f32}},
+                                  {t, tg::TensorType{{64, 2}, tg::DType::f32}}}, {loss}, {step});
+  auto xs = tg::TensorData::random_uniform({64, 3}, -1.f, 1.f, /*seed=*/2);
+  auto ts = tg::TensorData::random_uniform({64, 2}, -0.5f, 0.5f, /*seed=*/3);
+  for (int i = 0; i < 100; ++i) exe.run({xs, ts});                     // inputs in feed order
+  g.save_variables("/tmp/tg_readme_w.safetensors");
+  std::vector<tg::TensorData> out = g.run({{x, xs}, {t, ts}}, {loss}); // compiles, caches, runs
+}
