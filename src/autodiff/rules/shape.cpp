@@ -8,6 +8,7 @@
 //   reverse -> reverse; tile -> reshape to [m0, d0, m1, d1, ...] and sum over the m axes.
 #include <algorithm>
 
+#include "ops/boundary.h"
 #include "autodiff/rules.h"
 #include "core/error_util.h"
 
@@ -114,29 +115,10 @@ void slice_rule(VjpContext& c) {
   c.input_cotangents[0] = padded ? pad(g, zeros_around) : g;
 }
 
-int64_t floor_mod(int64_t a, int64_t n) { return ((a % n) + n) % n; }
-
-/// The input index read by padded position p (relative to the input's start) in the
-/// non-constant modes; wider pads keep mirroring / wrapping as numpy.pad (and the CPU kernel) do.
+/// The input index read by padded position p (relative to the input's start), or -1 for the
+/// constant mode; shared with the CPU kernel (ops::boundary_index).
 int64_t pad_source(int64_t p, int64_t dim, PadMode mode) {
-  if (p >= 0 && p < dim) return p;
-  switch (mode) {
-    case PadMode::edge:
-      return p < 0 ? 0 : dim - 1;
-    case PadMode::periodic:
-      return floor_mod(p, dim);
-    case PadMode::reflect: {
-      const int64_t period = 2 * (dim - 1), m = floor_mod(p, period);
-      return m < dim ? m : period - m;
-    }
-    case PadMode::symmetric: {
-      const int64_t m = floor_mod(p, 2 * dim);
-      return m < dim ? m : 2 * dim - 1 - m;
-    }
-    case PadMode::constant:
-      break;
-  }
-  return -1;
+  return ops::boundary_index(p, dim, ops::boundary_of(mode));
 }
 
 /// The adjoint of a non-constant pad along one axis of static size `dim`: the interior slice of

@@ -9,41 +9,14 @@
 #include <algorithm>
 #include <limits>
 
+#include "ops/boundary.h"
 #include "autodiff/rules.h"
 #include "core/error_util.h"
 
 namespace tg::autodiff {
 namespace {
 
-int64_t floor_mod(int64_t a, int64_t n) {
-  int64_t r = a % n;
-  return r < 0 ? r + n : r;
-}
-
-// Source coordinate read at padded coordinate p of a dim of size n, or -1 for the boundary
-// constant (as the CPU kernel).
-int64_t map_coord(int64_t p, int64_t n, BoundaryMode mode) {
-  if (p >= 0 && p < n) return p;
-  switch (mode) {
-    case BoundaryMode::zero:
-    case BoundaryMode::constant:
-      return -1;
-    case BoundaryMode::clamp_to_edge:
-      return p < 0 ? 0 : n - 1;
-    case BoundaryMode::periodic:
-      return floor_mod(p, n);
-    case BoundaryMode::symmetric: {
-      int64_t q = floor_mod(p, 2 * n);
-      return q < n ? q : 2 * n - 1 - q;
-    }
-    case BoundaryMode::reflect: {
-      if (n == 1) return 0;
-      int64_t q = floor_mod(p, 2 * n - 2);
-      return q < n ? q : 2 * n - 2 - q;
-    }
-  }
-  return -1;
-}
+int64_t map_coord(int64_t p, int64_t n, BoundaryMode mode) { return ops::boundary_index(p, n, mode); }
 
 struct WindowDim {
   int64_t in, out, win, stride, dilation, before, src_stride;

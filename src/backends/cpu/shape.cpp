@@ -8,6 +8,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "ops/boundary.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/parallel.h"
 #include "core/convert.h"
@@ -326,30 +327,10 @@ void concat_kernel(KernelContext& ctx) {
 
 // ---- pad ---------------------------------------------------------------------------------------
 
-int64_t floor_mod(int64_t a, int64_t n) { return ((a % n) + n) % n; }
-
 /// The input index that output position p (relative to the input's start, any distance outside
-/// [0, dim)) reads, or -1 for the constant. Pads wider than the dim keep mirroring / wrapping, as
-/// numpy.pad does: reflect has period 2*(dim-1), symmetric 2*dim, periodic dim.
+/// [0, dim)) reads, or -1 for the constant (see ops::boundary_index).
 int64_t source_index(int64_t p, int64_t dim, PadMode mode) {
-  if (p >= 0 && p < dim) return p;
-  switch (mode) {
-    case PadMode::constant:
-      return -1;
-    case PadMode::edge:
-      return p < 0 ? 0 : dim - 1;
-    case PadMode::periodic:
-      return floor_mod(p, dim);
-    case PadMode::reflect: {
-      const int64_t period = 2 * (dim - 1), m = floor_mod(p, period);
-      return m < dim ? m : period - m;
-    }
-    case PadMode::symmetric: {
-      const int64_t m = floor_mod(p, 2 * dim);
-      return m < dim ? m : 2 * dim - 1 - m;
-    }
-  }
-  return -1;
+  return ops::boundary_index(p, dim, ops::boundary_of(mode));
 }
 
 struct PadPlan {

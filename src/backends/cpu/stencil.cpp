@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "ops/boundary.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/dispatch.h"
 #include "backends/cpu/parallel.h"
@@ -18,35 +19,7 @@ namespace {
 constexpr int kMaxWindowRank = 4;
 using Dims = std::array<int64_t, kMaxWindowRank>;
 
-int64_t floor_mod(int64_t a, int64_t n) {
-  int64_t r = a % n;
-  return r < 0 ? r + n : r;
-}
-
-// Source coordinate read for padded coordinate p in a dim of size n >= 1, or -1 when the read
-// yields the boundary constant (zero / constant modes). Works for any distance outside.
-int64_t map_coord(int64_t p, int64_t n, BoundaryMode mode) {
-  if (p >= 0 && p < n) return p;
-  switch (mode) {
-    case BoundaryMode::zero:
-    case BoundaryMode::constant:
-      return -1;
-    case BoundaryMode::clamp_to_edge:
-      return p < 0 ? 0 : n - 1;
-    case BoundaryMode::periodic:
-      return floor_mod(p, n);
-    case BoundaryMode::symmetric: {  // period 2n: 0..n-1, n-1..0
-      int64_t q = floor_mod(p, 2 * n);
-      return q < n ? q : 2 * n - 1 - q;
-    }
-    case BoundaryMode::reflect: {  // period 2n-2: 0..n-1, n-2..1; a single element repeats
-      if (n == 1) return 0;
-      int64_t q = floor_mod(p, 2 * n - 2);
-      return q < n ? q : 2 * n - 2 - q;
-    }
-  }
-  return -1;
-}
+int64_t map_coord(int64_t p, int64_t n, BoundaryMode mode) { return ops::boundary_index(p, n, mode); }
 
 struct Plan {
   int k = 0;
