@@ -1,6 +1,7 @@
 // Index mapping for reads outside a dim, shared by pad and stencil in every layer (the CPU
 // kernels and the vector-Jacobian rules), so that forward and backward agree by construction.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "tg/ops.h"
@@ -50,6 +51,23 @@ inline BoundaryMode boundary_of(PadMode mode) {
     case PadMode::periodic: return BoundaryMode::periodic;
   }
   return BoundaryMode::constant;
+}
+
+/// Padding before window dim i of a stencil whose source dim is `in`, output dim `out` and window
+/// `win` (strides/dilations already filled in): explicit, none (valid), or half the total with
+/// the extra element after (same, as TensorFlow SAME).
+inline int64_t stencil_pad_before(const StencilDesc& d, size_t i, int64_t in, int64_t out, int64_t win) {
+  switch (d.padding_style) {
+    case PaddingStyle::explicit_padding:
+      return d.explicit_padding.at(2 * i);
+    case PaddingStyle::valid:
+      return 0;
+    case PaddingStyle::same: {
+      int64_t extent = (win - 1) * d.dilations.at(i) + 1;
+      return std::max<int64_t>((out - 1) * d.strides.at(i) + extent - in, 0) / 2;
+    }
+  }
+  return 0;
 }
 
 }  // namespace tg::ops

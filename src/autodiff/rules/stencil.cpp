@@ -22,19 +22,6 @@ struct WindowDim {
   int64_t in, out, win, stride, dilation, before, src_stride;
 };
 
-int64_t pad_before(const StencilDesc& d, size_t i, int64_t in, int64_t out, int64_t win) {
-  switch (d.padding_style) {
-    case PaddingStyle::explicit_padding:
-      return d.explicit_padding.at(2 * i);
-    case PaddingStyle::valid:
-      return 0;
-    case PaddingStyle::same: {
-      int64_t extent = (win - 1) * d.dilations.at(i) + 1;
-      return std::max<int64_t>((out - 1) * d.strides.at(i) + extent - in, 0) / 2;
-    }
-  }
-  return 0;
-}
 
 std::vector<WindowDim> window_dims(const StencilDesc& d, const Shape& xs, const Shape& ws,
                                    const Shape& ys) {
@@ -44,7 +31,7 @@ std::vector<WindowDim> window_dims(const StencilDesc& d, const Shape& xs, const 
   for (size_t i = k; i-- > 0;) {
     WindowDim& w = dims[i];
     w = {xs[lead + i], ys[lead + i], ws[i], d.strides.at(i), d.dilations.at(i), 0, src_stride};
-    w.before = pad_before(d, i, w.in, w.out, w.win);
+    w.before = ops::stencil_pad_before(d, static_cast<size_t>(i), w.in, w.out, w.win);
     src_stride *= w.in;
   }
   return dims;

@@ -37,19 +37,6 @@ struct Plan {
   }
 };
 
-int64_t pad_before(const StencilDesc& d, int i, int64_t in, int64_t out, int64_t win) {
-  switch (d.padding_style) {
-    case PaddingStyle::explicit_padding:
-      return d.explicit_padding.at(2 * i);
-    case PaddingStyle::valid:
-      return 0;
-    case PaddingStyle::same: {
-      int64_t extent = (win - 1) * d.dilations[i] + 1;
-      return std::max<int64_t>((out - 1) * d.strides[i] + extent - in, 0) / 2;
-    }
-  }
-  return 0;
-}
 
 // Fills the geometry of window dim i (source size `in`).
 void plan_dim(Plan& p, const StencilDesc& d, int i, int64_t in, const char* op) {
@@ -60,7 +47,7 @@ void plan_dim(Plan& p, const StencilDesc& d, int i, int64_t in, const char* op) 
   p.in[i] = in;
   p.stride[i] = d.strides.at(i);
   p.dilation[i] = d.dilations.at(i);
-  p.before[i] = pad_before(d, i, in, p.out[i], p.win[i]);
+  p.before[i] = ops::stencil_pad_before(d, static_cast<size_t>(i), in, p.out[i], p.win[i]);
   // Output o reads [o*stride - before, o*stride - before + extent - 1]: inside the source for
   // ceil(before / stride) <= o <= floor((in - extent + before) / stride).
   const int64_t extent = (p.win[i] - 1) * p.dilation[i] + 1;
