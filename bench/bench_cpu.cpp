@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "tg/tg.h"
 
 namespace {
@@ -129,6 +131,9 @@ BENCHMARK(BM_Sgemm)->UseRealTime()->Unit(benchmark::kMillisecond);
 // Console output as usual, plus each successful run's rate counters, by benchmark name.
 class CollectingReporter : public benchmark::ConsoleReporter {
  public:
+  // Colours only on a terminal (as the library's own console reporter decides by default).
+  CollectingReporter() : ConsoleReporter(isatty(fileno(stdout)) ? OO_ColorTabular : OO_Tabular) {}
+
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& r : runs) {
