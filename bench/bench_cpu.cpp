@@ -128,7 +128,8 @@ BENCHMARK(BM_Memcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MatmulExecutable)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Sgemm)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-// Console output as usual, plus each successful run's rate counters, by benchmark name.
+// Console output as usual, plus each successful run's rate counter (bytes/s or FLOP/s), by
+// benchmark name.
 class CollectingReporter : public benchmark::ConsoleReporter {
  public:
   // Colours only on a terminal (as the library's own console reporter decides by default).
@@ -137,7 +138,9 @@ class CollectingReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& r : runs) {
-      if (r.error_occurred || r.run_type != Run::RT_Iteration) continue;
+      // With --benchmark_repetitions the mean (reported after the repetitions) wins.
+      bool mean = r.run_type == Run::RT_Aggregate && r.aggregate_name == "mean";
+      if (r.error_occurred || (r.run_type != Run::RT_Iteration && !mean)) continue;
       for (const char* key : {"bytes_per_second", "FLOP/s"}) {
         auto it = r.counters.find(key);
         if (it != r.counters.end()) rates_[r.run_name.function_name] = it->second.value;
