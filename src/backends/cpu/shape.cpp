@@ -13,12 +13,7 @@
 #include "backends/cpu/parallel.h"
 #include "core/convert.h"
 #include "core/error_util.h"
-
-namespace tg::ops {
-// Python slice.indices() for one dim (defined in src/ops/shape.cpp, shared with type inference).
-void resolve_slice_dim(int64_t begin, int64_t end, int64_t stride, int64_t dim, int64_t* start,
-                       int64_t* length);
-}  // namespace tg::ops
+#include "ops/builder.h"
 
 namespace tg::cpu {
 namespace {
