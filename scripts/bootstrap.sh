@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev
-          libdnnl-dev libfmt-dev nlohmann-json3-dev libcli11-dev)
+          libdnnl-dev libfmt-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
+          libprotobuf-dev protobuf-compiler libonnx-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

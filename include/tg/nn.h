@@ -23,6 +23,68 @@ Tensor softmax(Tensor x, int64_t axis = -1);
 /// -inf in a row that has a finite one gives -inf (not NaN). Errors as softmax ("[log_softmax]").
 Tensor log_softmax(Tensor x, int64_t axis = -1);
 
+/// max(x, 0), with gradient 0 at x == 0 (PyTorch). Floating dtypes; errors "[relu]".
+Tensor relu(Tensor x);
+/// x for x > 0, alpha * x otherwise (torch.nn.LeakyReLU, default slope 0.01). Errors "[leaky_relu]".
+Tensor leaky_relu(Tensor x, double alpha = 0.01);
+/// x for x > 0, alpha * (exp(x) - 1) otherwise (torch.nn.ELU, Clevert et al. 2015). Errors "[elu]".
+Tensor elu(Tensor x, double alpha = 1.0);
+/// Gaussian error linear unit (Hendrycks & Gimpel 2016), torch.nn.GELU: exact
+/// x * 0.5 * (1 + erf(x / sqrt(2))), or with approximate_tanh
+/// 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))). Floating dtypes; errors "[gelu]".
+Tensor gelu(Tensor x, bool approximate_tanh = false);
+/// x * sigmoid(x) (SiLU / swish, torch.nn.SiLU). Floating dtypes; errors "[silu]".
+Tensor silu(Tensor x);
+
+// ---------------------------------------------------------------------------------------------
+// Normalization and dropout.
+
+struct BatchNormOptions {
+  /// The channel axis of x (negative counts from the end): -1 for NHWC / [N, C], 1 for NCHW.
+  int64_t axis = -1;
+  /// PyTorch's convention: running = (1 - momentum) * running + momentum * batch_statistic.
+  double momentum = 0.1;
+  double epsilon = 1e-5;
+};
+/// Batch normalization (Ioffe & Szegedy 2015), torch.nn.BatchNorm2d semantics.
+/// x: floating, rank >= 2; gamma, beta, running_mean, running_var: [C] with C = x's dim at
+/// options.axis, x's dtype; running_mean and running_var are variables (Graph::variable).
+/// is_training: bool scalar tensor (a placeholder fed per run, or a constant).
+/// Training: y = gamma * (x - mean) / sqrt(var + epsilon) + beta with the batch mean and the
+/// biased batch variance over every axis except options.axis; the running statistics are updated
+/// with the unbiased variance (n / (n - 1) * var) by assign_variable ops that y depends on
+/// through a control dependency (so computing y updates them; nothing else needs to be run).
+/// Inference: the running statistics normalize and the variables keep their values.
+/// Errors (tg::Error "[batch_norm]" with the shapes): parameter shapes that are not [C]
+/// (shape_mismatch), dtypes (dtype_mismatch), running statistics that are not variables or an
+/// is_training that is not a bool scalar (invalid_argument).
+Tensor batch_norm(Tensor x, Tensor gamma, Tensor beta, Tensor running_mean, Tensor running_var,
+                  Tensor is_training, BatchNormOptions options = {});
+
+struct LayerNormOptions {
+  /// The normalized axes are [begin_axis, rank): -1 normalizes the last dim (torch.nn.LayerNorm
+  /// with normalized_shape = x.shape[begin_axis:], ONNX LayerNormalization's axis).
+  int64_t begin_axis = -1;
+  double epsilon = 1e-5;
+};
+/// Layer normalization (Ba et al. 2016): y = (x - mean) / sqrt(var + epsilon) * gamma + beta,
+/// mean and biased variance over the normalized axes. gamma and beta have shape
+/// x.shape[begin_axis:] (either may be an empty Tensor: no scale / no shift). Floating dtypes.
+/// Errors "[layer_norm]": shapes (shape_mismatch), dtypes (dtype_mismatch), axis (invalid_argument).
+Tensor layer_norm(Tensor x, Tensor gamma, Tensor beta, LayerNormOptions options = {});
+
+struct DropoutOptions {
+  double rate = 0.5;   ///< probability of zeroing an element, in [0, 1)
+  uint64_t seed = 0;   ///< with the per-run counter, selects the Philox stream
+};
+/// Inverted dropout (Srivastava et al. 2014, torch.nn.Dropout): in training each element is kept
+/// with probability 1 - rate and scaled by 1 / (1 - rate); at inference y = x. is_training: bool
+/// scalar tensor. The mask comes from random_uniform_like keyed by an i64 counter variable
+/// ("dropout_<id>/counter") that each training run increments, so every step draws a new mask
+/// and a run is reproducible from (seed, counter). Errors "[dropout]": rate outside [0, 1),
+/// non-floating x (dtype_mismatch), a bad is_training (invalid_argument).
+Tensor dropout(Tensor x, Tensor is_training, DropoutOptions options = {});
+
 // ---------------------------------------------------------------------------------------------
 // Losses. Each returns the per-element (or per-example) loss when reduction is none, else a
 // scalar: the sum, or the mean over the per-example losses (NaN for an empty batch).

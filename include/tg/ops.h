@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tg/graph.h"
+#include "tg/ops_conv.h"  // conv2d, pooling (Layout, Padding)
 
 namespace tg {
 
@@ -127,6 +128,14 @@ struct RandomDesc {
 Tensor random_uniform(Graph& g, Shape shape, double low = 0, double high = 1, RandomDesc desc = {});
 /// Normal(mean, stddev) via Box-Muller: mean + stddev * z. stddev >= 0.
 Tensor random_normal(Graph& g, Shape shape, double mean = 0, double stddev = 1, RandomDesc desc = {});
+/// Uniform on [low, high) with the shape of `like` (whose values are not read; dynamic dims
+/// allowed), element i depending only on (desc.seed, key, i): the Philox counter's upper words
+/// hold the i64 scalar `key`, so each key value draws an independent stream (for per-step
+/// dropout masks). key == 0 gives the same values as random_uniform with the same seed.
+/// Errors "[random_uniform_like]": a key that is not an integer scalar, non-finite bounds or
+/// low > high (invalid_argument), a non-floating desc.dtype (dtype_mismatch).
+Tensor random_uniform_like(Tensor like, Tensor key, double low = 0, double high = 1,
+                           RandomDesc desc = {});
 
 // ---------------------------------------------------------------------------------------------
 // Shape and data movement. Axes may be negative (counted from the end); an axis out of

@@ -6,6 +6,43 @@
 namespace tg::ir {
 namespace {
 
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::nhwc: return "nhwc";
+    case Layout::nchw: return "nchw";
+    case Layout::hwio: return "hwio";
+    case Layout::oihw: return "oihw";
+  }
+  return "?";
+}
+
+const char* padding_name(Padding p) {
+  switch (p) {
+    case Padding::explicit_padding: return "explicit";
+    case Padding::valid: return "valid";
+    case Padding::same: return "same";
+    case Padding::same_lower: return "same_lower";
+  }
+  return "?";
+}
+
+std::string conv_to_string(const Conv2dDesc& a) {
+  return fmt::format("strides=[{}], dilations=[{}], padding={}, explicit_padding=[{}], groups={}, "
+                     "data_layout={}, weights_layout={}",
+                     fmt::join(a.strides, ","), fmt::join(a.dilations, ","),
+                     padding_name(a.padding), fmt::join(a.explicit_padding, ","), a.groups,
+                     layout_name(a.data_layout), layout_name(a.weights_layout));
+}
+
+std::string pool_to_string(const Pool2dDesc& a) {
+  return fmt::format("kernel_size=[{}], strides=[{}], dilations=[{}], padding={}, "
+                     "explicit_padding=[{}], ceil_mode={}, count_include_pad={}, data_layout={}",
+                     fmt::join(a.kernel_size, ","), fmt::join(a.strides, ","),
+                     fmt::join(a.dilations, ","), padding_name(a.padding),
+                     fmt::join(a.explicit_padding, ","), a.ceil_mode, a.count_include_pad,
+                     layout_name(a.data_layout));
+}
+
 std::string_view pad_mode_name(PadMode m) {
   switch (m) {
     case PadMode::constant: return "constant";
@@ -120,6 +157,14 @@ struct Printer {
         stencil_reduction_name(a.reduction), fmt::join(a.strides, ","), fmt::join(a.dilations, ","),
         fmt::join(a.explicit_padding, ","), padding_style_name(a.padding_style),
         boundary_name(a.boundary_mode), a.padding_constant);
+  }
+  std::string operator()(const Conv2dDesc& a) const { return conv_to_string(a); }
+  std::string operator()(const ConvBackwardAttrs& a) const {
+    return fmt::format("{}, shape=[{}]", conv_to_string(a.conv), fmt::join(a.shape, ","));
+  }
+  std::string operator()(const Pool2dDesc& a) const { return pool_to_string(a); }
+  std::string operator()(const RandomLikeAttrs& a) const {
+    return fmt::format("low={:g}, high={:g}, seed={}", a.low, a.high, a.seed);
   }
 };
 

@@ -47,6 +47,18 @@ struct ReverseAttrs {
 struct TileAttrs {
   std::vector<int64_t> multiples;
 };
+/// conv2d_backward_data (shape = the forward input's shape) and conv2d_backward_weights
+/// (shape = the forward weights' shape).
+struct ConvBackwardAttrs {
+  Conv2dDesc conv;
+  Shape shape;
+};
+/// random_uniform_like: values depend on (seed, the key input's value, element index).
+struct RandomLikeAttrs {
+  double low = 0;
+  double high = 1;
+  uint64_t seed = 0;
+};
 
 /// Every attribute type a node can carry. Reduce/Gather/... reuse the public descriptor structs
 /// with axes normalized to non-negative values by the builder.
@@ -54,7 +66,8 @@ using Attrs = std::variant<NoAttrs, ConstantAttrs, FillAttrs, IotaAttrs, RandomA
                            BroadcastAttrs, ReshapeAttrs, TransposeAttrs, SliceDesc, PadDesc,
                            ConcatAttrs, ReverseAttrs, TileAttrs, ReduceDesc, ArgReduceDesc,
                            MatmulDesc, GatherDesc, GatherNdDesc, GatherElementsDesc, ScatterNdDesc,
-                           ScatterElementsDesc, StencilDesc>;
+                           ScatterElementsDesc, StencilDesc, Conv2dDesc, ConvBackwardAttrs,
+                           Pool2dDesc, RandomLikeAttrs>;
 
 /// "axes=[0,1], keep_dims=true" (empty for NoAttrs). Used by the printer and DOT export.
 std::string attrs_to_string(const Attrs& attrs);
