@@ -2,8 +2,9 @@
 // numbers: as easy as 1, 2, 3", SC'11). Shared by host code and device code: every backend
 // derives element i of a random tensor from (seed, i) alone, so all give the same values.
 //
-// Stream: word n (a uint32) of seed s is output n % 4 of Philox4x32-10 with key (s_lo, s_hi) and
-// counter (n/4 low, n/4 high, 0, 0).
+// Stream: word n (a uint32) of seed s and stream key k is output n % 4 of Philox4x32-10 with key
+// (s_lo, s_hi) and counter (n/4 low, n/4 high, k_lo, k_hi). k = 0 for random_uniform /
+// random_normal and TensorData; random_uniform_like passes its key input as k.
 // f32 (and f16/bf16, rounded from f32): uniform element i = (word_i >> 8) * 2^-24 in [0, 1).
 // f64: uniform element i uses words 2i (high 27 bits) and 2i+1 (high 26 bits): 53 bits / 2^53.
 // normal element i: pair p = i / 2 takes uniforms u1 (made in (0, 1] as 1 - u) and u2 of
@@ -50,21 +51,22 @@ TG_HOST_DEVICE inline Block philox4x32_10(Block ctr, uint32_t k0, uint32_t k1) {
   return ctr;
 }
 
-/// Word n of the stream for `seed`.
-TG_HOST_DEVICE inline uint32_t word(uint64_t seed, uint64_t n) {
+/// Word n of the stream for `seed` and stream key `key` (counter words 2 and 3).
+TG_HOST_DEVICE inline uint32_t word(uint64_t seed, uint64_t n, uint64_t key = 0) {
   uint64_t b = n >> 2;
-  Block out = philox4x32_10(Block{{static_cast<uint32_t>(b), static_cast<uint32_t>(b >> 32), 0u, 0u}},
-                            static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+  Block ctr{{static_cast<uint32_t>(b), static_cast<uint32_t>(b >> 32), static_cast<uint32_t>(key),
+             static_cast<uint32_t>(key >> 32)}};
+  Block out = philox4x32_10(ctr, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
   return out.v[n & 3];
 }
 
 /// Uniform [0, 1) float for element i.
-TG_HOST_DEVICE inline float uniform_f32(uint64_t seed, uint64_t i) {
-  return static_cast<float>(word(seed, i) >> 8) * (1.0f / 16777216.0f);
+TG_HOST_DEVICE inline float uniform_f32(uint64_t seed, uint64_t i, uint64_t key = 0) {
+  return static_cast<float>(word(seed, i, key) >> 8) * (1.0f / 16777216.0f);
 }
 /// Uniform [0, 1) double for element i.
-TG_HOST_DEVICE inline double uniform_f64(uint64_t seed, uint64_t i) {
-  uint64_t a = word(seed, 2 * i) >> 5, b = word(seed, 2 * i + 1) >> 6;
+TG_HOST_DEVICE inline double uniform_f64(uint64_t seed, uint64_t i, uint64_t key = 0) {
+  uint64_t a = word(seed, 2 * i, key) >> 5, b = word(seed, 2 * i + 1, key) >> 6;
   return static_cast<double>(a * 67108864ull + b) * (1.0 / 9007199254740992.0);
 }
 /// Standard normal float for element i.
@@ -105,16 +107,18 @@ TG_HOST_DEVICE inline T next_below(T v) {
   }
 }
 
-/// Element i of a uniform [low, high) tensor of floating storage type T (see the top comment).
+/// Element i of a uniform [low, high) tensor of floating storage type T (see the top comment),
+/// from the stream with key `key`.
 template <typename T>
-TG_HOST_DEVICE inline T uniform_value(uint64_t seed, uint64_t i, double low, double high) {
+TG_HOST_DEVICE inline T uniform_value(uint64_t seed, uint64_t i, double low, double high,
+                                      uint64_t key = 0) {
   using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
   T v;
   if constexpr (std::is_same_v<T, double>) {
-    v = low + (high - low) * uniform_f64(seed, i);
+    v = low + (high - low) * uniform_f64(seed, i, key);
   } else {
     v = static_cast<T>(static_cast<float>(low) +
-                       static_cast<float>(high - low) * uniform_f32(seed, i));
+                       static_cast<float>(high - low) * uniform_f32(seed, i, key));
   }
   // Rounding can reach high (e.g. f16 with u close to 1); step back below it, staying >= low.
   while (low < high && static_cast<double>(static_cast<C>(v)) >= high) {

@@ -40,9 +40,16 @@ TEST(OpInfo, ArityMatchesFamily) {
   for (const ir::OpInfo& info : ir::all_ops()) {
     switch (info.family) {
       case ir::OpFamily::source:
-      case ir::OpFamily::random:
         EXPECT_EQ(info.arity, 0) << info.name;
         EXPECT_TRUE(info.traits & ir::kSource) << info.name;
+        break;
+      case ir::OpFamily::random:  // sources, except random_uniform_like (like, key)
+        if (info.kind == ir::OpKind::random_uniform_like) {
+          EXPECT_EQ(info.arity, 2) << info.name;
+        } else {
+          EXPECT_EQ(info.arity, 0) << info.name;
+          EXPECT_TRUE(info.traits & ir::kSource) << info.name;
+        }
         break;
       case ir::OpFamily::unary:
       case ir::OpFamily::cast:

@@ -1,4 +1,5 @@
-// Tests of random_uniform / random_normal and of the Philox4x32-10 generator behind them.
+// Tests of random_uniform / random_normal / random_uniform_like and of the Philox4x32-10 generator
+// behind them.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -242,6 +243,130 @@ TEST(Random, Errors) {
   EXPECT_EQ(random_uniform(g, {2}, -60000, 60000, {0, DType::f16}).dtype(), DType::f16);
   // The same range is fine in f64.
   EXPECT_EQ(random_uniform(g, {2}, 0, 1e39, {0, DType::f64}).dtype(), DType::f64);
+}
+
+// ---------------------------------------------------------------------------------------------
+// random_uniform_like
+
+Tensor i64_scalar(Graph& g, int64_t v) { return g.constant(TensorData::scalar<int64_t>(v)); }
+
+TG_COVERS(value, random_uniform_like);
+TEST(RandomUniformLike, KeyZeroEqualsRandomUniform) {
+  Graph g;
+  Tensor like = g.constant(TensorData::zeros({3, 5, 7}, DType::i32));  // values and dtype unused
+  for (DType dt : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    Tensor u = random_uniform_like(like, i64_scalar(g, 0), -2, 3, {42, dt});
+    EXPECT_EQ(u.type(), (TensorType{{3, 5, 7}, dt}));
+    expect_same_bits(run1(g, u), run1(g, random_uniform(g, {3, 5, 7}, -2, 3, {42, dt})));
+  }
+  // Large enough to be split over threads.
+  Tensor big = g.constant(TensorData::zeros({300, 401}, DType::u8));
+  expect_same_bits(run1(g, random_uniform_like(big, i64_scalar(g, 0), 0, 1, {7})),
+                   TensorData::random_uniform({300, 401}, 0, 1, 7, DType::f32));
+}
+
+// Element i of key k: output i % 4 of Philox4x32-10 with counter (i / 4, 0, k_lo, k_hi) and key
+// (seed_lo, seed_hi), built here from the block function (not through philox::word).
+float expected_f32(uint64_t seed, uint64_t i, uint64_t k) {
+  philox::Block b = philox::philox4x32_10(
+      philox::Block{{static_cast<uint32_t>(i / 4), 0u, static_cast<uint32_t>(k),
+                     static_cast<uint32_t>(k >> 32)}},
+      static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+  return static_cast<float>(b.v[i % 4] >> 8) / 16777216.0f;
+}
+
+TEST(RandomUniformLike, KeyFillsCounterWords2And3) {
+  Graph g;
+  Tensor like = g.placeholder({-1}, DType::f32, "like");
+  Tensor key = g.placeholder({}, DType::i64, "key");
+  Tensor u = random_uniform_like(like, key, 0, 1, {0xabcdef0123ull});
+  EXPECT_EQ(u.type(), (TensorType{{-1}, DType::f32}));
+  const TensorData like_v = TensorData::zeros({9});
+  for (int64_t k : {int64_t{0}, int64_t{5}, (int64_t{1} << 32) + 3, int64_t{-1}}) {
+    SCOPED_TRACE(k);
+    TensorData got = run1(g, u, {{like, like_v}, {key, TensorData::scalar<int64_t>(k)}});
+    ASSERT_EQ(got.shape(), Shape{9});
+    for (uint64_t i = 0; i < 9; ++i) {
+      EXPECT_EQ(got.element_as_double(static_cast<int64_t>(i)),
+                expected_f32(0xabcdef0123ull, i, static_cast<uint64_t>(k)))
+          << i;
+    }
+  }
+  // f64 uses words 2i and 2i+1 of the keyed stream, like random_uniform.
+  Tensor d = random_uniform_like(like, key, 0, 1, {7, DType::f64});
+  TensorData got = run1(g, d, {{like, like_v}, {key, TensorData::scalar<int64_t>(11)}});
+  for (uint64_t i = 0; i < 9; ++i) {
+    EXPECT_EQ(got.element_as_double(static_cast<int64_t>(i)), philox::uniform_f64(7, i, 11)) << i;
+  }
+}
+
+TEST(RandomUniformLike, KeysGiveIndependentStreams) {
+  Graph g;
+  Tensor like = g.constant(TensorData::zeros({4000}));
+  auto draw = [&](Tensor key) { return values(run1(g, random_uniform_like(like, key))); };
+  std::vector<double> a = draw(i64_scalar(g, 1)), b = draw(i64_scalar(g, 2));
+  // Other integer key dtypes: i32 -1 is sign-extended (all ones), u8 200 zero-extended.
+  std::vector<double> c = draw(g.constant(TensorData::scalar<int32_t>(-1)));
+  std::vector<double> d = draw(g.constant(TensorData::scalar<uint8_t>(200)));
+  EXPECT_EQ(c, draw(i64_scalar(g, -1)));
+  EXPECT_EQ(d, draw(i64_scalar(g, 200)));
+  int same_ab = 0, same_ac = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    same_ab += a[i] == b[i];
+    same_ac += a[i] == c[i];
+  }
+  EXPECT_LT(same_ab, 5);
+  EXPECT_LT(same_ac, 5);
+  Moments m = moments(b);  // mean 1/2 (standard error 0.0046), variance 1/12
+  EXPECT_NEAR(m.mean, 0.5, 0.02);
+  EXPECT_NEAR(m.variance, 1.0 / 12, 0.005);
+}
+
+TEST(RandomUniformLike, DynamicShapeRangeAndEmpty) {
+  Graph g;
+  Tensor like = g.placeholder({-1, 3}, DType::bool_, "like");
+  Tensor u = random_uniform_like(like, i64_scalar(g, 4), 2, 2.5, {3, DType::f16});
+  EXPECT_EQ(u.type(), (TensorType{{-1, 3}, DType::f16}));
+  TensorData big = run1(g, u, {{like, TensorData::zeros({500, 3}, DType::bool_)}});
+  ASSERT_EQ(big.shape(), (Shape{500, 3}));
+  for (double x : values(big)) {
+    ASSERT_GE(x, 2.0);
+    ASSERT_LT(x, 2.5);
+  }
+  TensorData none = run1(g, u, {{like, TensorData::zeros({0, 3}, DType::bool_)}});
+  EXPECT_EQ(none.shape(), (Shape{0, 3}));
+  // low == high gives low.
+  Tensor c = random_uniform_like(like, i64_scalar(g, 1), -1.5, -1.5);
+  testing::expect_equal(run1(g, c, {{like, TensorData::zeros({1, 3}, DType::bool_)}}),
+                        {-1.5, -1.5, -1.5}, {1, 3});
+}
+
+TG_COVERS(error, random_uniform_like);
+TEST(RandomUniformLike, Errors) {
+  Graph g, other;
+  Tensor like = g.constant(TensorData::zeros({2, 2}));
+  Tensor key = i64_scalar(g, 0);
+  EXPECT_TG_ERROR(random_uniform_like(like, g.constant(0.0)), ErrorCode::invalid_argument,
+                  "[random_uniform_like] key must be an integer scalar");
+  EXPECT_TG_ERROR(random_uniform_like(like, g.constant(TensorData::from_vector<int64_t>({1}, {1}))),
+                  ErrorCode::invalid_argument, "[random_uniform_like]");
+  EXPECT_TG_ERROR(random_uniform_like(like, g.constant(TensorData::scalar<bool>(true))),
+                  ErrorCode::invalid_argument, "[random_uniform_like]");
+  EXPECT_TG_ERROR(random_uniform_like(like, key, 0, 1, {0, DType::i64}), ErrorCode::dtype_mismatch,
+                  "[random_uniform_like]");
+  EXPECT_TG_ERROR(random_uniform_like(like, key, 1, 0), ErrorCode::invalid_argument,
+                  "[random_uniform_like] low 1 must be <= high 0");
+  EXPECT_TG_ERROR(random_uniform_like(like, key, 0, std::numeric_limits<double>::infinity()),
+                  ErrorCode::invalid_argument, "[random_uniform_like]");
+  EXPECT_TG_ERROR(random_uniform_like(like, key, 0, 1e5, {0, DType::f16}),
+                  ErrorCode::invalid_argument, "[random_uniform_like]");
+  EXPECT_TG_ERROR(random_uniform_like(Tensor(), key), ErrorCode::invalid_argument,
+                  "[random_uniform_like]");
+  EXPECT_TG_ERROR(random_uniform_like(like, Tensor()), ErrorCode::invalid_argument,
+                  "[random_uniform_like]");
+  EXPECT_TG_ERROR(random_uniform_like(like, i64_scalar(other, 0)), ErrorCode::invalid_argument,
+                  "[random_uniform_like]");
 }
 
 }  // namespace

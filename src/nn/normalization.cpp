@@ -1,0 +1,226 @@
+// Normalization and dropout composites: batch_norm (with running statistics kept in variables),
+// layer_norm, and inverted dropout (masks from random_uniform_like keyed by a per-run counter).
+// Built from the public ops so autodiff flows through them. Semantics: docs/nn.md.
+#include <cmath>
+#include <string>
+
+#include "core/error_util.h"
+#include "ir/graph.h"
+#include "tg/nn.h"
+#include "tg/ops.h"
+
+namespace tg {
+namespace {
+
+void check_x(const Tensor& x, std::string_view op) {
+  if (!x.valid()) fail(ErrorCode::invalid_argument, op, "x is an empty Tensor");
+  if (!is_floating(x.dtype())) {
+    fail(ErrorCode::dtype_mismatch, op, "expects a floating x, got {}", x.type().to_string());
+  }
+}
+
+// A tensor argument other than x: valid and of x's graph.
+void check_same_graph(const Tensor& t, const Tensor& x, std::string_view what, std::string_view op) {
+  if (!t.valid()) fail(ErrorCode::invalid_argument, op, "{} is an empty Tensor", what);
+  if (t.graph_impl() != x.graph_impl()) {
+    fail(ErrorCode::invalid_argument, op, "{} belongs to another graph than x", what);
+  }
+}
+
+void check_is_training(const Tensor& t, const Tensor& x, std::string_view op) {
+  check_same_graph(t, x, "is_training", op);
+  if (t.dtype() != DType::bool_ || t.rank() != 0) {
+    fail(ErrorCode::invalid_argument, op, "is_training must be a bool scalar, got {}",
+         t.type().to_string());
+  }
+}
+
+void check_epsilon(double epsilon, std::string_view op) {
+  if (!std::isfinite(epsilon) || epsilon < 0) {
+    fail(ErrorCode::invalid_argument, op, "epsilon = {} must be finite and >= 0", epsilon);
+  }
+}
+
+bool shapes_fit(const Shape& a, const Shape& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i] && a[i] != -1 && b[i] != -1) return false;
+  }
+  return true;
+}
+
+// A parameter of x's dtype with shape `expected` (what names the expectation, e.g. "[C]").
+void check_param(const Tensor& p, const Tensor& x, const Shape& expected, std::string_view what,
+                 std::string_view expectation, std::string_view op) {
+  check_same_graph(p, x, what, op);
+  if (p.dtype() != x.dtype()) {
+    fail(ErrorCode::dtype_mismatch, op, "{} is {}, expected x's dtype (x {})", what,
+         p.type().to_string(), x.type().to_string());
+  }
+  if (!shapes_fit(p.shape(), expected)) {
+    fail(ErrorCode::shape_mismatch, op, "{} is {}, expected {} = {} (x {})", what,
+         p.type().to_string(), expectation, str(expected), x.type().to_string());
+  }
+}
+
+void check_batch_norm_options(const BatchNormOptions& o) {
+  if (!std::isfinite(o.momentum) || o.momentum < 0 || o.momentum > 1) {
+    fail(ErrorCode::invalid_argument, "batch_norm", "momentum = {} is not in [0, 1]", o.momentum);
+  }
+  check_epsilon(o.epsilon, "batch_norm");
+}
+
+void check_running_stat(const Tensor& v, std::string_view what) {
+  if (v.op().kind_name() != "variable") {
+    fail(ErrorCode::invalid_argument, "batch_norm",
+         "{} must be a variable (from Graph::variable), got the output of '{}'", what,
+         v.op().kind_name());
+  }
+}
+
+// n / (n - 1) as a scalar of x's dtype, n the number of elements reduced per channel. A constant
+// when those dims are static; otherwise counted at run time over a slice of x that keeps only the
+// dynamic reduced dims (its values are not used: is_nan(s) * 0 + 1 is 1 for any value).
+Tensor unbiased_factor(const Tensor& x, int64_t channel_axis) {
+  Graph g(x.graph_impl());
+  double static_count = 1;
+  SliceDesc keep_dynamic;
+  for (int64_t a = 0; a < x.rank(); ++a) {
+    const int64_t d = x.shape()[a];
+    if (a != channel_axis && d == -1) continue;
+    if (a != channel_axis) static_count *= static_cast<double>(d);
+    keep_dynamic.begin.push_back(0);
+    keep_dynamic.end.push_back(1);
+    keep_dynamic.axes.push_back(a);
+  }
+  if (keep_dynamic.axes.size() == static_cast<size_t>(x.rank())) {
+    return g.constant(static_count / (static_count - 1), x.dtype());
+  }
+  Tensor ones = cast(is_nan(slice(x, keep_dynamic)), DType::f64) * 0.0 + 1.0;
+  Tensor n = reduce_sum(ones) * static_count;  // f64: exact counts
+  return cast(n / (n - 1.0), x.dtype());
+}
+
+// The first "dropout_<k>/counter" name not taken in the graph; returns k.
+uint64_t free_dropout_index(const Graph& g) {
+  for (uint64_t k = 0;; ++k) {
+    if (g.impl()->variables()->find(fmt::format("dropout_{}/counter", k)) < 0) return k;
+  }
+}
+
+}  // namespace
+
+Tensor batch_norm(Tensor x, Tensor gamma, Tensor beta, Tensor running_mean, Tensor running_var,
+                  Tensor is_training, BatchNormOptions options) {
+  constexpr std::string_view op = "batch_norm";
+  check_x(x, op);
+  const int64_t rank = x.rank();
+  if (rank < 2) {
+    fail(ErrorCode::invalid_argument, op, "expects x of rank >= 2, got {}", x.type().to_string());
+  }
+  if (options.axis < -rank || options.axis >= rank) {
+    fail(ErrorCode::invalid_argument, op, "axis {} is out of range for x {}", options.axis,
+         x.type().to_string());
+  }
+  const int64_t axis = options.axis < 0 ? options.axis + rank : options.axis;
+  check_batch_norm_options(options);
+  const Shape channels{x.shape()[axis]};
+  check_param(gamma, x, channels, "gamma", "[C]", op);
+  check_param(beta, x, channels, "beta", "[C]", op);
+  check_param(running_mean, x, channels, "running_mean", "[C]", op);
+  check_param(running_var, x, channels, "running_var", "[C]", op);
+  check_running_stat(running_mean, "running_mean");
+  check_running_stat(running_var, "running_var");
+  if (running_mean.node_id() == running_var.node_id()) {
+    fail(ErrorCode::invalid_argument, op, "running_mean and running_var are the same variable");
+  }
+  check_is_training(is_training, x, op);
+
+  Graph g(x.graph_impl());
+  std::vector<int64_t> axes;
+  for (int64_t a = 0; a < rank; ++a) {
+    if (a != axis) axes.push_back(a);
+  }
+  Shape per_channel(static_cast<size_t>(rank), 1);  // [C] broadcast against x
+  per_channel[static_cast<size_t>(axis)] = -1;
+  auto bc = [&](const Tensor& p) { return reshape(p, per_channel); };
+
+  // Training: batch mean and biased variance.
+  Tensor mean = reduce_mean(x, {.axes = axes, .keep_dims = true});
+  Tensor centered = x - mean;
+  Tensor var = reduce_mean(square(centered), {.axes = axes, .keep_dims = true});
+  Tensor y_train = centered * (bc(gamma) * rsqrt(var + options.epsilon)) + bc(beta);
+
+  // Running statistics (PyTorch: running = (1 - momentum) * running + momentum * batch, with the
+  // unbiased variance); at inference the assignments write the start-of-run values back.
+  const double m = options.momentum;
+  Tensor new_mean = running_mean * (1 - m) + reshape(mean, {-1}) * m;
+  Tensor unbiased = reshape(var, {-1}) * unbiased_factor(x, axis);
+  Tensor new_var = running_var * (1 - m) + unbiased * m;
+  Operation assign_mean =
+      assign_variable(running_mean, select(is_training, new_mean, running_mean));
+  Operation assign_var = assign_variable(running_var, select(is_training, new_var, running_var));
+
+  // Inference: the start-of-run running statistics, folded into one scale and shift.
+  Tensor scale = bc(gamma) * rsqrt(bc(running_var) + options.epsilon);
+  Tensor y_infer = x * scale + (bc(beta) - bc(running_mean) * scale);
+
+  return g.control_dependency({assign_mean, assign_var}, [&] {
+    return std::vector<Tensor>{select(is_training, y_train, y_infer)};
+  })[0];
+}
+
+Tensor layer_norm(Tensor x, Tensor gamma, Tensor beta, LayerNormOptions options) {
+  constexpr std::string_view op = "layer_norm";
+  check_x(x, op);
+  const int64_t rank = x.rank();
+  if (rank == 0) fail(ErrorCode::invalid_argument, op, "expects x of rank >= 1, got a scalar");
+  if (options.begin_axis < -rank || options.begin_axis >= rank) {
+    fail(ErrorCode::invalid_argument, op, "begin_axis {} is out of range for x {}",
+         options.begin_axis, x.type().to_string());
+  }
+  const int64_t begin = options.begin_axis < 0 ? options.begin_axis + rank : options.begin_axis;
+  check_epsilon(options.epsilon, op);
+  const Shape normalized(x.shape().begin() + begin, x.shape().end());
+  const std::string expectation = fmt::format("x.shape[{}:]", begin);
+  if (gamma.valid()) check_param(gamma, x, normalized, "gamma", expectation, op);
+  if (beta.valid()) check_param(beta, x, normalized, "beta", expectation, op);
+
+  std::vector<int64_t> axes;
+  for (int64_t a = begin; a < rank; ++a) axes.push_back(a);
+  Tensor mean = reduce_mean(x, {.axes = axes, .keep_dims = true});
+  Tensor centered = x - mean;
+  Tensor var = reduce_mean(square(centered), {.axes = axes, .keep_dims = true});
+  Tensor y = centered * rsqrt(var + options.epsilon);
+  if (gamma.valid()) y = y * gamma;  // x.shape[begin:] broadcasts from the right
+  if (beta.valid()) y = y + beta;
+  return y;
+}
+
+Tensor dropout(Tensor x, Tensor is_training, DropoutOptions options) {
+  constexpr std::string_view op = "dropout";
+  check_x(x, op);
+  const double rate = options.rate;
+  if (!(rate >= 0 && rate < 1)) {
+    fail(ErrorCode::invalid_argument, op, "rate = {} is not in [0, 1)", rate);
+  }
+  check_is_training(is_training, x, op);
+
+  Graph g(x.graph_impl());
+  const uint64_t k = free_dropout_index(g);
+  Tensor counter = g.variable(TensorData::scalar<int64_t>(0), fmt::format("dropout_{}/counter", k));
+  Operation bump = assign_variable(counter, select(is_training, counter + 1.0, counter));
+
+  // The k-th dropout of a graph offsets the seed, so dropouts sharing options.seed draw
+  // independent masks; u is f32 whatever x's dtype (24 random bits).
+  const uint64_t seed = options.seed + k * 0x9E3779B97F4A7C15ull;
+  Tensor u = random_uniform_like(x, counter, 0, 1, {.seed = seed, .dtype = DType::f32});
+  Tensor keep = greater_equal(u, g.constant(rate, DType::f32));
+  Tensor kept = x * (1 / (1 - rate));
+  return g.control_dependency({bump}, [&] {
+    Tensor dropped = select(keep, kept, g.constant(0.0, x.dtype()));
+    return std::vector<Tensor>{select(is_training, dropped, x)};
+  })[0];
+}
+
+}  // namespace tg
