@@ -1,6 +1,7 @@
 // TensorGraph umbrella header.
 #pragma once
 #include "tg/autodiff.h"
+#include "tg/control_flow.h"
 #include "tg/device.h"
 #include "tg/dtype.h"
 #include "tg/error.h"

@@ -166,6 +166,10 @@ struct Printer {
   std::string operator()(const RandomLikeAttrs& a) const {
     return fmt::format("low={:g}, high={:g}, seed={}", a.low, a.high, a.seed);
   }
+  std::string operator()(const LoopAttrs& a) const {
+    if (a.max_iterations < 0) return fmt::format("carried={}", a.num_carried);
+    return fmt::format("carried={}, max_iterations={}", a.num_carried, a.max_iterations);
+  }
 };
 
 }  // namespace

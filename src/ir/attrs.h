@@ -59,6 +59,13 @@ struct RandomLikeAttrs {
   double high = 1;
   uint64_t seed = 0;
 };
+/// for_loop and while_loop: the `num_carried` inputs after the operands are the initial loop
+/// values, the others captured values. max_iterations (while_loop; -1: unbounded) bounds how
+/// many times the `after` region runs.
+struct LoopAttrs {
+  int64_t num_carried = 0;
+  int64_t max_iterations = -1;
+};
 
 /// Every attribute type a node can carry. Reduce/Gather/... reuse the public descriptor structs
 /// with axes normalized to non-negative values by the builder.
@@ -67,7 +74,7 @@ using Attrs = std::variant<NoAttrs, ConstantAttrs, FillAttrs, IotaAttrs, RandomA
                            ConcatAttrs, ReverseAttrs, TileAttrs, ReduceDesc, ArgReduceDesc,
                            MatmulDesc, GatherDesc, GatherNdDesc, GatherElementsDesc, ScatterNdDesc,
                            ScatterElementsDesc, StencilDesc, Conv2dDesc, ConvBackwardAttrs,
-                           Pool2dDesc, RandomLikeAttrs>;
+                           Pool2dDesc, RandomLikeAttrs, LoopAttrs>;
 
 /// "axes=[0,1], keep_dims=true" (empty for NoAttrs). Used by the printer and DOT export.
 std::string attrs_to_string(const Attrs& attrs);

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "ir/graph.h"
+#include "ir/regions.h"
 
 namespace tg::ir {
 namespace {
@@ -23,6 +24,11 @@ void emit(const Graph& g, const std::string& prefix, std::string& out) {
                         "\\n" + escape(types);
     std::string attrs = attrs_to_string(n.attrs);
     if (!attrs.empty() && attrs.size() < 80) label += "\\n" + escape(attrs);
+    // A node with regions is drawn in a cluster of its own that holds its regions' clusters.
+    if (!n.regions.empty()) {
+      out += fmt::format("  subgraph cluster_{}n{} {{\n  label=\"{} %{}\";\n  style=rounded;\n",
+                         prefix, n.id, op_name(n.kind), n.id);
+    }
     out += fmt::format("  {}n{} [label=\"{}\"{}];\n", prefix, n.id, label,
                        has_trait(n.kind, kSource) ? ", shape=box" : "");
     for (size_t i = 0; i < n.inputs.size(); ++i) {
@@ -34,11 +40,21 @@ void emit(const Graph& g, const std::string& prefix, std::string& out) {
     }
     for (size_t r = 0; r < n.regions.size(); ++r) {
       std::string sub = fmt::format("{}n{}r{}_", prefix, n.id, r);
-      out += fmt::format("  subgraph cluster_{} {{\n  label=\"{} region {}\";\n", sub,
-                         op_name(n.kind), r);
+      out += fmt::format(
+          "  subgraph cluster_{} {{\n  label=\"{}\";\n", sub,
+          escape(is_control_flow(n.kind) ? region_name(n.kind, r)
+                                         : fmt::format("{} region {}", op_name(n.kind), r)));
       if (n.regions[r].body) emit(*n.regions[r].body, sub, out);
       out += "  }\n";
+      // Dotted edges from the outer values to the parameters they start as.
+      for (size_t p = 0; p < n.regions[r].params.size(); ++p) {
+        int src = param_source(n, r, p);
+        if (src < 0) continue;
+        out += fmt::format("  {}n{} -> {}n{} [style=dotted];\n", prefix,
+                           n.inputs[static_cast<size_t>(src)].node, sub, n.regions[r].params[p]);
+      }
     }
+    if (!n.regions.empty()) out += "  }\n";
   }
 }
 

@@ -26,7 +26,10 @@ struct ValueRef {
 class Graph;
 
 /// A sub-graph owned by a node (the bodies of if/for/while). Its parameters are placeholder nodes
-/// of `body`; its results are values of `body`.
+/// of `body`, bound in order when the region runs (for the control-flow ops: the op's own
+/// parameters, then one per captured value, see ops.def); its results are values of `body`.
+/// Bodies share the variable store of the outer graph and are immutable once built (passes that
+/// refine them work on copies).
 struct Region {
   std::shared_ptr<Graph> body;
   std::vector<int> params;
@@ -69,6 +72,8 @@ class Graph {
   const std::shared_ptr<VariableStore>& variables() const { return variables_; }
 
   Graph() = default;
+  /// An empty graph whose variables are `variables` (a region body shares its outer graph's).
+  explicit Graph(std::shared_ptr<VariableStore> variables) : variables_(std::move(variables)) {}
   /// Copies the nodes and shares the variable store (not the run cache or scopes); used by
   /// compile.
   Graph(const Graph& other) : nodes_(other.nodes_), variables_(other.variables_) {}

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "ir/graph.h"
+#include "ir/regions.h"
 
 namespace tg::ir {
 namespace {
@@ -10,6 +11,20 @@ namespace {
 std::string value_name(ValueRef v, const Graph& g) {
   bool single = v.node >= 0 && v.node < g.size() && g.node(v.node).outputs.size() == 1 && v.index == 0;
   return single ? fmt::format("%{}", v.node) : fmt::format("%{}:{}", v.node, v.index);
+}
+
+// "then(%0 <- %4, %1 <- %5)" for control-flow ops (each parameter and the outer value it starts
+// as), the region's index for other ops.
+std::string region_header(const Node& n, size_t r, const Graph& outer) {
+  if (!is_control_flow(n.kind)) return std::to_string(r);
+  const Region& region = n.regions[r];
+  std::string params;
+  for (size_t p = 0; p < region.params.size(); ++p) {
+    params += (p ? ", %" : "%") + std::to_string(region.params[p]);
+    int src = param_source(n, r, p);
+    if (src >= 0) params += " <- " + value_name(n.inputs[static_cast<size_t>(src)], outer);
+  }
+  return region_name(n.kind, r) + "(" + params + ")";
 }
 
 void print_into(const Graph& g, int indent, std::string& out) {
@@ -35,7 +50,7 @@ void print_into(const Graph& g, int indent, std::string& out) {
     if (!n.name.empty()) line += "  # " + n.name;
     out += line + "\n";
     for (size_t r = 0; r < n.regions.size(); ++r) {
-      out += pad + fmt::format("  region {} {{\n", r);
+      out += pad + "  region " + region_header(n, r, g) + " {\n";
       if (n.regions[r].body) print_into(*n.regions[r].body, indent + 4, out);
       std::string results;
       for (size_t i = 0; n.regions[r].body && i < n.regions[r].results.size(); ++i) {

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include "ir/graph.h"
+#include "ir/regions.h"
 #include "tg/error.h"
 
 namespace tg::ir {
@@ -9,6 +10,31 @@ namespace {
 [[noreturn]] void broken(const Node& n, const std::string& what) {
   throw Error(ErrorCode::internal,
               fmt::format("[verify] node %{} ({}): {}", n.id, op_name(n.kind), what));
+}
+
+// The region layout of ops.def's control rows (see ir/regions.h and ops/control.cpp).
+void verify_control(const Node& n) {
+  size_t want = n.kind == OpKind::for_loop ? 1 : 2;
+  if (n.regions.size() != want)
+    broken(n, fmt::format("has {} regions, expected {}", n.regions.size(), want));
+  const auto* loop = std::get_if<LoopAttrs>(&n.attrs);
+  if (n.kind != OpKind::if_else && (loop == nullptr || loop->num_carried < 1 ||
+                                    loop->num_carried + (n.kind == OpKind::for_loop ? 1 : 0) >
+                                        static_cast<int64_t>(n.inputs.size()))) {
+    broken(n, "loop without LoopAttrs or with more loop values than inputs");
+  }
+  // Every region ends with one parameter per captured value; for_loop and while_loop's before
+  // have a parameter per input.
+  size_t inputs = n.inputs.size();
+  size_t need = n.kind == OpKind::if_else ? inputs - 1 : inputs;
+  if (n.regions[0].params.size() != need) {
+    broken(n, fmt::format("region 0 has {} parameters, expected {}", n.regions[0].params.size(),
+                          need));
+  }
+  if (n.kind == OpKind::if_else && n.regions[1].params.size() != need) {
+    broken(n, fmt::format("region 1 has {} parameters, expected {}", n.regions[1].params.size(),
+                          need));
+  }
 }
 
 }  // namespace
@@ -37,6 +63,7 @@ void verify(const Graph& g) {
       if (c < 0 || c >= n.id) broken(n, fmt::format("control input %{} is not an earlier node", c));
     }
     if (n.outputs.empty()) broken(n, "has no outputs");
+    if (is_control_flow(n.kind)) verify_control(n);
     for (const Region& r : n.regions) {
       if (!r.body) broken(n, "region without a body");
       verify(*r.body);

@@ -1,3 +1,4 @@
+#include "ops/control.h"
 #include "ops/registry.h"
 #include "passes/passes.h"
 
@@ -9,7 +10,9 @@ bool infer_types(ir::Graph& g) {
     std::vector<TensorType> in;
     in.reserve(node.inputs.size());
     for (const auto& v : node.inputs) in.push_back(g.type(v));
-    std::vector<TensorType> out = ops::infer_types(node, in);
+    // Nodes with regions get copies of their bodies inferred for these input types.
+    std::vector<TensorType> out =
+        node.regions.empty() ? ops::infer_types(node, in) : ops::infer_node_types(node, in);
     if (out != node.outputs) {
       node.outputs = std::move(out);
       changed = true;

@@ -13,7 +13,9 @@ bool eliminate_dead_code(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::ve
                          std::vector<int>& keep);
 
 /// Re-runs type inference on every node in order with the current input types (placeholders
-/// keep the types they hold). Raises the ops' errors. Returns true when any type changed.
+/// keep the types they hold). A node with regions gets copies of its bodies, re-inferred for its
+/// input types (ops::infer_node_types). Raises the ops' errors. Returns true when any type
+/// changed.
 bool infer_types(ir::Graph& g);
 
 /// Buffer planning: for each step of `schedule`, the values whose last reader it is (values

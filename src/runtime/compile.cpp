@@ -39,6 +39,33 @@ void check_feed_type(const ir::Node& ph, const TensorType& fed, std::string_view
   }
 }
 
+// With every feed static, only control flow makes dims dynamic (branches of different shapes,
+// loop values that change shape); the nodes reading such values stay dynamic too and the backend
+// computes their shapes at run time. Any other dynamic output is a bug.
+void check_static(const ir::Graph& g, const ir::Node& n) {
+  if (!n.regions.empty()) return;
+  for (const ir::ValueRef& in : n.inputs) {
+    if (!is_static(g.type(in).shape)) return;
+  }
+  for (const TensorType& t : n.outputs) {
+    if (!is_static(t.shape)) {
+      fail(ErrorCode::internal, ir::op_name(n.kind), "output {} is still dynamic after inference",
+           t.to_string());
+    }
+  }
+}
+
+// The node and, recursively, the nodes of its regions.
+void check_supported(const backends::Backend& backend, Device device, const ir::Node& n) {
+  if (!backend.supports(n)) {
+    fail(ErrorCode::unsupported, ir::op_name(n.kind), "not supported on {} for {}",
+         device.to_string(), n.outputs[0].to_string());
+  }
+  for (const ir::Region& r : n.regions) {
+    for (const ir::Node& inner : r.body->nodes()) check_supported(backend, device, inner);
+  }
+}
+
 }  // namespace
 
 Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
@@ -92,16 +119,8 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
 
   auto plan = std::make_shared<backends::PlannedGraph>();
   for (const ir::Node& n : g->nodes()) {
-    for (const TensorType& t : n.outputs) {
-      if (!is_static(t.shape)) {
-        fail(ErrorCode::internal, ir::op_name(n.kind), "output {} is still dynamic after inference",
-             t.to_string());
-      }
-    }
-    if (!backend.supports(n)) {
-      fail(ErrorCode::unsupported, ir::op_name(n.kind), "not supported on {} for {}",
-           device.to_string(), n.outputs[0].to_string());
-    }
+    check_static(*g, n);
+    check_supported(backend, device, n);
     plan->schedule.push_back(n.id);
   }
   plan->feed_nodes = feeds;

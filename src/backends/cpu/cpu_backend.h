@@ -8,6 +8,16 @@
 
 namespace tg::cpu {
 
+/// Runs the regions of control-flow nodes for their kernels (implemented by the executor).
+class RegionRunner {
+ public:
+  virtual ~RegionRunner() = default;
+  /// Runs `region` (of a node of the program being run) with its parameters bound in order to
+  /// `args`, in this run's variable transaction; returns its results.
+  virtual std::vector<TensorData> run_region(const ir::Region& region, std::span<const TensorData> args,
+                                             ir::VariableTransaction& variables) const = 0;
+};
+
 /// What a kernel sees: the node (attributes, output types), its inputs, and its outputs, which
 /// the executor has already allocated with the node's static output types. A kernel may replace
 /// an output with another TensorData of the same type (for example a view sharing its input's
@@ -18,6 +28,8 @@ struct KernelContext {
   std::vector<TensorData>& outputs;
   /// This run's view of the graph's variables (see ir::VariableTransaction).
   ir::VariableTransaction& variables;
+  /// Runs regions (set by the executor; control-flow kernels replace `outputs` with the results).
+  const RegionRunner* regions = nullptr;
   const char* op_name() const;
 };
 
