@@ -6,6 +6,7 @@
 
 #include "core/error_util.h"
 #include "ir/graph.h"
+#include "tg/control_flow.h"
 #include "tg/nn.h"
 #include "tg/ops.h"
 
@@ -145,29 +146,31 @@ Tensor batch_norm(Tensor x, Tensor gamma, Tensor beta, Tensor running_mean, Tens
   per_channel[static_cast<size_t>(axis)] = -1;
   auto bc = [&](const Tensor& p) { return reshape(p, per_channel); };
 
-  // Training: batch mean and biased variance.
-  Tensor mean = reduce_mean(x, {.axes = axes, .keep_dims = true});
-  Tensor centered = x - mean;
-  Tensor var = reduce_mean(square(centered), {.axes = axes, .keep_dims = true});
-  Tensor y_train = centered * (bc(gamma) * rsqrt(var + options.epsilon)) + bc(beta);
-
-  // Running statistics (PyTorch: running = (1 - momentum) * running + momentum * batch, with the
-  // unbiased variance); at inference the assignments write the start-of-run values back.
+  // is_training chooses the branch at run time (if_else): inference never computes batch
+  // statistics and never touches the variables.
   const double m = options.momentum;
-  Tensor new_mean = running_mean * (1 - m) + reshape(mean, {-1}) * m;
-  Tensor unbiased = reshape(var, {-1}) * unbiased_factor(x, axis);
-  Tensor new_var = running_var * (1 - m) + unbiased * m;
-  Operation assign_mean =
-      assign_variable(running_mean, select(is_training, new_mean, running_mean));
-  Operation assign_var = assign_variable(running_var, select(is_training, new_var, running_var));
-
-  // Inference: the start-of-run running statistics, folded into one scale and shift.
-  Tensor scale = bc(gamma) * rsqrt(bc(running_var) + options.epsilon);
-  Tensor y_infer = x * scale + (bc(beta) - bc(running_mean) * scale);
-
-  return g.control_dependency({assign_mean, assign_var}, [&] {
-    return std::vector<Tensor>{select(is_training, y_train, y_infer)};
-  })[0];
+  auto training = [&] {
+    // Batch mean and biased variance normalize; the running statistics move towards the batch's
+    // (PyTorch: running = (1 - momentum) * running + momentum * batch, unbiased variance).
+    Tensor mean = reduce_mean(x, {.axes = axes, .keep_dims = true});
+    Tensor centered = x - mean;
+    Tensor var = reduce_mean(square(centered), {.axes = axes, .keep_dims = true});
+    Tensor new_mean = running_mean * (1 - m) + reshape(mean, {-1}) * m;
+    Tensor unbiased = reshape(var, {-1}) * unbiased_factor(x, axis);
+    Tensor new_var = running_var * (1 - m) + unbiased * m;
+    Operation assign_mean = assign_variable(running_mean, new_mean);
+    Operation assign_var = assign_variable(running_var, new_var);
+    Tensor scaled = centered * (bc(gamma) * rsqrt(var + options.epsilon));
+    // The last op of y is ordered after the assignments, which keeps them with y.
+    return g.control_dependency({assign_mean, assign_var},
+                                [&] { return std::vector<Tensor>{scaled + bc(beta)}; });
+  };
+  auto inference = [&] {
+    // The start-of-run running statistics, folded into one scale and shift.
+    Tensor scale = bc(gamma) * rsqrt(bc(running_var) + options.epsilon);
+    return std::vector<Tensor>{x * scale + (bc(beta) - bc(running_mean) * scale)};
+  };
+  return if_else(is_training, training, inference)[0];
 }
 
 Tensor layer_norm(Tensor x, Tensor gamma, Tensor beta, LayerNormOptions options) {
