@@ -118,6 +118,25 @@ TEST(NnBatchNorm, HandComputedTrainingRunsAndInference) {
   expect_close(g.variable_value(var), {1.6266666666666667, 4.076666666666667}, {2}, 1e-15, 0);
 }
 
+// is_training switches through if_else: y is the if_else's result, so inference runs only the
+// branch that folds the running statistics (no batch reduction, no assignment runs).
+TEST(NnBatchNorm, IsTrainingSwitchesThroughIfElse) {
+  Graph g;
+  Tensor x = g.placeholder({-1, 2}, DType::f64, "x");
+  Tensor training = g.placeholder({}, DType::bool_, "training");
+  Tensor mean = g.variable(f64_data({0, 0}, {2}), "bn/mean");
+  Tensor var = g.variable(f64_data({1, 1}, {2}), "bn/var");
+  Tensor y = batch_norm(x, f64(g, {1, 1}, {2}), f64(g, {0, 0}, {2}), mean, var, training);
+  EXPECT_EQ(y.op().kind_name(), "if_else");
+  // Inference with one example per channel: a batch variance would be 0 and its unbiased
+  // correction divide by zero; the inference branch never computes either.
+  TensorData out = run1(g, y, {{x, f64_data({2, -3}, {1, 2})}, {training, flag(false)}});
+  const double s = 1 / std::sqrt(1 + 1e-5);
+  expect_close(out, {2 * s, -3 * s}, {1, 2}, 1e-14, 0);
+  testing::expect_equal(g.variable_value(mean), {0, 0}, {2});
+  testing::expect_equal(g.variable_value(var), {1, 1}, {2});
+}
+
 // NCHW (axis 1) and NHWC-like layouts against the float64 reference, two training runs with
 // different batches, then inference; static shapes and dynamic N and H (run-time count).
 TEST(NnBatchNorm, MatchesFloat64ReferenceStaticAndDynamic) {
