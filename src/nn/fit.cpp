@@ -1,0 +1,354 @@
+// Model::fit, evaluate, predict and train_on_batch: data checks, mini-batches, one compiled
+// executable per (kind, batch size), running means of the loss and accuracy, callbacks.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "core/convert.h"
+#include "core/error_util.h"
+#include "nn/model_impl.h"
+#include "nn/progress.h"
+
+namespace tg::nn {
+
+using detail::ExeKind;
+using detail::ModelState;
+
+namespace detail {
+
+Executable& executable(ModelState& s, ExeKind kind, int64_t batch) {
+  auto key = std::make_pair(static_cast<int>(kind), batch);
+  if (auto it = s.exes.find(key); it != s.exes.end()) return it->second;
+  Graph& g = s.ctx->graph;
+  auto typed = [batch](const Tensor& t) {
+    Shape shape = t.shape();
+    shape[0] = batch;
+    return std::make_pair(t, TensorType{shape, t.dtype()});
+  };
+  const TensorType flag{{}, DType::bool_};
+  Executable exe;
+  std::vector<Tensor> metrics = {s.loss_value};
+  if (s.num_correct.valid()) metrics.push_back(s.num_correct);
+  switch (kind) {
+    case ExeKind::train:
+      exe = g.compile(s.device, {typed(s.input.tensor()), typed(s.labels),
+                                 {s.learning_rate, {{}, DType::f32}}, {s.ctx->is_training, flag}},
+                      metrics, s.train_ops);
+      break;
+    case ExeKind::eval:
+      exe = g.compile(s.device, {typed(s.input.tensor()), typed(s.labels), {s.ctx->is_training, flag}},
+                      metrics);
+      break;
+    case ExeKind::predict:
+      exe = g.compile(s.device, {typed(s.input.tensor()), {s.ctx->is_training, flag}},
+                      {s.output.tensor()});
+      break;
+  }
+  return s.exes.emplace(key, std::move(exe)).first->second;
+}
+
+}  // namespace detail
+
+namespace {
+
+// Running sums over the batches of an epoch or an evaluation.
+struct Totals {
+  double loss_sum = 0;
+  int64_t correct = 0;
+  int64_t seen = 0;
+  int64_t elements = 0;  ///< predictions the accuracy counts
+  bool accuracy = false;
+
+  void add(const std::vector<TensorData>& outs, int64_t count, int64_t per_example) {
+    loss_sum += outs[0].element_as_double(0) * static_cast<double>(count);
+    seen += count;
+    if (outs.size() > 1) {
+      accuracy = true;
+      correct += static_cast<int64_t>(outs[1].element_as_double(0));
+      elements += count * per_example;
+    }
+  }
+  Logs logs(const std::string& prefix = "") const {
+    Logs l;
+    if (seen == 0) return l;
+    l[prefix + "loss"] = loss_sum / static_cast<double>(seen);
+    if (accuracy) {
+      l[prefix + "accuracy"] = elements ? static_cast<double>(correct) / static_cast<double>(elements) : 0;
+    }
+    return l;
+  }
+};
+
+// Predictions per example that the accuracy counts.
+int64_t predictions_per_example(const ModelState& s) {
+  Shape shape = s.labels.shape();
+  if (s.loss == Loss::categorical_crossentropy) shape.pop_back();
+  int64_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+// Checks x against the model's input ([N, dims...], its dtype); returns N.
+int64_t check_x(const ModelState& s, const TensorData& x, std::string_view op) {
+  const Tensor& in = s.input.tensor();
+  if (x.empty()) fail(ErrorCode::invalid_argument, op, "x is empty");
+  bool ok = x.rank() == in.rank();
+  for (int64_t d = 1; ok && d < in.rank(); ++d) ok = x.shape()[d] == in.shape()[d];
+  if (!ok) {
+    fail(ErrorCode::shape_mismatch, op, "x is {}, the model '{}' takes [N{}{}] (input {})",
+         x.type().to_string(), s.name, in.rank() > 1 ? "," : "",
+         fmt::join(in.shape().begin() + 1, in.shape().end(), ","), in.type().to_string());
+  }
+  if (x.dtype() != in.dtype()) {
+    fail(ErrorCode::dtype_mismatch, op, "x is {}, the model '{}' takes {} inputs",
+         x.type().to_string(), s.name, dtype_name(in.dtype()));
+  }
+  if (x.shape()[0] == 0) fail(ErrorCode::invalid_argument, op, "x has no examples ({})", str(x.shape()));
+  return x.shape()[0];
+}
+
+TensorData convert(const TensorData& v, DType dtype) {
+  if (v.dtype() == dtype) return v;
+  TensorData out(v.shape(), dtype);
+  for (int64_t i = 0; i < v.num_elements(); ++i) {
+    store_from_double(dtype, out.raw_data(), i, load_as_double(v.dtype(), v.raw_data(), i));
+  }
+  return out;
+}
+
+// Checks y against the labels the loss wants and converts it to the labels placeholder's dtype.
+TensorData prepare_labels(const ModelState& s, const TensorData& y, int64_t n, std::string_view op) {
+  if (y.empty()) fail(ErrorCode::invalid_argument, op, "y is empty");
+  Shape want = s.labels.shape();
+  want[0] = n;
+  const bool sparse = s.loss == Loss::sparse_categorical_crossentropy;
+  if (y.shape() != want) {
+    fail(ErrorCode::shape_mismatch, op, "y is {}, {} with outputs {} needs labels {}",
+         y.type().to_string(), loss_name(s.loss), str(s.output.shape()), str(want));
+  }
+  if (sparse ? !is_integer(y.dtype()) : !is_floating(y.dtype())) {
+    fail(ErrorCode::dtype_mismatch, op, "y is {}, {} needs {} labels", y.type().to_string(),
+         loss_name(s.loss), sparse ? "integer" : "floating");
+  }
+  return convert(y.to(Device::cpu()), s.labels.dtype());
+}
+
+// Rows order[begin, begin + count) of src.
+TensorData take_rows(const TensorData& src, const std::vector<int64_t>& order, int64_t begin,
+                     int64_t count) {
+  Shape shape = src.shape();
+  shape[0] = count;
+  TensorData out(shape, src.dtype());
+  const size_t row = src.nbytes() / static_cast<size_t>(src.shape()[0]);
+  const auto* from = static_cast<const char*>(src.raw_data());
+  auto* to = static_cast<char*>(out.raw_data());
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(to + static_cast<size_t>(i) * row, from + static_cast<size_t>(order[begin + i]) * row, row);
+  }
+  return out;
+}
+
+std::vector<int64_t> identity(int64_t n) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+
+// Fisher-Yates with a SplitMix64 stream and Lemire's multiply-shift (same on every platform).
+void shuffle(std::vector<int64_t>& v, uint64_t seed) {
+  uint64_t state = seed;
+  for (size_t i = v.size(); i > 1; --i) {
+    uint64_t r = detail::derive_seed(state++, 0x5eed, i);
+    auto j = static_cast<size_t>((static_cast<unsigned __int128>(r) * i) >> 64);
+    std::swap(v[i - 1], v[j]);
+  }
+}
+
+TensorData bool_scalar(bool v) { return TensorData::scalar(v); }
+
+void check_batch_size(int64_t batch_size, std::string_view op) {
+  if (batch_size < 1) fail(ErrorCode::invalid_argument, op, "batch_size = {} must be >= 1", batch_size);
+}
+
+// Loss and metrics of x, y (labels prepared) in inference mode.
+Logs run_eval(ModelState& s, const TensorData& x, const TensorData& y, int64_t batch_size,
+              int verbose, std::FILE* out, const std::string& prefix) {
+  const int64_t n = x.shape()[0];
+  const int64_t steps = (n + batch_size - 1) / batch_size;
+  detail::Progress progress(out, verbose, steps, prefix.empty() ? "Evaluate" : "Validate");
+  const std::vector<int64_t> order = identity(n);
+  const int64_t per_example = predictions_per_example(s);
+  Totals totals;
+  for (int64_t step = 0; step < steps; ++step) {
+    const int64_t begin = step * batch_size, count = std::min(batch_size, n - begin);
+    Executable& exe = detail::executable(s, ExeKind::eval, count);
+    auto outs = exe.run({take_rows(x, order, begin, count), take_rows(y, order, begin, count),
+                         bool_scalar(false)});
+    totals.add(outs, count, per_example);
+    progress.update(step + 1, totals.seen, totals.logs());
+  }
+  Logs logs = totals.logs(prefix);
+  progress.finish(totals.seen, totals.logs());
+  return logs;
+}
+
+double learning_rate(const ModelState& s, int64_t step, int64_t total_steps) {
+  const Optimizer& o = s.optimizer;
+  double lr = o.schedule ? o.schedule(step, total_steps) : o.learning_rate;
+  if (!std::isfinite(lr) || lr < 0) {
+    fail(ErrorCode::invalid_argument, "fit", "the learning rate of step {} is {} (must be finite "
+         "and >= 0)", step, lr);
+  }
+  return lr;
+}
+
+void require_compiled(const ModelState& s, std::string_view op) {
+  if (!s.compiled) fail(ErrorCode::invalid_argument, op, "model '{}' is not compiled: call compile first", s.name);
+}
+
+struct Split {
+  TensorData x, y, val_x, val_y;
+};
+
+// The training part and the validation data of fit (labels prepared).
+Split split_data(ModelState& s, const TensorData& x, const TensorData& y, const FitOptions& o) {
+  const int64_t n = check_x(s, x, "fit");
+  TensorData labels = prepare_labels(s, y, n, "fit");
+  TensorData hx = x.to(Device::cpu());
+  if (!o.validation_x.empty() || !o.validation_y.empty()) {
+    int64_t nv = check_x(s, o.validation_x, "fit");
+    return {hx, labels, o.validation_x.to(Device::cpu()), prepare_labels(s, o.validation_y, nv, "fit")};
+  }
+  if (!(o.validation_split >= 0 && o.validation_split < 1)) {
+    fail(ErrorCode::invalid_argument, "fit", "validation_split = {} must be in [0, 1)", o.validation_split);
+  }
+  if (o.validation_split == 0) return {hx, labels, {}, {}};
+  auto nv = static_cast<int64_t>(static_cast<double>(n) * o.validation_split);
+  if (nv == 0 || nv == n) {
+    fail(ErrorCode::invalid_argument, "fit", "validation_split = {} of {} examples leaves {} for "
+         "validation and {} for training (each needs >= 1)", o.validation_split, n, nv, n - nv);
+  }
+  std::vector<int64_t> order = identity(n);
+  return {take_rows(hx, order, 0, n - nv), take_rows(labels, order, 0, n - nv),
+          take_rows(hx, order, n - nv, nv), take_rows(labels, order, n - nv, nv)};
+}
+
+void check_fit_options(const FitOptions& o) {
+  check_batch_size(o.batch_size, "fit");
+  if (o.epochs < 0 || o.initial_epoch < 0 || o.initial_epoch > o.epochs) {
+    fail(ErrorCode::invalid_argument, "fit", "need 0 <= initial_epoch ({}) <= epochs ({})",
+         o.initial_epoch, o.epochs);
+  }
+  if (o.verbose < 0 || o.verbose > 2) fail(ErrorCode::invalid_argument, "fit", "verbose = {} must be 0, 1 or 2", o.verbose);
+  for (const auto& cb : o.callbacks) {
+    if (!cb) fail(ErrorCode::invalid_argument, "fit", "a callback is null");
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+History Model::fit(const TensorData& x, const TensorData& y, FitOptions o) {
+  ModelState& s = detail::state_of(*this, "fit");
+  require_compiled(s, "fit");
+  check_fit_options(o);
+  if (!s.ctx && !x.empty()) ensure_built(Shape(x.shape().begin() + 1, x.shape().end()), x.dtype());
+  Split data = split_data(s, x, y, o);
+  const int64_t n = data.x.shape()[0];
+  const int64_t steps = (n + o.batch_size - 1) / o.batch_size;
+  const int64_t total_steps = steps * o.epochs;
+  const int64_t per_example = predictions_per_example(s);
+  int64_t step = global_step();
+  const auto start = std::chrono::steady_clock::now();
+  s.stop_requested = false;
+  History history;
+  for (const auto& cb : o.callbacks) cb->on_train_begin(*this);
+  for (int64_t epoch = o.initial_epoch; epoch < o.epochs && !s.stop_requested; ++epoch) {
+    for (const auto& cb : o.callbacks) cb->on_epoch_begin(*this, epoch);
+    std::vector<int64_t> order = identity(n);
+    if (o.shuffle) shuffle(order, detail::derive_seed(o.seed, 0xf17, static_cast<uint64_t>(epoch)));
+    detail::Progress progress(o.out, o.verbose, steps, fmt::format("Epoch {}/{}", epoch + 1, o.epochs));
+    Totals totals;
+    for (int64_t i = 0; i < steps; ++i, ++step) {
+      const int64_t begin = i * o.batch_size, count = std::min(o.batch_size, n - begin);
+      auto lr = static_cast<float>(learning_rate(s, step, total_steps));
+      Executable& exe = detail::executable(s, ExeKind::train, count);
+      auto outs = exe.run({take_rows(data.x, order, begin, count), take_rows(data.y, order, begin, count),
+                           TensorData::scalar(lr), bool_scalar(true)});
+      totals.add(outs, count, per_example);
+      Logs logs = totals.logs();
+      progress.update(i + 1, totals.seen, logs);
+      for (const auto& cb : o.callbacks) cb->on_batch_end(*this, i, logs);
+    }
+    Logs logs = totals.logs();
+    if (!data.val_x.empty()) {
+      Logs v = run_eval(s, data.val_x, data.val_y, o.batch_size, 0, o.out, "val_");
+      logs.insert(v.begin(), v.end());
+    }
+    progress.finish(totals.seen, logs);
+    history.epochs.push_back(epoch);
+    for (const auto& [k, v] : logs) history.metrics[k].push_back(v);
+    for (const auto& cb : o.callbacks) cb->on_epoch_end(*this, epoch, logs);
+  }
+  history.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const auto& cb : o.callbacks) cb->on_train_end(*this, history);
+  return history;
+}
+
+Logs Model::evaluate(const TensorData& x, const TensorData& y, EvaluateOptions o) {
+  ModelState& s = detail::state_of(*this, "evaluate");
+  require_compiled(s, "evaluate");
+  check_batch_size(o.batch_size, "evaluate");
+  if (!s.ctx && !x.empty()) ensure_built(Shape(x.shape().begin() + 1, x.shape().end()), x.dtype());
+  const int64_t n = check_x(s, x, "evaluate");
+  TensorData labels = prepare_labels(s, y, n, "evaluate");
+  return run_eval(s, x.to(Device::cpu()), labels, o.batch_size, o.verbose, o.out, "");
+}
+
+TensorData Model::predict(const TensorData& x, int64_t batch_size) {
+  ModelState& s = detail::state_of(*this, "predict");
+  check_batch_size(batch_size, "predict");
+  if (!s.ctx && !x.empty()) ensure_built(Shape(x.shape().begin() + 1, x.shape().end()), x.dtype());
+  const int64_t n = check_x(s, x, "predict");
+  TensorData hx = x.to(Device::cpu());
+  const std::vector<int64_t> order = identity(n);
+  TensorData result;
+  size_t offset = 0;
+  for (int64_t begin = 0; begin < n; begin += batch_size) {
+    const int64_t count = std::min(batch_size, n - begin);
+    Executable& exe = detail::executable(s, ExeKind::predict, count);
+    TensorData y = exe.run({take_rows(hx, order, begin, count), bool_scalar(false)})[0].to(Device::cpu());
+    if (result.empty()) {
+      Shape shape = y.shape();
+      shape[0] = n;
+      result = TensorData(shape, y.dtype());
+    }
+    std::memcpy(static_cast<char*>(result.raw_data()) + offset, y.raw_data(), y.nbytes());
+    offset += y.nbytes();
+  }
+  return result;
+}
+
+Logs Model::train_on_batch(const TensorData& x, const TensorData& y, double lr) {
+  ModelState& s = detail::state_of(*this, "train_on_batch");
+  require_compiled(s, "train_on_batch");
+  if (!s.ctx && !x.empty()) ensure_built(Shape(x.shape().begin() + 1, x.shape().end()), x.dtype());
+  const int64_t n = check_x(s, x, "train_on_batch");
+  TensorData labels = prepare_labels(s, y, n, "train_on_batch");
+  if (lr < 0) lr = s.optimizer.learning_rate;
+  if (!std::isfinite(lr) || lr < 0) {
+    fail(ErrorCode::invalid_argument, "train_on_batch", "learning rate {} must be finite and >= 0", lr);
+  }
+  Executable& exe = detail::executable(s, ExeKind::train, n);
+  auto outs = exe.run({x.to(Device::cpu()), labels, TensorData::scalar(static_cast<float>(lr)),
+                       bool_scalar(true)});
+  Totals totals;
+  totals.add(outs, n, predictions_per_example(s));
+  return totals.logs();
+}
+
+}  // namespace tg::nn

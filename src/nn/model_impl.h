@@ -1,0 +1,111 @@
+// Internals of the Keras-like model API (include/tg/model.h): the build context a model's
+// layers share, the layer implementation base class, and the model state.
+#pragma once
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tg/model.h"
+
+namespace tg::nn::detail {
+
+/// Shared by every symbolic tensor of one model under construction.
+struct ModelContext {
+  Graph graph;
+  Tensor is_training;  ///< bool scalar placeholder
+  DType dtype = DType::f32;
+  uint64_t seed = 0;
+  std::vector<std::shared_ptr<LayerImpl>> layers;  ///< in order of first application
+  std::set<std::string> names;
+  std::map<std::string, int> name_counts;
+
+  /// `base` if free, else base_1, base_2, ...
+  std::string unique_name(const std::string& base);
+};
+
+/// A weight's fans, for the variance-scaling initializers.
+struct Fans {
+  double fan_in = 1;
+  double fan_out = 1;
+};
+
+/// The value of a new weight of `shape` drawn per `init` from `seed`, in `dtype`.
+TensorData initial_value(const Initializer& init, const Shape& shape, Fans fans, uint64_t seed,
+                         DType dtype);
+/// A well-mixed seed from (base, a, b) (SplitMix64 finalizer).
+uint64_t derive_seed(uint64_t base, uint64_t a, uint64_t b);
+/// Applies an activation function.
+Tensor apply_activation(Tensor x, Act act, const ActivationOptions& options = {});
+/// "[name] Type: " prefix for errors a layer raises.
+[[noreturn]] void fail_layer(ErrorCode code, const std::string& name, const std::string& type,
+                             const std::string& message);
+
+/// Base of every layer: its name, owning model, weights and forward computation.
+class LayerImpl {
+ public:
+  LayerImpl(std::string type_name, std::string base_name, std::string name)
+      : type_name_(std::move(type_name)), base_name_(std::move(base_name)), name_(std::move(name)) {}
+  virtual ~LayerImpl() = default;
+  /// 1 for one-input layers, 0 for "two or more".
+  virtual int arity() const { return 1; }
+  /// Appends the layer's ops for `xs` (creating its weights on the first call).
+  virtual Tensor call(ModelContext& ctx, const std::vector<Tensor>& xs) = 0;
+  /// Column of Model::summary describing the configuration ("" by default).
+  virtual std::string describe() const { return ""; }
+
+  /// Binds the layer to ctx (name, index) on first use; checks it is not another model's.
+  void attach(const std::shared_ptr<ModelContext>& ctx);
+  /// A new variable "<name>/<weight>" initialized per `init`.
+  Tensor add_weight(ModelContext& ctx, const std::string& weight, const Shape& shape,
+                    const Initializer& init, Fans fans, bool trainable);
+  /// Raises tg::Error(code) "[name] Type: message".
+  [[noreturn]] void fail(ErrorCode code, const std::string& message) const;
+
+  std::string type_name_;
+  std::string base_name_;  ///< snake_case default name
+  std::string name_;
+  ModelContext* owner_ = nullptr;
+  int64_t index_ = -1;
+  bool built_ = false;
+  std::vector<Tensor> trainable_;
+  std::vector<Tensor> non_trainable_;
+  Shape output_shape_;
+};
+
+enum class ExeKind { train, eval, predict };
+
+/// Everything a Model handle refers to.
+struct ModelState {
+  std::string name;
+  std::shared_ptr<ModelContext> ctx;  ///< null until built
+  SymbolicTensor input, output;
+  bool sequential = false;
+  std::vector<Layer> pending;  ///< a Sequential's layers until built
+
+  // compile()
+  bool compiled = false;
+  Optimizer optimizer;
+  Loss loss = Loss::sparse_categorical_crossentropy;
+  std::vector<Metric> metrics;
+  Device device = Device::cpu();
+  Tensor labels, learning_rate, loss_value, num_correct;
+  std::vector<Operation> train_ops;
+  std::string step_variable;  ///< the optimizer's step counter name
+  std::map<std::pair<int, int64_t>, Executable> exes;  ///< (ExeKind, batch size) -> executable
+
+  bool stop_requested = false;
+};
+
+/// Mutable access to a model's state (tg::Error "[op] model is empty" for a default Model).
+ModelState& state_of(const Model& model, std::string_view op);
+/// The model's context, building a Sequential is not possible here: tg::Error(invalid_argument)
+/// "[op] ... not built".
+ModelContext& built_context(const Model& model, std::string_view op);
+
+/// The executable of `kind` for batch size `batch`, compiled on first use.
+Executable& executable(ModelState& s, ExeKind kind, int64_t batch);
+
+}  // namespace tg::nn::detail
