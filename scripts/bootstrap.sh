@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Idempotent set-up: installs the Debian packages TensorGraph needs (when run as root and one is
 # missing), then configures and builds into build/ (Release, Ninja). Safe to run again.
+# Environment: TG_BUILD_DIR (default build), TG_BUILD_TYPE (Release), TG_CMAKE_ARGS (extra
+# configure arguments), TG_BUILD_TARGET (space-separated targets to build, e.g. tg_cli for the
+# `tg` command alone; default: everything).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,4 +33,6 @@ command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=cca
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "${launcher[@]}" ${TG_CMAKE_ARGS:-}
 fi
-cmake --build "$BUILD_DIR" --parallel "$(nproc)"
+targets=()
+for t in ${TG_BUILD_TARGET:-}; do targets+=(--target "$t"); done
+cmake --build "$BUILD_DIR" --parallel "$(nproc)" "${targets[@]}"

@@ -1,0 +1,119 @@
+// ONNX import: an ONNX model (ModelProto, https://onnx.ai) becomes a TensorGraph Graph.
+//
+//   tg::onnx::ImportResult m = tg::onnx::import("resnet18.onnx");
+//   std::vector<tg::TensorData> y = m.graph.run(m.feeds({image}), m.targets());
+//
+// Each graph input that no initializer provides becomes a placeholder (named as in the model;
+// unknown or symbolic dims become -1), each initializer a constant (or a variable, on request),
+// and the graph outputs become the targets, in the model's order. Nodes are lowered one by one
+// through converters keyed by (domain, op type, opset range) onto the public op API; the
+// supported ops are listed by supported_ops() and in docs/onnx.md.
+//
+// Shapes are static in TensorGraph: values that determine a shape (Reshape's shape, Slice's
+// starts, Expand's shape, ...) must be computable when the model is imported. They are folded
+// from constants, initializers and the shapes of tensors; when one depends on the value of a
+// graph input, ImportOptions::input_values is asked for it and the input becomes a constant.
+//
+// Errors: tg::Error naming the node - "[onnx] node 'conv1' (Conv, opset 13): <reason>" - for a
+// truncated or corrupt file (io_error / invalid_argument), an unknown op (unsupported), an op
+// not defined at the model's opset (unsupported), a missing input (not_found), mismatched shapes
+// or dtypes (the error of the op builder, prefixed with the node), and unsupported attribute
+// values or data types (unsupported). No protobuf types appear in this header.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tg/graph.h"
+
+namespace tg::onnx {
+
+/// True when this build has the ONNX frontend (protobuf and the ONNX schema were found); when
+/// false every import raises tg::Error(unsupported).
+bool available();
+
+/// The newest opset of the default ("ai.onnx") domain the converters were written against;
+/// models importing a newer one raise tg::Error(unsupported).
+inline constexpr int64_t kMaxOpset = 28;
+
+struct ImportOptions {
+  /// Initializers become variables (Graph::variable, named as the initializer) instead of
+  /// constants, so an imported model can be fine-tuned and checkpointed.
+  bool initializers_as_variables = false;
+  /// Shapes for graph inputs (by name) replacing the declared ones, e.g. to fix dynamic dims.
+  /// Each must have the declared rank and agree with every static declared dim
+  /// (tg::Error(shape_mismatch)). Unknown names raise tg::Error(not_found).
+  std::map<std::string, Shape> input_shapes = {};
+  /// Asked for the value of graph input `name` when a shape depends on it (see above); return
+  /// the value to make that input a constant of it, or nullopt to fail the import
+  /// (tg::Error(unsupported) naming the node). Unset: such models fail to import.
+  std::function<std::optional<TensorData>(const std::string& name)> input_values = {};
+  /// Directory that external-data file names are relative to (default: the model file's
+  /// directory; required for external data when importing from bytes).
+  std::filesystem::path external_data_dir = {};
+};
+
+/// A named tensor of the imported graph.
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+struct ImportResult {
+  Graph graph;
+  /// The placeholders, in the model's graph-input order (inputs provided by initializers or
+  /// fixed through ImportOptions::input_values are not among them).
+  std::vector<NamedTensor> inputs;
+  /// The graph outputs, in the model's order.
+  std::vector<NamedTensor> outputs;
+  /// The initializers made variables (ImportOptions::initializers_as_variables), in model order.
+  std::vector<NamedTensor> variables;
+  /// Graph inputs fixed at import time through ImportOptions::input_values.
+  std::vector<std::string> fixed_inputs;
+  int64_t ir_version = 0;
+  /// The model's opset of the default domain.
+  int64_t opset = 0;
+  std::string producer_name;
+  std::string producer_version;
+
+  /// The output tensors, to pass as Graph::run targets.
+  std::vector<Tensor> targets() const;
+  /// Pairs `values` (one per input, in inputs order) with the placeholders. Raises
+  /// tg::Error(invalid_argument) for a wrong count.
+  Feeds feeds(const std::vector<TensorData>& values) const;
+};
+
+/// Imports the model file at `path` (external data relative to its directory). Raises tg::Error
+/// (not_found) for a missing file, else as described at the top of this header.
+ImportResult import(const std::filesystem::path& path, const ImportOptions& options = {});
+/// Imports a serialized ModelProto held in memory.
+ImportResult import(std::span<const uint8_t> model_bytes, const ImportOptions& options = {});
+
+/// Reads a serialized TensorProto (the input_*.pb / output_*.pb files of the ONNX test data) as
+/// a host tensor; `name` receives the tensor's name when given. Raises tg::Error(not_found /
+/// io_error) for an unreadable file and tg::Error(unsupported) for a data type TensorGraph does
+/// not have (e.g. uint16, string, complex64).
+TensorData read_tensor_proto(const std::filesystem::path& path, std::string* name = nullptr);
+/// Parses a TensorProto from memory, as read_tensor_proto.
+TensorData parse_tensor_proto(std::span<const uint8_t> bytes, std::string* name = nullptr);
+
+/// One converter-table row: `op_type` of `domain` ("" is ai.onnx) is supported at opsets
+/// [since_version, until_version] (until_version == kMaxOpset: up to the newest known).
+struct OpSupport {
+  std::string domain;
+  std::string op_type;
+  int64_t since_version = 1;
+  int64_t until_version = kMaxOpset;
+  std::string notes;  ///< what the converter does not support, if anything
+};
+/// Every converter-table row, ordered by domain, op type, then since_version.
+std::vector<OpSupport> supported_ops();
+/// docs/onnx.md's table of supported ops (Markdown), generated from supported_ops().
+std::string supported_ops_markdown();
+
+}  // namespace tg::onnx

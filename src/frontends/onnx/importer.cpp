@@ -1,0 +1,487 @@
+// tg::onnx::import: ModelProto -> Graph.
+#include "frontends/onnx/importer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+
+#include "core/error_util.h"
+#include "frontends/onnx/tensor_proto.h"
+
+namespace tg::onnx {
+namespace {
+
+constexpr const char* kPrefix = "[onnx] ";
+
+bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+// Ops whose results are drawn at run time: never folded.
+bool is_random_op(const std::string& op) {
+  static const std::set<std::string> kRandom = {"RandomUniform", "RandomNormal",
+                                                "RandomUniformLike", "RandomNormalLike",
+                                                "Bernoulli", "Multinomial"};
+  return kRandom.count(op) > 0;
+}
+
+void merge_deps(std::vector<std::string>& into, const std::vector<std::string>& from) {
+  std::vector<std::string> out;
+  std::set_union(into.begin(), into.end(), from.begin(), from.end(), std::back_inserter(out));
+  into = std::move(out);
+}
+
+// The shape of a graph input/output's declared type; dims that are symbolic or absent are -1.
+// nullopt when the type declares no shape.
+std::optional<Shape> declared_shape(const pb::TypeProto_Tensor& t) {
+  if (!t.has_shape()) return std::nullopt;
+  Shape s;
+  for (const auto& d : t.shape().dim()) s.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  return s;
+}
+
+std::string value_kind(const pb::TypeProto& t) {
+  if (t.has_sequence_type()) return "a sequence";
+  if (t.has_optional_type()) return "an optional";
+  if (t.has_map_type()) return "a map";
+  if (t.has_sparse_tensor_type()) return "a sparse tensor";
+  return "not a tensor";
+}
+
+}  // namespace
+
+std::string describe_node(const pb::NodeProto& node, int64_t opset) {
+  std::string who = !node.name().empty() ? fmt::format("'{}'", node.name())
+                    : node.output_size() > 0 ? fmt::format("-> '{}'", node.output(0))
+                                             : std::string("(unnamed)");
+  std::string op = is_default_domain(node.domain())
+                       ? node.op_type()
+                       : fmt::format("{}:{}", node.domain(), node.op_type());
+  return fmt::format("node {} ({}, opset {})", who, op, opset);
+}
+
+Importer::Importer(const pb::ModelProto& model, const ImportOptions& options,
+                   std::filesystem::path dir, const std::map<std::string, TensorData>& fixed)
+    : model_(model), options_(options), dir_(std::move(dir)), fixed_(fixed) {}
+
+int64_t Importer::opset_of(const std::string& domain) const {
+  auto it = opsets_.find(is_default_domain(domain) ? "" : domain);
+  return it == opsets_.end() ? -1 : it->second;
+}
+
+void Importer::add_opsets() {
+  for (const auto& o : model_.opset_import()) {
+    opsets_[is_default_domain(o.domain()) ? "" : o.domain()] = o.version();
+  }
+  // IR version < 3 models carry no opset_import: they are opset 1.
+  if (model_.opset_import_size() == 0) opsets_[""] = 1;
+}
+
+Value* Importer::find(const std::string& name) {
+  auto it = values_.find(name);
+  return it == values_.end() ? nullptr : &it->second;
+}
+
+std::optional<TensorData> Importer::known_of(const Tensor& t) const {
+  auto k = known_by_tensor_.find({t.node_id(), t.index()});
+  if (k == known_by_tensor_.end()) return std::nullopt;
+  return k->second;
+}
+
+void Importer::note_known(const Tensor& t, const TensorData& v) {
+  known_by_tensor_[{t.node_id(), t.index()}] = v;
+}
+
+TensorData Importer::value_of(const NodeContext& ctx, int i) {
+  Value* v = find(ctx.proto().input(i));
+  std::string where = fmt::format("input {} ('{}')", i, ctx.proto().input(i));
+  if (v->known) return *v->known;
+  if (!v->deps.empty()) {
+    throw NeedInputValues{v->deps, fmt::format("{}{}: {}", kPrefix, ctx.describe(), where)};
+  }
+  if (v->variable_dep) {
+    ctx.fail(ErrorCode::unsupported,
+             "{} must be known at import time but depends on a variable (import with "
+             "initializers_as_variables off)",
+             where);
+  }
+  if (v->random) {
+    ctx.fail(ErrorCode::unsupported, "{} must be known at import time but is random", where);
+  }
+  try {
+    v->known = graph_.run({}, {v->tensor}, {}, Device::cpu()).at(0);
+  } catch (const Error& e) {
+    ctx.fail(e.code(), "evaluating {} at import time failed: {}", where, e.what());
+  }
+  return *v->known;
+}
+
+std::optional<TensorData> Importer::try_value_of(const NodeContext& ctx, int i) {
+  Value* v = find(ctx.proto().input(i));
+  if (v->known) return v->known;
+  if (!v->deps.empty() || v->variable_dep || v->random) return std::nullopt;
+  return value_of(ctx, i);
+}
+
+std::vector<Tensor> Importer::import_subgraph(const NodeContext& ctx, const pb::GraphProto& body,
+                                              const std::vector<Tensor>& inputs) {
+  if (body.input_size() != static_cast<int>(inputs.size())) {
+    ctx.fail(ErrorCode::invalid_argument, "the body graph '{}' has {} inputs, {} are bound",
+             body.name(), body.input_size(), inputs.size());
+  }
+  // The enclosing node's dependencies stand for those of everything the body computes.
+  Value meta;
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) continue;
+    const Value* in = find(ctx.proto().input(i));
+    merge_deps(meta.deps, in->deps);
+    meta.variable_dep |= in->variable_dep;
+    meta.random |= in->random;
+  }
+  std::unordered_map<std::string, Value> saved = values_;
+  for (int i = 0; i < body.input_size(); ++i) {
+    Value v = meta;
+    v.tensor = inputs[i];
+    v.producer = ctx.describe();
+    auto k = known_by_tensor_.find({inputs[i].node_id(), inputs[i].index()});
+    if (k != known_by_tensor_.end()) v.known = k->second;
+    values_[body.input(i).name()] = std::move(v);
+  }
+  for (const pb::TensorProto& init : body.initializer()) {
+    TensorData data;
+    try {
+      data = tensor_from_proto(init, dir_);
+    } catch (const Error& e) {
+      ctx.fail(e.code(), "body initializer '{}': {}", init.name(), e.what());
+    }
+    Value v;
+    v.tensor = graph_.constant(data, init.name());
+    v.known = data;
+    values_[init.name()] = std::move(v);
+  }
+  for (int i = 0; i < body.node_size(); ++i) convert_node(body.node(i), i);
+  std::vector<Tensor> outs;
+  for (const pb::ValueInfoProto& o : body.output()) {
+    const Value* v = find(o.name());
+    if (!v) ctx.fail(ErrorCode::not_found, "body output '{}' is not produced", o.name());
+    outs.push_back(v->tensor);
+    if (!v->known) {
+      merge_deps(pending_.deps, v->deps);
+      pending_.variable_dep |= v->variable_dep;
+      pending_.random |= v->random;
+    }
+  }
+  values_ = std::move(saved);
+  return outs;
+}
+
+void Importer::add_initializers(ImportResult& result) {
+  for (const pb::TensorProto& init : model_.graph().initializer()) {
+    TensorData data;
+    try {
+      data = tensor_from_proto(init, dir_);
+    } catch (const Error& e) {
+      throw Error(e.code(), fmt::format("{}initializer '{}': {}", kPrefix, init.name(), e.what()));
+    }
+    Value v;
+    v.producer = fmt::format("initializer '{}'", init.name());
+    if (options_.initializers_as_variables && is_floating(data.dtype())) {
+      v.tensor = graph_.variable(data, init.name());
+      v.variable_dep = true;
+      result.variables.push_back({init.name(), v.tensor});
+    } else {
+      v.tensor = graph_.constant(data, init.name());
+      v.known = data;
+    }
+    values_[init.name()] = std::move(v);
+  }
+  if (model_.graph().sparse_initializer_size() > 0) {
+    throw Error(ErrorCode::unsupported,
+                fmt::format("{}initializer '{}': sparse initializers are not supported", kPrefix,
+                            model_.graph().sparse_initializer(0).values().name()));
+  }
+}
+
+void Importer::add_inputs(ImportResult& result) {
+  std::set<std::string> seen;
+  for (const pb::ValueInfoProto& in : model_.graph().input()) {
+    const std::string& name = in.name();
+    seen.insert(name);
+    if (values_.count(name)) continue;  // an initializer with a default value (IR < 4 style)
+    auto fail_input = [&](ErrorCode code, const std::string& why) {
+      throw Error(code, fmt::format("{}graph input '{}': {}", kPrefix, name, why));
+    };
+    if (!in.type().has_tensor_type()) {
+      fail_input(ErrorCode::unsupported,
+                 fmt::format("{} type is not supported", value_kind(in.type())));
+    }
+    const auto& tt = in.type().tensor_type();
+    DType dtype{};
+    try {
+      dtype = require_dtype(tt.elem_type());
+    } catch (const Error& e) {
+      fail_input(e.code(), e.what());
+    }
+    std::optional<Shape> shape = declared_shape(tt);
+    auto over = options_.input_shapes.find(name);
+    if (over != options_.input_shapes.end()) {
+      if (shape) {
+        bool fits = over->second.size() == shape->size();
+        for (size_t d = 0; fits && d < shape->size(); ++d) {
+          fits = (*shape)[d] < 0 || (*shape)[d] == over->second[d];
+        }
+        if (!fits) {
+          fail_input(ErrorCode::shape_mismatch,
+                     fmt::format("ImportOptions::input_shapes gives {}, declared {}",
+                                 str(over->second), str(*shape)));
+        }
+      }
+      shape = over->second;
+    }
+    Value v;
+    v.producer = fmt::format("graph input '{}'", name);
+    auto fixed = fixed_.find(name);
+    if (fixed != fixed_.end()) {
+      const TensorData& data = fixed->second;
+      if (data.dtype() != dtype) {
+        fail_input(ErrorCode::dtype_mismatch,
+                   fmt::format("the value given has dtype {}, declared {}",
+                               dtype_name(data.dtype()), dtype_name(dtype)));
+      }
+      v.tensor = graph_.constant(data, name);
+      v.known = data;
+      result.fixed_inputs.push_back(name);
+    } else {
+      if (!shape) {
+        fail_input(ErrorCode::unsupported,
+                   "its rank is not declared (give its shape in ImportOptions::input_shapes)");
+      }
+      v.tensor = graph_.placeholder(*shape, dtype, name);
+      v.deps = {name};
+      result.inputs.push_back({name, v.tensor});
+    }
+    values_[name] = std::move(v);
+  }
+  for (const auto& [name, shape] : options_.input_shapes) {
+    if (!seen.count(name)) {
+      throw Error(ErrorCode::not_found,
+                  fmt::format("{}ImportOptions::input_shapes names '{}', which is not a graph "
+                              "input",
+                              kPrefix, name));
+    }
+  }
+}
+
+void Importer::convert_node(const pb::NodeProto& node, int index) {
+  int64_t opset = opset_of(node.domain());
+  NodeContext ctx(*this, node, opset);
+  if (opset < 0) {
+    ctx.fail(ErrorCode::unsupported, "the model imports no opset for domain '{}'", node.domain());
+  }
+  bool known = false;
+  const ConverterRow* row = find_converter(
+      is_default_domain(node.domain()) ? "" : node.domain(), node.op_type(), opset, &known);
+  if (!row) {
+    if (!known) ctx.fail(ErrorCode::unsupported, "unknown op (no converter for this op type)");
+    std::string ranges;
+    for (const ConverterRow& r : converter_table()) {
+      if (r.op_type == node.op_type() && r.domain == (is_default_domain(node.domain())
+                                                          ? std::string() : node.domain())) {
+        ranges += fmt::format("{}[{}, {}]", ranges.empty() ? "" : ", ", r.since, r.until);
+      }
+    }
+    ctx.fail(ErrorCode::unsupported, "unsupported opset: converters exist for opsets {}", ranges);
+  }
+  // Every named input must exist already (ONNX graphs are topologically sorted).
+  Value merged;
+  for (int i = 0; i < node.input_size(); ++i) {
+    if (node.input(i).empty()) continue;
+    const Value* in = find(node.input(i));
+    if (!in) {
+      ctx.fail(ErrorCode::not_found,
+               "input {} '{}' is not a graph input, an initializer or an earlier node's output",
+               i, node.input(i));
+    }
+    if (in->known) continue;  // a value fixed at import time depends on nothing at run time
+    merge_deps(merged.deps, in->deps);
+    merged.variable_dep |= in->variable_dep;
+    merged.random |= in->random;
+  }
+  merged.random |= is_random_op(node.op_type());
+  merged.producer = ctx.describe();
+  std::vector<Tensor> outs;
+  Value outer_pending = std::move(pending_);
+  pending_ = Value();
+  try {
+    outs = row->fn(ctx);
+  } catch (const NeedInputValues&) {
+    throw;
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    if (msg.rfind(kPrefix, 0) == 0) throw;
+    throw Error(e.code(), fmt::format("{}{}: {}", kPrefix, ctx.describe(), msg));
+  }
+  // Subgraphs (If branches, loop bodies) may read outer values the node does not list.
+  merge_deps(merged.deps, pending_.deps);
+  merged.variable_dep |= pending_.variable_dep;
+  merged.random |= pending_.random;
+  pending_ = std::move(outer_pending);
+  for (int i = 0; i < node.output_size(); ++i) {
+    if (node.output(i).empty()) continue;
+    if (i >= static_cast<int>(outs.size()) || !outs[i].valid()) {
+      ctx.fail(ErrorCode::unsupported, "output {} ('{}') is not supported", i, node.output(i));
+    }
+    Value v = merged;
+    v.tensor = outs[i];
+    auto k = known_by_tensor_.find({outs[i].node_id(), outs[i].index()});
+    if (k != known_by_tensor_.end()) {
+      v.known = k->second;
+      v.deps.clear();  // e.g. Shape of a graph input: fixed by the static shape alone
+      v.variable_dep = v.random = false;
+    }
+    values_[node.output(i)] = std::move(v);
+  }
+  (void)index;
+}
+
+void Importer::add_outputs(ImportResult& result) {
+  for (const pb::ValueInfoProto& out : model_.graph().output()) {
+    const Value* v = find(out.name());
+    if (!v) {
+      throw Error(ErrorCode::not_found,
+                  fmt::format("{}graph output '{}' is not produced by any node", kPrefix,
+                              out.name()));
+    }
+    if (out.type().has_tensor_type()) {
+      const auto& tt = out.type().tensor_type();
+      std::optional<DType> declared = dtype_from_onnx(tt.elem_type());
+      if (tt.elem_type() != 0 && declared && *declared != v->tensor.dtype()) {
+        throw Error(ErrorCode::dtype_mismatch,
+                    fmt::format("{}{}: output '{}' has dtype {}, the model declares {}", kPrefix,
+                                v->producer, out.name(), dtype_name(v->tensor.dtype()),
+                                dtype_name(*declared)));
+      }
+      std::optional<Shape> shape = declared_shape(tt);
+      const Shape& got = v->tensor.shape();
+      bool mismatch = shape && shape->size() != got.size();
+      for (size_t d = 0; shape && !mismatch && d < got.size(); ++d) {
+        mismatch = (*shape)[d] >= 0 && got[d] >= 0 && (*shape)[d] != got[d];
+      }
+      if (mismatch) {
+        throw Error(ErrorCode::shape_mismatch,
+                    fmt::format("{}{}: output '{}' has shape {}, the model declares {}", kPrefix,
+                                v->producer, out.name(), str(got), str(*shape)));
+      }
+    }
+    result.outputs.push_back({out.name(), v->tensor});
+  }
+}
+
+ImportResult Importer::run() {
+  if (!model_.has_graph()) {
+    throw Error(ErrorCode::invalid_argument, fmt::format("{}the model has no graph", kPrefix));
+  }
+  ImportResult result;
+  result.ir_version = model_.ir_version();
+  result.producer_name = model_.producer_name();
+  result.producer_version = model_.producer_version();
+  add_opsets();
+  result.opset = opset_of("");
+  add_initializers(result);
+  add_inputs(result);
+  const auto& nodes = model_.graph().node();
+  for (int i = 0; i < nodes.size(); ++i) convert_node(nodes[i], i);
+  add_outputs(result);
+  result.graph = graph_;
+  return result;
+}
+
+namespace {
+
+ImportResult import_model(const pb::ModelProto& model, const ImportOptions& options,
+                          const std::filesystem::path& dir) {
+  std::map<std::string, TensorData> fixed;
+  for (;;) {
+    try {
+      return Importer(model, options, dir, fixed).run();
+    } catch (const NeedInputValues& need) {
+      bool added = false;
+      for (const std::string& name : need.names) {
+        if (fixed.count(name)) continue;
+        std::optional<TensorData> v;
+        if (options.input_values) v = options.input_values(name);
+        if (!v) {
+          throw Error(ErrorCode::unsupported,
+                      fmt::format("{} must be known at import time but depends on the value of "
+                                  "graph input '{}' (give it through ImportOptions::input_values)",
+                                  need.where, name));
+        }
+        fixed[name] = v->to(Device::cpu());
+        added = true;
+      }
+      if (!added) {
+        throw Error(ErrorCode::internal, need.where + ": input values requested twice");
+      }
+    }
+  }
+}
+
+ImportResult import_bytes(const void* data, size_t size, const std::string& what,
+                          const ImportOptions& options, const std::filesystem::path& dir) {
+  pb::ModelProto model;
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    throw Error(ErrorCode::unsupported,
+                fmt::format("{}{}: models over 2 GiB must keep their weights in external data",
+                            kPrefix, what));
+  }
+  if (!model.ParseFromArray(data, static_cast<int>(size))) {
+    throw Error(ErrorCode::io_error,
+                fmt::format("{}{}: not a valid ONNX ModelProto (the file is truncated or "
+                            "corrupt; protobuf parsing failed after reading {} bytes)",
+                            kPrefix, what, size));
+  }
+  return import_model(model, options, dir);
+}
+
+}  // namespace
+
+bool available() { return true; }
+
+ImportResult import(const std::filesystem::path& path, const ImportOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error(ErrorCode::not_found,
+                fmt::format("{}cannot open model file '{}'", kPrefix, path.string()));
+  }
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) {
+    throw Error(ErrorCode::io_error, fmt::format("{}cannot read '{}'", kPrefix, path.string()));
+  }
+  std::filesystem::path dir = options.external_data_dir;
+  if (dir.empty()) dir = path.has_parent_path() ? path.parent_path() : ".";
+  return import_bytes(bytes.data(), bytes.size(), fmt::format("'{}'", path.string()), options, dir);
+}
+
+ImportResult import(std::span<const uint8_t> model_bytes, const ImportOptions& options) {
+  return import_bytes(model_bytes.data(), model_bytes.size(), "model bytes", options,
+                      options.external_data_dir);
+}
+
+std::vector<Tensor> ImportResult::targets() const {
+  std::vector<Tensor> t;
+  for (const NamedTensor& o : outputs) t.push_back(o.tensor);
+  return t;
+}
+
+Feeds ImportResult::feeds(const std::vector<TensorData>& values) const {
+  if (values.size() != inputs.size()) {
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("{}the model has {} inputs, {} values given", kPrefix, inputs.size(),
+                            values.size()));
+  }
+  Feeds f;
+  for (size_t i = 0; i < values.size(); ++i) f.emplace_back(inputs[i].tensor, values[i]);
+  return f;
+}
+
+}  // namespace tg::onnx

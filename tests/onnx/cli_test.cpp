@@ -1,0 +1,121 @@
+// `tg run` and `tg inspect` on a tiny hand-built model, run as subprocesses of the built `tg`
+// binary ($TG_CLI, else <build>/bin/tg); skipped when the binary or the importer is absent.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "onnx/model_builder.h"
+#include "tg/onnx.h"
+
+namespace tg::onnx {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace tg::onnx::testing;
+
+std::string tg_binary() {
+  if (const char* env = std::getenv("TG_CLI")) return env;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "" : (exe.parent_path().parent_path() / "bin" / "tg").string();
+}
+
+struct Result {
+  int status = -1;
+  std::string out;
+};
+
+// Runs `tg <args>` (stderr merged into the output) and returns the exit status and output.
+Result run_tg(const std::string& args) {
+  Result r;
+  std::string command = "'" + tg_binary() + "' " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) r.out.append(buf, n);
+  int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class OnnxCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!available()) GTEST_SKIP() << "no ONNX importer in this build";
+    if (!fs::exists(tg_binary())) GTEST_SKIP() << "no tg binary at " << tg_binary();
+    dir_ = fs::temp_directory_path() / ("tg_onnx_cli_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    // y = Relu(x + w), x: [2, 3].
+    Model m;
+    m.inputs = {value_info("x", kFloat, {2, 3})};
+    m.outputs = {value_info("y", kFloat, {2, 3})};
+    m.initializers = {float_tensor("w", {3}, {1, -2, 3})};
+    m.nodes = {node("Add", {"x", "w"}, {"s"}, "add0"), node("Relu", {"s"}, {"y"}, "relu0")};
+    std::ofstream(dir_ / "model.onnx", std::ios::binary) << m.bytes();
+    std::ofstream(dir_ / "x.pb", std::ios::binary)
+        << float_tensor("x", {2, 3}, {1, 1, 1, -5, 5, -5}).str();
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  std::string path(const std::string& name) const { return "'" + (dir_ / name).string() + "'"; }
+  fs::path dir_;
+};
+
+// The float32 values at the end of a .npy file.
+std::vector<float> npy_tail(const fs::path& p, size_t n) {
+  std::ifstream in(p, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<float> v(n);
+  if (bytes.size() >= 4 * n) std::memcpy(v.data(), bytes.data() + bytes.size() - 4 * n, 4 * n);
+  return v;
+}
+
+TEST_F(OnnxCli, RunWritesOutputs) {
+  Result r = run_tg("run " + path("model.onnx") + " " + path("x.pb") + " -o " + path("out"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("y: f32[2,3]"), std::string::npos) << r.out;
+  fs::path npy = dir_ / "out" / "y.npy";
+  ASSERT_TRUE(fs::exists(npy)) << r.out;
+  EXPECT_EQ(npy_tail(npy, 6), (std::vector<float>{2, 0, 4, 0, 3, 0}));
+  // The written .npy feeds the model back (as input x: y + w, then Relu).
+  r = run_tg("run " + path("model.onnx") + " x=" + (dir_ / "out" / "y.npy").string() +
+             " -o " + path("out2"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(npy_tail(dir_ / "out2" / "y.npy", 6), (std::vector<float>{3, 0, 7, 1, 1, 3}));
+}
+
+TEST_F(OnnxCli, RunRandomWithRepeat) {
+  Result r = run_tg("run " + path("model.onnx") + " --random --repeat 3 --no-write --device cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("latency over 3 runs: median"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("p90"), std::string::npos) << r.out;
+}
+
+TEST_F(OnnxCli, RunWithoutInputsFails) {
+  Result r = run_tg("run " + path("model.onnx") + " --no-write");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("no value for input 'x'"), std::string::npos) << r.out;
+}
+
+TEST_F(OnnxCli, InspectPrintsTheGraphAndDot) {
+  Result r = run_tg("inspect " + path("model.onnx") + " --dot " + path("g.dot"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("x: f32[2,3]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("opset 17"), std::string::npos) << r.out;
+  std::ifstream dot(dir_ / "g.dot");
+  std::string text((std::istreambuf_iterator<char>(dot)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("digraph"), std::string::npos);
+  r = run_tg("inspect --list-ops");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, supported_ops_markdown());
+}
+
+}  // namespace
+}  // namespace tg::onnx

@@ -1,0 +1,249 @@
+// The ONNX backend node tests (../shared/onnx/node-tests, see its README) through
+// tg::onnx::import on the CPU. Every case imports model.onnx, feeds each
+// test_data_set_*/input_*.pb and compares with output_*.pb (dtype, shape, values: rtol 1e-3,
+// atol 1e-7 for floats, exact otherwise). tests/onnx/expectations.txt lists the cases that do
+// not pass yet, grouped by reason; the test fails when a listed case passes or an unlisted one
+// fails, and prints the pass count.
+//
+// TG_ONNX_CASES=<substring> runs only the matching cases (for debugging; the expectations check
+// is then limited to them). TG_ONNX_WRITE_EXPECTATIONS=<file> writes the expectations file that
+// would make the run pass, grouped by the reasons found (to refresh tests/onnx/expectations.txt).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "tg/onnx.h"
+
+namespace tg::onnx {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path node_tests_dir() { return fs::path(TG_SOURCE_DIR) / ".." / "shared" / "onnx" / "node-tests"; }
+fs::path expectations_file() { return fs::path(TG_SOURCE_DIR) / "tests" / "onnx" / "expectations.txt"; }
+
+// "" when `actual` matches `expected`, else what differs.
+std::string compare(const TensorData& actual, const TensorData& expected) {
+  if (actual.dtype() != expected.dtype()) {
+    return "dtype " + std::string(dtype_name(actual.dtype())) + ", expected " +
+           std::string(dtype_name(expected.dtype()));
+  }
+  if (actual.shape() != expected.shape()) {
+    return "shape " + shape_to_string(actual.shape()) + ", expected " +
+           shape_to_string(expected.shape());
+  }
+  bool exact = !is_floating(expected.dtype());
+  int64_t bad = 0, first = -1;
+  for (int64_t i = 0; i < expected.num_elements(); ++i) {
+    double a = actual.element_as_double(i), e = expected.element_as_double(i);
+    bool ok = exact ? a == e
+              : std::isnan(e) ? std::isnan(a)
+              : std::isinf(e) ? a == e
+                              : std::fabs(a - e) <= 1e-7 + 1e-3 * std::fabs(e);
+    if (!ok && bad++ == 0) first = i;
+  }
+  if (bad == 0) return "";
+  std::ostringstream os;
+  os << bad << " of " << expected.num_elements() << " values differ (first at " << first << ": "
+     << actual.element_as_double(first) << ", expected " << expected.element_as_double(first)
+     << ")";
+  return os.str();
+}
+
+std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
+  std::vector<fs::path> out;
+  for (int i = 0;; ++i) {
+    fs::path p = dir / (prefix + std::to_string(i) + ".pb");
+    if (!fs::exists(p)) break;
+    out.push_back(p);
+  }
+  return out;
+}
+
+// Runs one case; "" when it passes, else the reason.
+std::string run_case(const fs::path& dir) {
+  std::vector<fs::path> sets;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) {
+      sets.push_back(e.path());
+    }
+  }
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) return "no test data";
+  ImportResult model;
+  bool imported = false;
+  for (const fs::path& set : sets) {
+    std::map<std::string, TensorData> inputs;
+    std::vector<std::pair<std::string, TensorData>> ordered;
+    std::string read_error;
+    for (const fs::path& p : numbered(set, "input_")) {
+      try {
+        std::string name;
+        TensorData v = read_tensor_proto(p, &name);
+        inputs[name] = v;
+        ordered.emplace_back(name, v);
+      } catch (const Error& e) {
+        if (read_error.empty()) read_error = e.what();
+      }
+    }
+    try {
+      if (!imported) {
+        ImportOptions opts;
+        for (const auto& [name, v] : inputs) opts.input_shapes[name] = v.shape();
+        opts.input_values = [&](const std::string& name) -> std::optional<TensorData> {
+          auto it = inputs.find(name);
+          if (it == inputs.end()) return std::nullopt;
+          return it->second;
+        };
+        model = import(dir / "model.onnx", opts);
+        imported = true;
+      }
+      if (!read_error.empty()) return read_error;
+      Feeds feeds;
+      for (const NamedTensor& in : model.inputs) {
+        auto it = inputs.find(in.name);
+        if (it == inputs.end()) return "no data for input '" + in.name + "'";
+        feeds.emplace_back(in.tensor, it->second);
+      }
+      std::vector<TensorData> outs = model.graph.run(feeds, model.targets(), {}, Device::cpu());
+      std::vector<fs::path> expected = numbered(set, "output_");
+      if (expected.size() != outs.size()) {
+        return "produced " + std::to_string(outs.size()) + " outputs, expected " +
+               std::to_string(expected.size());
+      }
+      for (size_t i = 0; i < outs.size(); ++i) {
+        std::string diff = compare(outs[i], read_tensor_proto(expected[i]));
+        if (!diff.empty()) return "wrong values: output " + std::to_string(i) + ": " + diff;
+      }
+    } catch (const Error& e) {
+      return e.what();
+    } catch (const std::exception& e) {
+      return std::string("unexpected exception: ") + e.what();
+    }
+  }
+  return "";
+}
+
+// The reason group a failure message belongs to (for TG_ONNX_WRITE_EXPECTATIONS).
+std::string classify(const std::string& msg) {
+  auto after = [&](const std::string& key) {
+    size_t p = msg.find(key);
+    return p == std::string::npos ? std::string() : msg.substr(p);
+  };
+  if (msg.find("unknown op") != std::string::npos) {
+    size_t open = msg.find(" ("), comma = msg.find(", opset");
+    if (open != std::string::npos && comma != std::string::npos) {
+      return "op not supported: " + msg.substr(open + 2, comma - open - 2);
+    }
+  }
+  std::string dt = after("data type ");
+  if (!dt.empty() && dt.find(" is not supported") != std::string::npos) {
+    return "dtype not supported: " + dt.substr(10, dt.find(" is not supported") - 10);
+  }
+  if (msg.find("sequence") != std::string::npos || msg.find("optional") != std::string::npos) {
+    return "sequence/optional types";
+  }
+  if (msg.find("unsupported opset") != std::string::npos) return "opset not supported";
+  if (msg.find("wrong values") == 0) return "wrong values (numerical differences)";
+  if (msg.find("[onnx] node") != std::string::npos) {
+    size_t open = msg.find(" ("), comma = msg.find(", opset");
+    size_t colon = msg.find("): ", comma);
+    if (open != std::string::npos && comma != std::string::npos && colon != std::string::npos) {
+      std::string why = msg.substr(colon + 3);
+      why = why.substr(0, why.find(" ("));
+      return "not supported by the converter: " + msg.substr(open + 2, comma - open - 2) + ", " + why;
+    }
+  }
+  return "other";
+}
+
+struct Expectations {
+  std::map<std::string, std::string> reason_of;  // case -> reason group
+};
+
+Expectations load_expectations() {
+  Expectations ex;
+  std::ifstream in(expectations_file());
+  std::string line, group = "(no group)";
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (line.rfind("## ", 0) == 0) {
+      group = line.substr(3);
+      continue;
+    }
+    if (line[0] == '#') continue;
+    std::string name = line.substr(0, line.find_first_of(" \t"));
+    ex.reason_of[name] = group;
+  }
+  return ex;
+}
+
+TEST(OnnxConformance, NodeTests) {
+  fs::path root = node_tests_dir();
+  if (!fs::is_directory(root)) {
+    GTEST_SKIP() << "ONNX node tests not found at " << root.string()
+                 << " (see ../shared/onnx/README.md)";
+  }
+  if (!available()) GTEST_SKIP() << "this build has no ONNX importer";
+  const char* filter = std::getenv("TG_ONNX_CASES");
+  std::vector<fs::path> cases;
+  for (const auto& e : fs::directory_iterator(root)) {
+    std::string name = e.path().filename().string();
+    if (e.is_directory() && (!filter || name.find(filter) != std::string::npos)) {
+      cases.push_back(e.path());
+    }
+  }
+  std::sort(cases.begin(), cases.end());
+  Expectations ex = load_expectations();
+  auto start = std::chrono::steady_clock::now();
+  int passed = 0;
+  std::vector<std::string> problems;
+  std::map<std::string, std::vector<std::string>> groups;  // reason -> cases (for the writer)
+  std::map<std::string, int> group_counts;
+  for (const fs::path& dir : cases) {
+    std::string name = dir.filename().string();
+    std::string why = run_case(dir);
+    bool listed = ex.reason_of.count(name) > 0;
+    if (why.empty()) {
+      ++passed;
+      if (listed) problems.push_back(name + ": passes but is listed in expectations.txt");
+      continue;
+    }
+    std::string group = listed ? ex.reason_of[name] : classify(why);
+    groups[group].push_back(name);
+    ++group_counts[group];
+    if (!listed) problems.push_back(name + ": fails and is not listed: " + why);
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "[onnx] " << passed << " of " << cases.size() << " node tests pass ("
+            << cases.size() - passed << " expected failures) in " << secs << " s\n";
+  std::vector<std::pair<int, std::string>> top;
+  for (const auto& [g, n] : group_counts) top.emplace_back(n, g);
+  std::sort(top.rbegin(), top.rend());
+  for (size_t i = 0; i < top.size() && i < 12; ++i) {
+    std::cout << "[onnx]   " << top[i].first << "  " << top[i].second << "\n";
+  }
+  RecordProperty("onnx_node_tests_passed", passed);
+  if (const char* out = std::getenv("TG_ONNX_WRITE_EXPECTATIONS")) {
+    std::ofstream f(out);
+    f << "# ONNX node tests (../shared/onnx/node-tests) that do not pass yet, grouped by reason.\n"
+         "# tests/onnx/conformance_test.cpp fails when a listed case passes or an unlisted one\n"
+         "# fails. Regenerate with TG_ONNX_WRITE_EXPECTATIONS=<file> (then review the groups).\n";
+    for (const auto& [g, names] : groups) {
+      f << "\n## " << g << "\n";
+      for (const std::string& n : names) f << n << "\n";
+    }
+  }
+  for (const std::string& p : problems) ADD_FAILURE() << p;
+}
+
+}  // namespace
+}  // namespace tg::onnx

@@ -1,0 +1,144 @@
+#include "common.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <vector>
+
+namespace tg::cli {
+namespace fs = std::filesystem;
+
+void add_common_options(CLI::App& cmd, CommonArgs& args) {
+  std::string models;
+  for (const std::string& name : nn::zoo::names()) models += (models.empty() ? "" : ", ") + name;
+  cmd.add_option("--model,-m", args.model, "Zoo model: " + models)
+      ->capture_default_str()
+      ->check(CLI::IsMember(nn::zoo::names()));
+  cmd.add_option("--dataset,-d", args.dataset,
+                 "mnist (the shipped 8,000/2,000 digits, or --data-dir), cifar10 (--data-dir: "
+                 "the cifar-10-batches-bin directory) or synthetic")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"mnist", "cifar10", "synthetic"}));
+  cmd.add_option("--data-dir", args.data_dir,
+                 "Directory of the dataset files (mnist: {train,t10k}-{images-idx3,labels-idx1}"
+                 "-ubyte[.gz])");
+  cmd.add_option("--layout", args.layout, "Image layout: nhwc or nchw")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"nhwc", "nchw"}));
+  cmd.add_option("--device", args.device, "cpu or cuda")->capture_default_str();
+  cmd.add_option("--limit", args.limit, "Use at most this many examples of each split (-1: all)")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& value) {
+            int64_t n = 0;
+            return CLI::detail::lexical_cast(value, n) && n >= -1 ? std::string()
+                                                                  : "must be an integer >= -1";
+          },
+          "INT >= -1"));
+  cmd.add_option("--synthetic-examples", args.synthetic_examples,
+                 "Training examples of --dataset synthetic (test: a quarter)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--batch-size,-b", args.batch_size, "Examples per batch")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--seed", args.seed, "Seed of the weights, the shuffling and synthetic data")
+      ->capture_default_str();
+}
+
+Layout parse_layout(const std::string& name) { return name == "nchw" ? Layout::nchw : Layout::nhwc; }
+
+Device parse_device(const std::string& name, std::string_view command) {
+  if (name == "cpu") return Device::cpu();
+  int index = 0;
+  if (name.rfind("cuda", 0) != 0 ||
+      (name.size() > 4 && (name[4] != ':' || sscanf(name.c_str() + 5, "%d", &index) != 1))) {
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("[{}] --device {}: expected cpu, cuda or cuda:N", command, name));
+  }
+  try {
+    TensorData probe({1}, DType::f32, Device::cuda(index));  // raises when there is no backend
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::unsupported) throw;
+    throw Error(ErrorCode::unsupported,
+                fmt::format("[{}] --device {}: this build of TensorGraph has no CUDA backend yet; "
+                            "use --device cpu", command, name));
+  }
+  return Device::cuda(index);
+}
+
+namespace {
+
+fs::path executable_dir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe.parent_path();
+}
+
+bool has_mnist(const fs::path& dir) {
+  std::error_code ec;
+  return fs::exists(dir / "train-images-idx3-ubyte.gz", ec) ||
+         fs::exists(dir / "train-images-idx3-ubyte", ec) ||
+         fs::exists(dir / "t10k-images-idx3-ubyte.gz", ec);
+}
+
+}  // namespace
+
+std::string mnist_dir(const std::string& data_dir) {
+  if (!data_dir.empty()) return data_dir;
+  std::vector<fs::path> candidates;
+#ifdef TG_SOURCE_DIR
+  candidates.push_back(fs::path(TG_SOURCE_DIR) / "data" / "mnist");
+#endif
+  const fs::path exe = executable_dir();
+  if (!exe.empty()) {
+    candidates.push_back(exe / ".." / "data" / "mnist");
+    candidates.push_back(exe / ".." / "share" / "tensorgraph" / "data" / "mnist");
+  }
+  candidates.push_back(fs::path("data") / "mnist");
+  std::string tried;
+  for (const fs::path& c : candidates) {
+    if (has_mnist(c)) return c.lexically_normal().string();
+    tried += (tried.empty() ? "" : ", ") + c.lexically_normal().string();
+  }
+  throw Error(ErrorCode::not_found,
+              fmt::format("[mnist] the shipped MNIST data was not found (tried {}); pass --data-dir",
+                          tried));
+}
+
+data::Dataset load_dataset(const CommonArgs& args, data::Split split, std::string_view command) {
+  const data::LoadOptions options{.layout = parse_layout(args.layout), .limit = args.limit};
+  if (args.dataset == "mnist") return data::load_mnist_dir(mnist_dir(args.data_dir), split, options);
+  if (args.dataset == "cifar10") {
+    if (args.data_dir.empty()) {
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("[{}] --dataset cifar10 needs --data-dir <cifar-10-batches-bin "
+                              "directory>", command));
+    }
+    return data::load_cifar10_dir(args.data_dir, split, options);
+  }
+  const int64_t train = args.synthetic_examples;
+  int64_t n = split == data::Split::train ? train : std::max<int64_t>(train / 4, 1);
+  if (args.limit >= 0) n = std::min(n, args.limit);
+  return data::make_synthetic({.num_examples = n, .seed = args.seed,
+                               .sample_seed = split == data::Split::train ? 0u : 1u,
+                               .layout = options.layout});
+}
+
+std::string describe(const data::Dataset& d) {
+  const Shape s = d.image_shape();
+  return fmt::format("{} x {}x{}x{} ({}), {} classes", d.size(), s[0], s[1], s[2],
+                     d.layout == Layout::nhwc ? "nhwc" : "nchw", d.num_classes);
+}
+
+nn::Model build_model(const CommonArgs& args, const data::Dataset& dataset) {
+  return nn::zoo::build(args.model, {.input_shape = dataset.image_shape(),
+                                     .num_classes = dataset.num_classes,
+                                     .layout = parse_layout(args.layout),
+                                     .seed = args.seed});
+}
+
+}  // namespace tg::cli

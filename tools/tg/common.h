@@ -1,0 +1,55 @@
+// Options and helpers shared by `tg train` and `tg eval`: dataset selection and loading, zoo
+// model construction, device and layout parsing.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "tg/data.h"
+#include "tg/model.h"
+
+namespace CLI {
+class App;
+}
+
+namespace tg::cli {
+
+/// The dataset and model flags common to train and eval.
+struct CommonArgs {
+  std::string model = "mnist_cnn";
+  std::string dataset = "mnist";  ///< mnist, cifar10 or synthetic
+  std::string data_dir;           ///< empty: the shipped data/mnist (mnist only)
+  std::string layout = "nhwc";
+  std::string device = "cpu";
+  int64_t limit = -1;             ///< at most this many examples of each split
+  int64_t synthetic_examples = 2048;  ///< training examples of --dataset synthetic
+  int64_t batch_size = 64;
+  uint64_t seed = 0;
+};
+
+/// Adds --model, --dataset, --data-dir, --layout, --device, --limit, --synthetic-examples,
+/// --batch-size and --seed to `cmd`, bound to `args`.
+void add_common_options(CLI::App& cmd, CommonArgs& args);
+
+Layout parse_layout(const std::string& name);
+/// Device::cpu() for "cpu"; for "cuda" / "cuda:N" the CUDA device when this build has a CUDA
+/// backend, else tg::Error(unsupported) "[command] ..." saying so.
+Device parse_device(const std::string& name, std::string_view command);
+
+/// The directory holding the MNIST IDX files: --data-dir when given, else the first of
+/// <source tree>/data/mnist, <exe>/../data/mnist, <exe>/../share/tensorgraph/data/mnist,
+/// ./data/mnist that exists; tg::Error(not_found) listing the places tried otherwise.
+std::string mnist_dir(const std::string& data_dir);
+
+/// The `split` part of the dataset the args name, in their layout, limited by --limit.
+/// synthetic: --synthetic-examples training examples (a quarter of that, at least 1, for test)
+/// of a 28x28x1 10-class task chosen by --seed.
+data::Dataset load_dataset(const CommonArgs& args, data::Split split, std::string_view command);
+
+/// "8000 x 28x28x1 (nhwc), 10 classes".
+std::string describe(const data::Dataset& dataset);
+
+/// The zoo model args.model for images like `dataset`'s, in args.layout, seeded by args.seed.
+nn::Model build_model(const CommonArgs& args, const data::Dataset& dataset);
+
+}  // namespace tg::cli

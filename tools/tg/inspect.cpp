@@ -1,0 +1,66 @@
+// `tg inspect model.onnx`: imports an ONNX model and prints the imported graph (inputs,
+// outputs, one line per node), optionally writing it as a Graphviz DOT file. `tg inspect
+// --list-ops` prints the supported ONNX ops and opsets (the table of docs/onnx.md).
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "commands.h"
+#include "tg/onnx.h"
+#include "tg/tg.h"
+
+namespace {
+
+struct InspectArgs {
+  std::string model;
+  std::string dot;
+  bool list_ops = false;
+  bool variables = false;
+};
+
+void inspect(const InspectArgs& a) {
+  if (a.list_ops) {
+    std::cout << tg::onnx::supported_ops_markdown();
+    if (a.model.empty()) return;
+  }
+  if (a.model.empty()) {
+    throw tg::Error(tg::ErrorCode::invalid_argument, "[tg inspect] give a model (or --list-ops)");
+  }
+  tg::onnx::ImportResult m =
+      tg::onnx::import(a.model, {.initializers_as_variables = a.variables});
+  std::cout << "model " << a.model << ": ir_version " << m.ir_version << ", opset " << m.opset;
+  if (!m.producer_name.empty()) std::cout << ", producer " << m.producer_name << " " << m.producer_version;
+  std::cout << "\ninputs:\n";
+  for (const auto& in : m.inputs) std::cout << "  " << in.name << ": " << in.tensor.type().to_string() << "\n";
+  std::cout << "outputs:\n";
+  for (const auto& out : m.outputs) {
+    std::cout << "  " << out.name << ": " << out.tensor.to_string() << "\n";
+  }
+  if (!m.variables.empty()) std::cout << "variables: " << m.variables.size() << "\n";
+  std::cout << "graph (" << m.graph.num_nodes() << " nodes):\n" << m.graph.to_string();
+  if (!a.dot.empty()) {
+    std::ofstream out(a.dot);
+    if (!out) throw tg::Error(tg::ErrorCode::io_error, "[tg inspect] cannot write '" + a.dot + "'");
+    out << tg::to_dot(m.graph);
+    std::cout << "DOT written to " << a.dot << "\n";
+  }
+}
+
+}  // namespace
+
+namespace tg::cli {
+
+void add_inspect_command(CLI::App& app) {
+  auto args = std::make_shared<InspectArgs>();
+  CLI::App* cmd = app.add_subcommand("inspect", "Print the graph an ONNX model imports to");
+  cmd->add_option("model", args->model, "The .onnx file")->check(CLI::ExistingFile);
+  cmd->add_option("--dot", args->dot, "Also write the graph as a Graphviz DOT file");
+  cmd->add_flag("--list-ops", args->list_ops, "Print the supported ONNX ops and opsets");
+  cmd->add_flag("--variables", args->variables, "Import initializers as variables");
+  cmd->callback([args] { inspect(*args); });  // main() reports a tg::Error
+}
+
+}  // namespace tg::cli

@@ -1,0 +1,120 @@
+// `tg train`: trains a zoo model on a dataset, then reports the test accuracy and throughput.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "commands.h"
+#include "common.h"
+
+namespace tg::cli {
+namespace {
+
+struct TrainArgs {
+  CommonArgs common;
+  int64_t epochs = 3;
+  std::string optimizer = "adam";
+  double lr = -1;  // -1: the optimizer's default
+  std::string schedule = "cosine";
+  std::string save;
+  int verbose = 1;
+  int64_t augment_shift = -1;  // -1: 2 for mnist, else 0
+};
+
+// Ends fit after one epoch, so that each epoch can train on freshly augmented images.
+class StopAfterEpoch : public nn::Callback {
+ public:
+  void on_epoch_end(nn::Model& model, int64_t, const nn::Logs&) override { model.stop_training(); }
+};
+
+// Trains for a.epochs epochs; with a shift, epoch e sees the images shifted by random_shift
+// (seeded by the seed and e). Returns the wall seconds spent in fit.
+double train_epochs(nn::Model& model, const data::Dataset& train, const TrainArgs& a, int64_t shift) {
+  nn::FitOptions options{.epochs = a.epochs, .batch_size = a.common.batch_size,
+                         .seed = a.common.seed, .verbose = a.verbose};
+  if (shift == 0) return model.fit(train.images, train.labels, options).seconds;
+  options.callbacks = {std::make_shared<StopAfterEpoch>()};
+  double seconds = 0;
+  for (int64_t e = 0; e < a.epochs; ++e) {
+    const uint64_t seed = a.common.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(e);
+    data::Dataset shifted = data::random_shift(train, shift, seed);
+    options.initial_epoch = e;
+    seconds += model.fit(shifted.images, shifted.labels, options).seconds;
+  }
+  return seconds;
+}
+
+double default_lr(const std::string& optimizer) { return optimizer == "sgd" ? 0.05 : 2e-3; }
+
+nn::Optimizer make_optimizer(const TrainArgs& a, int64_t warmup_steps) {
+  const double lr = a.lr > 0 ? a.lr : default_lr(a.optimizer);
+  nn::Optimizer opt = a.optimizer == "sgd"   ? nn::Optimizer::sgd(lr, {.momentum = 0.9})
+                      : a.optimizer == "adamw" ? nn::Optimizer::adamw(lr)
+                                               : nn::Optimizer::adam(lr);
+  if (a.schedule == "cosine") {
+    opt.schedule = [lr, warmup_steps](int64_t step, int64_t total) {
+      return cosine_warmup_lr(lr, step, warmup_steps, total);
+    };
+  }
+  return opt;
+}
+
+void run_train(const TrainArgs& a) {
+  const Device device = parse_device(a.common.device, "train");
+  data::Dataset train = load_dataset(a.common, data::Split::train, "train");
+  data::Dataset test = load_dataset(a.common, data::Split::test, "train");
+  nn::Model model = build_model(a.common, train);
+  const int64_t shift = a.augment_shift >= 0 ? a.augment_shift : a.common.dataset == "mnist" ? 2 : 0;
+  const int64_t steps_per_epoch = (train.size() + a.common.batch_size - 1) / a.common.batch_size;
+  nn::Optimizer optimizer = make_optimizer(a, std::min<int64_t>(steps_per_epoch / 2, 100));
+  fmt::print("tg train: {} ({} parameters) on {}: train {}, test {}\n", a.common.model,
+             model.parameter_count(), a.common.dataset, describe(train), describe(test));
+  fmt::print("          {} lr {} ({} schedule), batch {}, {} epochs, random shift {}, seed {}, {}\n",
+             a.optimizer, optimizer.learning_rate, a.schedule, a.common.batch_size, a.epochs,
+             shift, a.common.seed, device.to_string());
+  std::fflush(stdout);
+  model.compile(optimizer, nn::Loss::sparse_categorical_crossentropy, {nn::Metric::accuracy},
+                device);
+  const double seconds = train_epochs(model, train, a, shift);
+  if (!a.save.empty()) {
+    model.save(a.save);
+    fmt::print("saved checkpoint: {}\n", a.save);
+  }
+  nn::Logs logs = model.evaluate(test.images, test.labels, {.batch_size = 256});
+  const double samples = static_cast<double>(train.size()) * static_cast<double>(a.epochs);
+  fmt::print("throughput: {:.1f} samples/s ({} epochs x {} examples in {:.1f} s); test loss {:.4f}\n",
+             seconds > 0 ? samples / seconds : 0.0, a.epochs, train.size(), seconds,
+             logs.at("loss"));
+  fmt::print("test accuracy: {:.2f}%\n", 100.0 * logs.at("accuracy"));
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto args = std::make_shared<TrainArgs>();
+  CLI::App* cmd = app.add_subcommand("train", "Train a model and report its test accuracy");
+  add_common_options(*cmd, args->common);
+  cmd->add_option("--epochs,-e", args->epochs, "Passes over the training set")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--optimizer", args->optimizer, "sgd (momentum 0.9), adam or adamw")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
+  cmd->add_option("--lr", args->lr, "Peak learning rate (default: 0.002 for adam/adamw, 0.05 for sgd)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--schedule", args->schedule,
+                  "Learning-rate schedule: cosine (linear warm-up, then cosine decay to 0) or constant")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cosine", "constant"}));
+  cmd->add_option("--augment-shift", args->augment_shift,
+                  "Shift each training image by up to N pixels (a new random shift every epoch); "
+                  "default: 2 for mnist, 0 otherwise")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--save", args->save, "Write the trained model (safetensors checkpoint) here");
+  cmd->add_option("--verbose,-v", args->verbose, "0: quiet, 1: progress bar, 2: a line per epoch")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 2));
+  cmd->callback([args] { run_train(*args); });
+}
+
+}  // namespace tg::cli
