@@ -98,24 +98,33 @@ void randomize_bn_statistics(Model& m) {
 // (about 5e-7 is observed: f32 accumulation over ~20 convolutions with BN and residual sums).
 constexpr double kF32VsF64Rtol = 2e-5;
 
-TEST(Zoo, ResNet18ForwardF32MatchesF64) {
-  Model m32 = zoo::resnet18({.input_shape = {32, 32, 3}, .num_classes = 10});
-  Model m64 = zoo::resnet18({.input_shape = {32, 32, 3}, .num_classes = 10, .dtype = DType::f64});
+// Builds `name` in f32 and f64 with the same weights (random BN statistics) and compares the
+// logits of one forward pass (inference mode) on x.
+void expect_f32_matches_f64(const std::string& name, const Shape& input, int64_t batch) {
+  Model m32 = zoo::build(name, {.input_shape = input, .num_classes = 10});
+  Model m64 = zoo::build(name, {.input_shape = input, .num_classes = 10, .dtype = DType::f64});
   randomize_bn_statistics(m32);
   m64.set_weights(to_f64(m32.get_weights()));
-  TensorData x = TensorData::random_normal({2, 32, 32, 3}, 0.f, 1.f, 9);
+  Shape xs = {batch};
+  xs.insert(xs.end(), input.begin(), input.end());
+  TensorData x = TensorData::random_normal(xs, 0.f, 1.f, 9);
   auto xv = x.to_vector<float>();
   TensorData x64 = TensorData::from_vector<double>(std::vector<double>(xv.begin(), xv.end()), x.shape());
   auto y32 = m32.predict(x).to_vector<float>();
   auto y64 = m64.predict(x64).to_vector<double>();
-  ASSERT_EQ(y32.size(), 20u);
+  ASSERT_EQ(y32.size(), static_cast<size_t>(batch * 10));
   double scale = 0;
   for (double v : y64) scale = std::max(scale, std::abs(v));
   ASSERT_GT(scale, 0);
   for (size_t i = 0; i < y32.size(); ++i) {
-    EXPECT_NEAR(y32[i], y64[i], kF32VsF64Rtol * scale) << i;
+    EXPECT_NEAR(y32[i], y64[i], kF32VsF64Rtol * scale) << name << " logit " << i;
   }
 }
+
+TEST(Zoo, ResNet18ForwardF32MatchesF64) { expect_f32_matches_f64("resnet18", {32, 32, 3}, 2); }
+
+// The check: ResNet-50 (v1.5, 53 convolutions) f32 (oneDNN) against the f64 path.
+TEST(Zoo, ResNet50ForwardF32MatchesF64) { expect_f32_matches_f64("resnet50", {64, 64, 3}, 1); }
 
 TEST(Zoo, ResNet18NchwMatchesNhwc) {
   Model a = zoo::resnet18({.input_shape = {32, 32, 3}, .num_classes = 10});
