@@ -54,7 +54,9 @@ struct BatchNormOptions {
 /// biased batch variance over every axis except options.axis; the running statistics are updated
 /// with the unbiased variance (n / (n - 1) * var) by assign_variable ops that y depends on
 /// through a control dependency (so computing y updates them; nothing else needs to be run).
-/// Inference: the running statistics normalize and the variables keep their values.
+/// Inference: the running statistics normalize and the variables keep their values. The two
+/// modes are the branches of an if_else on is_training (include/tg/control_flow.h): only the
+/// taken one runs, so inference never computes batch statistics.
 /// Errors (tg::Error "[batch_norm]" with the shapes): parameter shapes that are not [C]
 /// (shape_mismatch), dtypes (dtype_mismatch), running statistics that are not variables or an
 /// is_training that is not a bool scalar (invalid_argument).

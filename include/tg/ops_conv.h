@@ -47,7 +47,9 @@ Tensor conv2d(Tensor x, Tensor w, Conv2dDesc desc = {});
 
 /// The gradient of conv2d with respect to its input (the transposed convolution): dy has
 /// conv2d's output shape, w is the forward weights, `input_shape` is the forward input's shape
-/// in desc.data_layout (a -1 batch dim is taken from dy). Returns dx of input_shape.
+/// in desc.data_layout (a -1 batch dim is taken from dy; a -1 spatial dim is recovered from dy's
+/// when that dim's stride is 1, and is an error when the stride is larger and dy's dim is known,
+/// since the input size is then ambiguous). Returns dx of input_shape.
 /// Errors "[conv2d_backward_data]" as conv2d, plus an input_shape whose forward output shape is
 /// not dy's (shape_mismatch).
 Tensor conv2d_backward_data(Tensor dy, Tensor w, Shape input_shape, Conv2dDesc desc = {});
@@ -86,10 +88,12 @@ struct Pool2dDesc {
   Layout data_layout = Layout::nhwc;  ///< nhwc or nchw
 };
 /// Maximum over each window; padding never wins (it counts as -inf); NaN propagates. Any numeric
-/// dtype (f32 on oneDNN). Errors "[max_pool2d]": rank != 4, bad window/strides/padding (a pad
-/// >= the window size included) or a window larger than the padded input (invalid_argument).
+/// dtype except bool (f32 on oneDNN). Errors "[max_pool2d]": rank != 4 (shape_mismatch), a bool
+/// dtype (dtype_mismatch), bad window/strides/padding (a pad >= the dilated window included) or
+/// a window larger than the padded input (invalid_argument).
 Tensor max_pool2d(Tensor x, Pool2dDesc desc = {});
-/// Mean over each window (floating dtypes). Errors "[avg_pool2d]" as max_pool2d.
+/// Mean over each window (floating dtypes; others raise dtype_mismatch). Errors "[avg_pool2d]"
+/// as max_pool2d.
 Tensor avg_pool2d(Tensor x, Pool2dDesc desc = {});
 /// Gradient of max_pool2d: routes each dy element to the first maximal element of its window in
 /// x (row-major within the window); overlapping windows accumulate. Returns dx with x's shape.
