@@ -2,6 +2,7 @@
 #pragma once
 #include "tg/autodiff.h"
 #include "tg/control_flow.h"
+#include "tg/data.h"
 #include "tg/device.h"
 #include "tg/dtype.h"
 #include "tg/error.h"

