@@ -15,6 +15,8 @@ struct Device {
   /// CUDA device 0 when a GPU and the CUDA backend are present, otherwise the CPU. The
   /// environment variable TG_DEVICE=cpu|cuda overrides the choice.
   static Device default_device();
+  /// Number of CUDA GPUs usable by this build (0 without the CUDA backend, a driver, or a GPU).
+  static int cuda_device_count();
 
   bool is_cpu() const { return kind == Kind::cpu; }
   bool is_cuda() const { return kind == Kind::cuda; }

@@ -72,10 +72,20 @@ using Feeds = std::vector<std::pair<Tensor, TensorData>>;
 using FeedTypes = std::vector<std::pair<Tensor, TensorType>>;
 
 /// Options for Graph::compile.
+/// Arithmetic of conv2d (and its backward ops), conv_transpose2d and matmul on float32 tensors on
+/// the CUDA backend; the CPU backend always computes in float32. f32: IEEE float32 throughout (the
+/// default). tf32: TensorFloat-32 tensor-core multiplies (10-bit mantissa inputs) with float32
+/// accumulation, like torch.backends.cuda.matmul.allow_tf32. bf16 / f16: inputs rounded to
+/// bfloat16 / float16, float32 accumulation, float32 results, weights kept in float32 (like
+/// torch.autocast). Tensors of other dtypes compute in their own dtype.
+enum class ComputePrecision { f32, tf32, bf16, f16 };
+
 struct CompileOptions {
   /// When true, compile once for symbolic dims (sizes computed at run time). Not implemented on
   /// any backend yet: Graph::compile raises tg::Error(unsupported) when it is set.
   bool disable_type_inference = false;
+  /// See ComputePrecision.
+  ComputePrecision precision = ComputePrecision::f32;
 };
 
 struct CompiledProgram;

@@ -490,11 +490,13 @@ class Model {
   /// Sets the optimizer, loss and metrics and appends the training step to the graph (labels
   /// placeholder, loss, gradients, optimizer state variables). Call once. Errors "[compile]":
   /// a second call, a metric the loss does not support, an output shape the loss cannot use
-  /// (e.g. a sparse cross entropy on a rank-1 output).
+  /// (e.g. a sparse cross entropy on a rank-1 output). `device` runs every step of fit, evaluate,
+  /// predict and train_on_batch (variables stay there between steps); `options` are used for
+  /// each executable (e.g. CompileOptions::precision = ComputePrecision::bf16 on CUDA).
   void compile(Optimizer optimizer,
                Loss loss = Loss::sparse_categorical_crossentropy,
                std::vector<Metric> metrics = {Metric::accuracy},
-               Device device = Device::cpu());
+               Device device = Device::cpu(), CompileOptions options = {});
   bool compiled() const;
   /// Trains on x [N, input dims...] (the model's input dtype) and y [N, ...] (labels as the loss
   /// wants) for options.epochs epochs of mini-batches, running one compiled executable per

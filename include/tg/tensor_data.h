@@ -19,7 +19,9 @@ class TensorData {
  public:
   TensorData() = default;
   /// Uninitialized storage for `shape` x `dtype` on `device`. Raises tg::Error(invalid_argument)
-  /// for a dynamic or negative dim, tg::Error(unsupported) for a device without a backend.
+  /// for a dynamic or negative dim, tg::Error(unsupported) for a device without a backend (or a
+  /// CUDA device this machine does not have), tg::Error(out_of_memory) when the device has too
+  /// little free memory (the message gives the bytes asked for and free).
   TensorData(Shape shape, DType dtype, Device device = Device::cpu());
 
   /// Copies `values` into a new host tensor of `shape` (row-major). Raises
@@ -79,9 +81,17 @@ class TensorData {
     const T* p = host.data<T>();
     return std::vector<T>(p, p + host.num_elements());
   }
-  /// Element i (row-major) converted to double, for tests and printing.
+  /// Address of the first element on the tensor's device (a device pointer for CUDA tensors), for
+  /// backends; nullptr when empty.
+  const void* storage_ptr() const { return storage_.get(); }
+  void* storage_ptr() { return storage_.get(); }
+  /// The shared storage block (copies and reshaped views share it).
+  const std::shared_ptr<void>& storage() const { return storage_; }
+  /// Element i (row-major) converted to double, for tests and printing (copies a device tensor
+  /// to the host first).
   double element_as_double(int64_t i) const;
-  /// Copy on `device` (the same object when already there).
+  /// Copy on `device` (the same object when already there). Host<->device copies go through
+  /// pinned staging buffers and are complete when this returns.
   TensorData to(Device device) const;
   /// A deep copy on the same device.
   TensorData clone() const;

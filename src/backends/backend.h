@@ -18,6 +18,7 @@ struct PlannedGraph {
   std::vector<int> feed_nodes;                            ///< placeholder node per feed, feed order
   std::vector<ir::ValueRef> targets;                      ///< results, in target order
   std::vector<std::vector<ir::ValueRef>> release_after;   ///< per schedule step
+  ComputePrecision precision = ComputePrecision::f32;     ///< from CompileOptions
 };
 
 /// A lowered, immutable program. run is thread-safe.

@@ -2,6 +2,9 @@
 
 #include "core/env.h"
 #include "tg/error.h"
+#ifdef TG_HAVE_CUDA
+#include "backends/cuda/runtime.h"
+#endif
 
 namespace tg {
 
@@ -9,12 +12,24 @@ Device Device::default_device() {
   if (auto o = env::device_override()) {
     if (*o == "cpu") return cpu();
     if (*o == "cuda") {
-      throw Error(ErrorCode::unsupported,
-                  "[device] TG_DEVICE=cuda, but this build has no CUDA backend yet");
+      if (cuda_device_count() == 0) {
+        throw Error(ErrorCode::unsupported,
+                    "[device] TG_DEVICE=cuda, but no CUDA GPU is usable (build without the CUDA "
+                    "backend, no driver, or no GPU)");
+      }
+      return cuda(0);
     }
     throw Error(ErrorCode::invalid_argument, "[device] TG_DEVICE must be 'cpu' or 'cuda', not '" + *o + "'");
   }
-  return cpu();  // the CUDA backend is not built yet
+  return cuda_device_count() > 0 ? cuda(0) : cpu();
+}
+
+int Device::cuda_device_count() {
+#ifdef TG_HAVE_CUDA
+  return cuda::device_count();
+#else
+  return 0;
+#endif
 }
 
 std::string Device::to_string() const {

@@ -8,6 +8,9 @@
 #include "core/convert.h"
 #include "core/error_util.h"
 #include "core/philox.h"
+#ifdef TG_HAVE_CUDA
+#include "backends/cuda/runtime.h"
+#endif
 
 namespace tg {
 
@@ -24,11 +27,16 @@ TensorData::TensorData(Shape shape, DType dtype, Device device)
            str(shape_), dtype_name(dtype));
     }
   }
-  if (!device.is_cpu()) {
-    fail(ErrorCode::unsupported, "tensor_data", "device {} has no backend in this build",
-         device.to_string());
+  if (device.is_cpu()) {
+    storage_ = host_allocate(nbytes());
+    return;
   }
-  storage_ = host_allocate(nbytes());
+#ifdef TG_HAVE_CUDA
+  storage_ = cuda::device_allocate(device.index, nbytes());
+#else
+  fail(ErrorCode::unsupported, "tensor_data", "device {} has no backend in this build",
+       device.to_string());
+#endif
 }
 
 TensorData TensorData::from_bytes(const void* data, size_t count, DType dtype, Shape shape) {
@@ -109,18 +117,39 @@ double TensorData::element_as_double(int64_t i) const {
   if (i < 0 || i >= num_elements()) {
     fail(ErrorCode::out_of_range, "tensor_data", "element {} outside {} elements", i, num_elements());
   }
+  if (!device_.is_cpu()) return to(Device::cpu()).element_as_double(i);
   return load_as_double(dtype_, raw_data(), i);
 }
 
 TensorData TensorData::to(Device device) const {
-  if (device == device_) return *this;
+  if (device == device_ || empty()) {
+    if (empty()) {
+      TensorData t = *this;
+      t.device_ = device;
+      return t;
+    }
+    return *this;
+  }
+#ifdef TG_HAVE_CUDA
+  TensorData t(shape_, dtype_, device);
+  cuda::copy(t.storage_.get(), device, storage_.get(), device_, nbytes());
+  return t;
+#else
   fail(ErrorCode::unsupported, "tensor_data", "copy from {} to {} is not supported in this build",
        device_.to_string(), device.to_string());
+#endif
 }
 
 TensorData TensorData::clone() const {
   TensorData t(shape_, dtype_, device_);
-  if (nbytes()) std::memcpy(t.raw_data(), raw_data(), nbytes());
+  if (!nbytes()) return t;
+  if (device_.is_cpu()) {
+    std::memcpy(t.raw_data(), raw_data(), nbytes());
+    return t;
+  }
+#ifdef TG_HAVE_CUDA
+  cuda::copy(t.storage_.get(), device_, storage_.get(), device_, nbytes());
+#endif
   return t;
 }
 
@@ -137,9 +166,10 @@ std::string TensorData::to_string(int64_t max_elements) const {
   std::string out = type().to_string() + " {";
   if (empty()) return out + "empty}";
   int64_t n = num_elements();
+  TensorData host = to(Device::cpu());
   for (int64_t i = 0; i < n && i < max_elements; ++i) {
     if (i) out += ", ";
-    out += fmt::format("{:g}", element_as_double(i));
+    out += fmt::format("{:g}", host.element_as_double(i));
   }
   if (n > max_elements) out += max_elements > 0 ? ", ..." : "...";
   return out + "}";

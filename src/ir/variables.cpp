@@ -40,7 +40,14 @@ void VariableStore::commit(const std::vector<int>& slots, const std::vector<Tens
   for (size_t i = 0; i < slots.size(); ++i) values_.at(static_cast<size_t>(slots[i])) = values[i];
 }
 
-VariableTransaction::VariableTransaction(std::shared_ptr<VariableStore> store) : store_(std::move(store)) {
+void VariableStore::migrate(int slot, const TensorData& from, TensorData moved) {
+  std::lock_guard<std::mutex> lock(mu_);
+  TensorData& v = values_.at(static_cast<size_t>(slot));
+  if (v.storage() == from.storage() && v.device() == from.device()) v = std::move(moved);
+}
+
+VariableTransaction::VariableTransaction(std::shared_ptr<VariableStore> store, Device device)
+    : store_(std::move(store)), device_(device) {
   size_t n = static_cast<size_t>(store_->size());
   start_.resize(n);
   current_.resize(n);
@@ -53,7 +60,13 @@ void VariableTransaction::load(int slot) {
     fail(ErrorCode::internal, "variable", "slot {} outside the store", slot);
   }
   if (!loaded_[slot]) {
-    start_[slot] = current_[slot] = store_->value(slot);
+    TensorData v = store_->value(slot);
+    if (!v.empty() && v.device() != device_) {
+      TensorData moved = v.to(device_);
+      store_->migrate(slot, v, moved);
+      v = std::move(moved);
+    }
+    start_[slot] = current_[slot] = std::move(v);
     loaded_[slot] = 1;
   }
 }

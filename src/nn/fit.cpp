@@ -5,12 +5,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <numeric>
 
 #include "core/convert.h"
 #include "core/error_util.h"
 #include "nn/model_impl.h"
 #include "nn/progress.h"
+#include "tg/ops.h"
 
 namespace tg::nn {
 
@@ -36,15 +38,15 @@ Executable& executable(ModelState& s, ExeKind kind, int64_t batch) {
     case ExeKind::train:
       exe = g.compile(s.device, {typed(s.input.tensor()), typed(s.labels),
                                  {s.learning_rate, {{}, DType::f32}}, {s.ctx->is_training, flag}},
-                      metrics, s.train_ops);
+                      metrics, s.train_ops, s.compile_options);
       break;
     case ExeKind::eval:
       exe = g.compile(s.device, {typed(s.input.tensor()), typed(s.labels), {s.ctx->is_training, flag}},
-                      metrics);
+                      metrics, {}, s.compile_options);
       break;
     case ExeKind::predict:
       exe = g.compile(s.device, {typed(s.input.tensor()), {s.ctx->is_training, flag}},
-                      {s.output.tensor()});
+                      {s.output.tensor()}, {}, s.compile_options);
       break;
   }
   return s.exes.emplace(key, std::move(exe)).first->second;
@@ -54,22 +56,43 @@ Executable& executable(ModelState& s, ExeKind kind, int64_t batch) {
 
 namespace {
 
-// Running sums over the batches of an epoch or an evaluation.
+// Running sums over the batches of an epoch or an evaluation. On a GPU the step's loss and
+// correct count stay on the device until read: reading waits for the queued steps, so they are
+// read in groups (when `due()`: every 0.25 s or 64 steps) instead of stalling the GPU every step.
 struct Totals {
   double loss_sum = 0;
   int64_t correct = 0;
   int64_t seen = 0;
   int64_t elements = 0;  ///< predictions the accuracy counts
   bool accuracy = false;
+  struct Pending {
+    std::vector<TensorData> outs;
+    int64_t count, per_example;
+  };
+  std::vector<Pending> pending;
+  std::chrono::steady_clock::time_point last_read = std::chrono::steady_clock::now();
 
   void add(const std::vector<TensorData>& outs, int64_t count, int64_t per_example) {
-    loss_sum += outs[0].element_as_double(0) * static_cast<double>(count);
-    seen += count;
-    if (outs.size() > 1) {
-      accuracy = true;
-      correct += static_cast<int64_t>(outs[1].element_as_double(0));
-      elements += count * per_example;
+    pending.push_back({outs, count, per_example});
+    if (outs[0].device().is_cpu()) read();
+  }
+  bool due() const {
+    return pending.size() >= 64 ||
+           std::chrono::steady_clock::now() - last_read > std::chrono::milliseconds(250);
+  }
+  // Folds the pending steps into the sums (waits for the device).
+  void read() {
+    for (const Pending& p : pending) {
+      loss_sum += p.outs[0].element_as_double(0) * static_cast<double>(p.count);
+      seen += p.count;
+      if (p.outs.size() > 1) {
+        accuracy = true;
+        correct += static_cast<int64_t>(p.outs[1].element_as_double(0));
+        elements += p.count * p.per_example;
+      }
     }
+    pending.clear();
+    last_read = std::chrono::steady_clock::now();
   }
   Logs logs(const std::string& prefix = "") const {
     Logs l;
@@ -151,6 +174,35 @@ TensorData take_rows(const TensorData& src, const std::vector<int64_t>& order, i
   return out;
 }
 
+// Mini-batches on the model's device. On the CPU a batch is a copy of its rows; elsewhere the data
+// is copied to the device once (place) and each batch is gathered there by a small compiled
+// graph, so no step waits for a host-to-device copy of its batch.
+class Batches {
+ public:
+  explicit Batches(Device device) : device_(device) {}
+  TensorData place(const TensorData& t) const { return t.empty() ? t : t.to(device_); }
+  TensorData rows(const TensorData& src, const std::vector<int64_t>& order, int64_t begin, int64_t count) {
+    if (src.device().is_cpu()) return take_rows(src, order, begin, count);
+    std::vector<int64_t> idx(order.begin() + begin, order.begin() + begin + count);
+    return gather_exe(src, count).run({src, TensorData::from_vector<int64_t>(idx, {count})})[0];
+  }
+
+ private:
+  Executable& gather_exe(const TensorData& src, int64_t count) {
+    std::string key = fmt::format("{}/{}", src.type().to_string(), count);
+    auto it = exes_.find(key);
+    if (it != exes_.end()) return it->second;
+    Graph g;
+    Tensor x = g.placeholder(src.shape(), src.dtype(), "data");
+    Tensor i = g.placeholder({count}, DType::i64, "rows");
+    Executable exe = g.compile(device_, {{x, src.type()}, {i, TensorType{{count}, DType::i64}}},
+                               {gather(x, i, GatherDesc{.axis = 0})});
+    return exes_.emplace(key, std::move(exe)).first->second;
+  }
+  Device device_;
+  std::map<std::string, Executable> exes_;
+};
+
 std::vector<int64_t> identity(int64_t n) {
   std::vector<int64_t> v(static_cast<size_t>(n));
   std::iota(v.begin(), v.end(), 0);
@@ -174,8 +226,10 @@ void check_batch_size(int64_t batch_size, std::string_view op) {
 }
 
 // Loss and metrics of x, y (labels prepared) in inference mode.
-Logs run_eval(ModelState& s, const TensorData& x, const TensorData& y, int64_t batch_size,
+Logs run_eval(ModelState& s, const TensorData& x_host, const TensorData& y_host, int64_t batch_size,
               int verbose, std::FILE* out, const std::string& prefix) {
+  Batches batches(s.device);
+  const TensorData x = batches.place(x_host), y = batches.place(y_host);
   const int64_t n = x.shape()[0];
   const int64_t steps = (n + batch_size - 1) / batch_size;
   detail::Progress progress(out, verbose, steps, prefix.empty() ? "Evaluate" : "Validate");
@@ -185,10 +239,11 @@ Logs run_eval(ModelState& s, const TensorData& x, const TensorData& y, int64_t b
   for (int64_t step = 0; step < steps; ++step) {
     const int64_t begin = step * batch_size, count = std::min(batch_size, n - begin);
     Executable& exe = detail::executable(s, ExeKind::eval, count);
-    auto outs = exe.run({take_rows(x, order, begin, count), take_rows(y, order, begin, count),
+    auto outs = exe.run({batches.rows(x, order, begin, count), batches.rows(y, order, begin, count),
                          bool_scalar(false)});
     totals.add(outs, count, per_example);
-    progress.update(step + 1, totals.seen, totals.logs());
+    if (!totals.pending.empty() && (totals.due() || step + 1 == steps)) totals.read();
+    if (totals.pending.empty()) progress.update(step + 1, totals.seen, totals.logs());
   }
   Logs logs = totals.logs(prefix);
   progress.finish(totals.seen, totals.logs());
@@ -217,15 +272,15 @@ struct Split {
 Split split_data(ModelState& s, const TensorData& x, const TensorData& y, const FitOptions& o) {
   const int64_t n = check_x(s, x, "fit");
   TensorData labels = prepare_labels(s, y, n, "fit");
-  TensorData hx = x.to(Device::cpu());
   if (!o.validation_x.empty() || !o.validation_y.empty()) {
     int64_t nv = check_x(s, o.validation_x, "fit");
-    return {hx, labels, o.validation_x.to(Device::cpu()), prepare_labels(s, o.validation_y, nv, "fit")};
+    return {x, labels, o.validation_x, prepare_labels(s, o.validation_y, nv, "fit")};
   }
   if (!(o.validation_split >= 0 && o.validation_split < 1)) {
     fail(ErrorCode::invalid_argument, "fit", "validation_split = {} must be in [0, 1)", o.validation_split);
   }
-  if (o.validation_split == 0) return {hx, labels, {}, {}};
+  if (o.validation_split == 0) return {x, labels, {}, {}};  // x stays where it is (host or device)
+  TensorData hx = x.to(Device::cpu());
   auto nv = static_cast<int64_t>(static_cast<double>(n) * o.validation_split);
   if (nv == 0 || nv == n) {
     fail(ErrorCode::invalid_argument, "fit", "validation_split = {} of {} examples leaves {} for "
@@ -258,6 +313,8 @@ History Model::fit(const TensorData& x, const TensorData& y, FitOptions o) {
   check_fit_options(o);
   if (!s.ctx && !x.empty()) ensure_built(Shape(x.shape().begin() + 1, x.shape().end()), x.dtype());
   Split data = split_data(s, x, y, o);
+  Batches batches(s.device);
+  const TensorData train_x = batches.place(data.x), train_y = batches.place(data.y);
   const int64_t n = data.x.shape()[0];
   const int64_t steps = (n + o.batch_size - 1) / o.batch_size;
   const int64_t total_steps = steps * o.epochs;
@@ -277,13 +334,16 @@ History Model::fit(const TensorData& x, const TensorData& y, FitOptions o) {
       const int64_t begin = i * o.batch_size, count = std::min(o.batch_size, n - begin);
       auto lr = static_cast<float>(learning_rate(s, step, total_steps));
       Executable& exe = detail::executable(s, ExeKind::train, count);
-      auto outs = exe.run({take_rows(data.x, order, begin, count), take_rows(data.y, order, begin, count),
+      auto outs = exe.run({batches.rows(train_x, order, begin, count), batches.rows(train_y, order, begin, count),
                            TensorData::scalar(lr), bool_scalar(true)});
       totals.add(outs, count, per_example);
+      // On a GPU, callbacks and the progress bar see the logs of the steps read so far.
+      if (!totals.pending.empty() && (totals.due() || i + 1 == steps)) totals.read();
       Logs logs = totals.logs();
-      progress.update(i + 1, totals.seen, logs);
+      if (totals.pending.empty()) progress.update(i + 1, totals.seen, logs);
       for (const auto& cb : o.callbacks) cb->on_batch_end(*this, i, logs);
     }
+    totals.read();
     Logs logs = totals.logs();
     if (!data.val_x.empty()) {
       Logs v = run_eval(s, data.val_x, data.val_y, o.batch_size, 0, o.out, "val_");
@@ -314,6 +374,9 @@ TensorData Model::predict(const TensorData& x, int64_t batch_size) {
   check_batch_size(batch_size, "predict");
   if (!s.ctx && !x.empty()) ensure_built(Shape(x.shape().begin() + 1, x.shape().end()), x.dtype());
   const int64_t n = check_x(s, x, "predict");
+  if (n <= batch_size) {  // one batch: x as it is (on any device)
+    return detail::executable(s, ExeKind::predict, n).run({x, bool_scalar(false)})[0].to(Device::cpu());
+  }
   TensorData hx = x.to(Device::cpu());
   const std::vector<int64_t> order = identity(n);
   TensorData result;
@@ -344,10 +407,11 @@ Logs Model::train_on_batch(const TensorData& x, const TensorData& y, double lr) 
     fail(ErrorCode::invalid_argument, "train_on_batch", "learning rate {} must be finite and >= 0", lr);
   }
   Executable& exe = detail::executable(s, ExeKind::train, n);
-  auto outs = exe.run({x.to(Device::cpu()), labels, TensorData::scalar(static_cast<float>(lr)),
+  auto outs = exe.run({x, labels, TensorData::scalar(static_cast<float>(lr)),
                        bool_scalar(true)});
   Totals totals;
   totals.add(outs, n, predictions_per_example(s));
+  totals.read();
   return totals.logs();
 }
 

@@ -305,7 +305,8 @@ std::string Model::summary() const {
   return out;
 }
 
-void Model::compile(Optimizer optimizer, Loss loss, std::vector<Metric> metrics, Device device) {
+void Model::compile(Optimizer optimizer, Loss loss, std::vector<Metric> metrics, Device device,
+                    CompileOptions options) {
   ModelState& s = detail::state_of(*this, "compile");
   if (s.compiled) fail(ErrorCode::invalid_argument, "compile", "model '{}' is already compiled", s.name);
   if (static_cast<int>(loss) < 0 || static_cast<int>(loss) > 3) {
@@ -324,6 +325,7 @@ void Model::compile(Optimizer optimizer, Loss loss, std::vector<Metric> metrics,
   s.loss = loss;
   s.metrics = std::move(metrics);
   s.device = device;
+  s.compile_options = options;
   s.compiled = true;
   if (s.ctx) {
     try {

@@ -91,6 +91,7 @@ struct ModelState {
   Loss loss = Loss::sparse_categorical_crossentropy;
   std::vector<Metric> metrics;
   Device device = Device::cpu();
+  CompileOptions compile_options;
   Tensor labels, learning_rate, loss_value, num_correct;
   std::vector<Operation> train_ops;
   std::string step_variable;  ///< the optimizer's step counter name

@@ -124,6 +124,7 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     plan->schedule.push_back(n.id);
   }
   plan->feed_nodes = feeds;
+  plan->precision = options.precision;
   plan->targets = roots;
   plan->release_after = passes::plan_buffers(*g, plan->schedule, roots);
   plan->graph = g;

@@ -47,9 +47,9 @@ TEST(Device, ToStringAndEquality) {
   EXPECT_EQ(Device{}, Device::cpu());
 }
 
-TEST(Device, DefaultDeviceWithoutOverrideIsCpuInThisBuild) {
+TEST(Device, DefaultDeviceWithoutOverrideIsCudaWhenAGpuIsThere) {
   ScopedDeviceEnv env(std::nullopt);
-  EXPECT_EQ(Device::default_device(), Device::cpu());
+  EXPECT_EQ(Device::default_device(), Device::cuda_device_count() > 0 ? Device::cuda(0) : Device::cpu());
 }
 
 TEST(Device, DefaultDeviceHonorsTgDevice) {
@@ -69,9 +69,13 @@ TEST(Device, InvalidTgDeviceRaises) {
   EXPECT_TG_ERROR(Device::default_device(), ErrorCode::invalid_argument, "'tpu'");
 }
 
-TEST(Device, CudaRequestedWithoutCudaBackendRaisesUnsupported) {
+TEST(Device, TgDeviceCudaGivesTheGpuOrRaisesWithoutOne) {
   ScopedDeviceEnv env(std::string("cuda"));
-  EXPECT_TG_ERROR(Device::default_device(), ErrorCode::unsupported, "[device]");
+  if (Device::cuda_device_count() > 0) {
+    EXPECT_EQ(Device::default_device(), Device::cuda(0));
+  } else {
+    EXPECT_TG_ERROR(Device::default_device(), ErrorCode::unsupported, "[device]");
+  }
 }
 
 TEST(HostAllocator, FreedBlocksAreReusedFromTheCache) {

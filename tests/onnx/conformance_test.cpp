@@ -69,7 +69,7 @@ std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
 }
 
 // Runs one case; "" when it passes, else the reason.
-std::string run_case(const fs::path& dir) {
+std::string run_case(const fs::path& dir, Device device) {
   std::vector<fs::path> sets;
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) {
@@ -113,7 +113,7 @@ std::string run_case(const fs::path& dir) {
         if (it == inputs.end()) return "no data for input '" + in.name + "'";
         feeds.emplace_back(in.tensor, it->second);
       }
-      std::vector<TensorData> outs = model.graph.run(feeds, model.targets(), {}, Device::cpu());
+      std::vector<TensorData> outs = model.graph.run(feeds, model.targets(), {}, device);
       std::vector<fs::path> expected = numbered(set, "output_");
       if (expected.size() != outs.size()) {
         return "produced " + std::to_string(outs.size()) + " outputs, expected " +
@@ -169,9 +169,8 @@ struct Expectations {
   std::map<std::string, std::string> reason_of;  // case -> reason group
 };
 
-Expectations load_expectations() {
-  Expectations ex;
-  std::ifstream in(expectations_file());
+void load_expectations_file(const fs::path& path, Expectations& ex) {
+  std::ifstream in(path);
   std::string line, group = "(no group)";
   while (std::getline(in, line)) {
     if (line.empty()) continue;
@@ -183,10 +182,17 @@ Expectations load_expectations() {
     std::string name = line.substr(0, line.find_first_of(" \t"));
     ex.reason_of[name] = group;
   }
+}
+
+// expectations.txt, plus expectations_cuda.txt (what the CUDA backend adds) for a GPU run.
+Expectations load_expectations(Device device) {
+  Expectations ex;
+  load_expectations_file(expectations_file(), ex);
+  if (device.is_cuda()) load_expectations_file(expectations_file().parent_path() / "expectations_cuda.txt", ex);
   return ex;
 }
 
-TEST(OnnxConformance, NodeTests) {
+void run_node_tests(Device device) {
   fs::path root = node_tests_dir();
   if (!fs::is_directory(root)) {
     GTEST_SKIP() << "ONNX node tests not found at " << root.string()
@@ -202,7 +208,7 @@ TEST(OnnxConformance, NodeTests) {
     }
   }
   std::sort(cases.begin(), cases.end());
-  Expectations ex = load_expectations();
+  Expectations ex = load_expectations(device);
   auto start = std::chrono::steady_clock::now();
   int passed = 0;
   std::vector<std::string> problems;
@@ -210,7 +216,7 @@ TEST(OnnxConformance, NodeTests) {
   std::map<std::string, int> group_counts;
   for (const fs::path& dir : cases) {
     std::string name = dir.filename().string();
-    std::string why = run_case(dir);
+    std::string why = run_case(dir, device);
     bool listed = ex.reason_of.count(name) > 0;
     if (why.empty()) {
       ++passed;
@@ -223,7 +229,7 @@ TEST(OnnxConformance, NodeTests) {
     if (!listed) problems.push_back(name + ": fails and is not listed: " + why);
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << "[onnx] " << passed << " of " << cases.size() << " node tests pass ("
+  std::cout << "[onnx] " << device.to_string() << ": " << passed << " of " << cases.size() << " node tests pass ("
             << cases.size() - passed << " expected failures) in " << secs << " s\n";
   std::vector<std::pair<int, std::string>> top;
   for (const auto& [g, n] : group_counts) top.emplace_back(n, g);
@@ -231,7 +237,7 @@ TEST(OnnxConformance, NodeTests) {
   for (size_t i = 0; i < top.size() && i < 12; ++i) {
     std::cout << "[onnx]   " << top[i].first << "  " << top[i].second << "\n";
   }
-  RecordProperty("onnx_node_tests_passed", passed);
+  ::testing::Test::RecordProperty(device.is_cpu() ? "onnx_node_tests_passed" : "onnx_node_tests_passed_cuda", passed);
   if (const char* out = std::getenv("TG_ONNX_WRITE_EXPECTATIONS")) {
     std::ofstream f(out);
     f << "# ONNX node tests (../shared/onnx/node-tests) that do not pass yet, grouped by reason.\n"
@@ -242,7 +248,16 @@ TEST(OnnxConformance, NodeTests) {
       for (const std::string& n : names) f << n << "\n";
     }
   }
-  for (const std::string& p : problems) ADD_FAILURE() << p;
+  for (const std::string& p : problems) ADD_FAILURE() << device.to_string() << ": " << p;
+}
+
+TEST(OnnxConformance, NodeTests) { run_node_tests(Device::cpu()); }
+
+// The same cases on the GPU, against the same expected outputs; expectations_cuda.txt lists what
+// the CUDA backend does not run yet (on top of expectations.txt).
+TEST(OnnxConformance, NodeTestsOnCuda) {
+  if (Device::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU usable here";
+  run_node_tests(Device::cuda(0));
 }
 
 }  // namespace

@@ -59,13 +59,12 @@ Device parse_device(const std::string& name, std::string_view command) {
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("[{}] --device {}: expected cpu, cuda or cuda:N", command, name));
   }
-  try {
-    TensorData probe({1}, DType::f32, Device::cuda(index));  // raises when there is no backend
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::unsupported) throw;
+  const int count = Device::cuda_device_count();
+  if (index < 0 || index >= count) {
     throw Error(ErrorCode::unsupported,
-                fmt::format("[{}] --device {}: this build of TensorGraph has no CUDA backend yet; "
-                            "use --device cpu", command, name));
+                fmt::format("[{}] --device {}: no such CUDA GPU here ({} usable: no CUDA backend in "
+                            "this build, no driver, or no GPU); use --device cpu",
+                            command, name, count));
   }
   return Device::cuda(index);
 }

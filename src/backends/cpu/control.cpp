@@ -9,7 +9,9 @@ namespace tg::cpu {
 namespace {
 
 // A scalar predicate: bool, or a number where non-zero (and NaN) means true.
-bool truthy(const TensorData& t, const char* op) {
+// Device-agnostic: the CUDA backend registers these kernels too (a GPU scalar is read back).
+bool truthy(const TensorData& t_any, const char* op) {
+  TensorData t = t_any.to(Device::cpu());
   bool value = false;
   dispatch<DTypeGroup::all>(t.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
@@ -19,7 +21,8 @@ bool truthy(const TensorData& t, const char* op) {
   return value;
 }
 
-int64_t trip_count(const TensorData& t, const char* op) {
+int64_t trip_count(const TensorData& t_any, const char* op) {
+  TensorData t = t_any.to(Device::cpu());
   int64_t n = 0;
   dispatch<DTypeGroup::integer>(t.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
@@ -62,7 +65,7 @@ void for_loop_kernel(KernelContext& ctx) {
   const ir::Region& body = ctx.node.regions[0];
   std::vector<TensorData> args = with_captures(std::vector<TensorData>(1 + k), ctx, 1 + k);
   for (int64_t i = 0; i < n; ++i) {
-    args[0] = TensorData::scalar<int32_t>(static_cast<int32_t>(i));
+    args[0] = TensorData::scalar<int32_t>(static_cast<int32_t>(i)).to(ctx.device);
     for (size_t j = 0; j < k; ++j) args[1 + j] = std::move(values[j]);
     values = runner(ctx).run_region(body, args, ctx.variables);
   }

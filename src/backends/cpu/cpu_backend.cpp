@@ -1,14 +1,9 @@
 #include "backends/cpu/cpu_backend.h"
 
-#include <unordered_map>
-
 #include "core/error_util.h"
-#include "ops/registry.h"
-#include "passes/passes.h"
+#include "backends/interpreter.h"
 
 namespace tg::cpu {
-
-const char* KernelContext::op_name() const { return ir::op_name(node.kind).data(); }
 
 const KernelTable& kernel_table() {
   static const KernelTable table = [] {
@@ -23,157 +18,6 @@ const KernelTable& kernel_table() {
 
 namespace {
 
-// How to run one graph: the program's top level or a region body.
-struct GraphPlan {
-  const ir::Graph* graph = nullptr;
-  std::vector<int> schedule;    ///< node ids in execution order
-  std::vector<Kernel> kernels;  ///< per step
-  std::vector<char> dynamic;    ///< per step: output shapes known only at run time
-  std::vector<std::vector<ir::ValueRef>> release_after;  ///< per step
-  std::vector<int> feed_index;  ///< per node: which feed (or argument) it is, or -1
-  std::vector<ir::ValueRef> results;
-};
-
-GraphPlan make_plan(const ir::Graph& g, std::vector<int> schedule,
-                    std::vector<std::vector<ir::ValueRef>> release, const std::vector<int>& feeds,
-                    std::vector<ir::ValueRef> results) {
-  GraphPlan p;
-  p.graph = &g;
-  p.schedule = std::move(schedule);
-  p.release_after = std::move(release);
-  p.results = std::move(results);
-  for (int id : p.schedule) {
-    const ir::Node& n = g.node(id);
-    p.kernels.push_back(kernel_table().get(n.kind));
-    bool dynamic = false;
-    for (const TensorType& t : n.outputs) dynamic = dynamic || !is_static(t.shape);
-    p.dynamic.push_back(dynamic);
-  }
-  p.feed_index.assign(static_cast<size_t>(g.size()), -1);
-  for (size_t i = 0; i < feeds.size(); ++i) p.feed_index[feeds[i]] = static_cast<int>(i);
-  return p;
-}
-
-GraphPlan make_region_plan(const ir::Region& r) {
-  const ir::Graph& g = *r.body;
-  std::vector<int> schedule;
-  for (const ir::Node& n : g.nodes()) schedule.push_back(n.id);
-  auto release = passes::plan_buffers(g, schedule, r.results);
-  return make_plan(g, std::move(schedule), std::move(release), r.params, r.results);
-}
-
-class CpuProgram final : public backends::Program, public RegionRunner {
- public:
-  explicit CpuProgram(std::shared_ptr<const backends::PlannedGraph> plan) : plan_(std::move(plan)) {
-    const ir::Graph& g = *plan_->graph;
-    top_ = make_plan(g, plan_->schedule, plan_->release_after, plan_->feed_nodes, plan_->targets);
-    add_region_plans(g);
-  }
-
-  std::vector<TensorData> run(std::span<const TensorData> feeds) const override {
-    ir::VariableTransaction variables(plan_->graph->variables());
-    std::vector<TensorData> result = execute(top_, feeds, variables);
-    variables.commit();  // only a run that got this far publishes its assignments
-    return result;
-  }
-
-  std::vector<TensorData> run_region(const ir::Region& region, std::span<const TensorData> args,
-                                     ir::VariableTransaction& variables) const override {
-    auto it = regions_.find(region.body.get());
-    if (it == regions_.end() || args.size() != region.params.size()) {
-      fail(ErrorCode::internal, "cpu", "region not planned or {} arguments for {} parameters",
-           args.size(), region.params.size());
-    }
-    return execute(it->second, args, variables);
-  }
-
- private:
-  void add_region_plans(const ir::Graph& g) {
-    for (const ir::Node& n : g.nodes()) {
-      for (const ir::Region& r : n.regions) {
-        if (regions_.count(r.body.get())) continue;
-        regions_.emplace(r.body.get(), make_region_plan(r));
-        add_region_plans(*r.body);
-      }
-    }
-  }
-
-  std::vector<TensorData> execute(const GraphPlan& p, std::span<const TensorData> feeds,
-                                  ir::VariableTransaction& variables) const {
-    const ir::Graph& g = *p.graph;
-    std::vector<std::vector<TensorData>> values(static_cast<size_t>(g.size()));
-    std::vector<TensorData> inputs;
-    for (size_t step = 0; step < p.schedule.size(); ++step) {
-      const ir::Node& node = g.node(p.schedule[step]);
-      std::vector<TensorData>& outs = values[node.id];
-      if (node.kind == ir::OpKind::placeholder) {
-        int f = p.feed_index[node.id];
-        if (f < 0 || f >= static_cast<int>(feeds.size()))
-          fail(ErrorCode::internal, "cpu", "placeholder %{} not fed", node.id);
-        outs = {feeds[f]};
-      } else {
-        inputs.clear();
-        for (const auto& v : node.inputs) inputs.push_back(values[v.node][v.index]);
-        run_node(node, p.kernels[step], p.dynamic[step] != 0, inputs, outs, variables);
-      }
-      for (const auto& v : p.release_after[step]) values[v.node][v.index] = TensorData();
-    }
-    std::vector<TensorData> result;
-    for (const auto& t : p.results) result.push_back(values[t.node][t.index]);
-    return result;
-  }
-
-  void run_node(const ir::Node& node, Kernel kernel, bool dynamic,
-                std::span<const TensorData> inputs, std::vector<TensorData>& outs,
-                ir::VariableTransaction& variables) const {
-    if (!node.regions.empty()) {  // control flow: the kernel returns the region's results
-      outs.assign(node.outputs.size(), TensorData());
-      KernelContext ctx{node, inputs, outs, variables, this};
-      kernel(ctx);
-      check_control_outputs(node, outs);
-      return;
-    }
-    if (!dynamic) {
-      outs.clear();
-      for (const TensorType& t : node.outputs) outs.emplace_back(t.shape, t.dtype);
-      KernelContext ctx{node, inputs, outs, variables, this};
-      kernel(ctx);
-      return;
-    }
-    // Shapes known only now: infer them for the actual inputs; the kernel sees a node with them.
-    std::vector<TensorType> types;
-    for (const TensorData& t : inputs) types.push_back(t.type());
-    ir::Node concrete = node;
-    concrete.outputs = ops::infer_types(node, types);
-    outs.clear();
-    for (const TensorType& t : concrete.outputs) outs.emplace_back(t.shape, t.dtype);
-    KernelContext ctx{concrete, inputs, outs, variables, this};
-    kernel(ctx);
-  }
-
-  static void check_control_outputs(const ir::Node& node, const std::vector<TensorData>& outs) {
-    bool ok = outs.size() == node.outputs.size();
-    for (size_t i = 0; ok && i < outs.size(); ++i) {
-      const TensorType& want = node.outputs[i];
-      ok = !outs[i].empty() && outs[i].dtype() == want.dtype &&
-           outs[i].shape().size() == want.shape.size();
-      for (size_t d = 0; ok && d < want.shape.size(); ++d)
-        ok = want.shape[d] == -1 || want.shape[d] == outs[i].shape()[d];
-      if (!ok) {
-        fail(ErrorCode::internal, ir::op_name(node.kind), "output {} is {}, expected {}", i,
-             outs[i].empty() ? "missing" : outs[i].type().to_string(), want.to_string());
-      }
-    }
-    if (!ok)
-      fail(ErrorCode::internal, ir::op_name(node.kind), "{} outputs, expected {}", outs.size(),
-           node.outputs.size());
-  }
-
-  std::shared_ptr<const backends::PlannedGraph> plan_;
-  GraphPlan top_;
-  std::unordered_map<const ir::Graph*, GraphPlan> regions_;
-};
-
 class CpuBackend final : public backends::Backend {
  public:
   Device device() const override { return Device::cpu(); }
@@ -182,7 +26,7 @@ class CpuBackend final : public backends::Backend {
   }
   std::unique_ptr<backends::Program> lower(
       std::shared_ptr<const backends::PlannedGraph> plan) const override {
-    return std::make_unique<CpuProgram>(std::move(plan));
+    return backends::make_interpreter(std::move(plan), Device::cpu(), kernel_table());
   }
 };
 

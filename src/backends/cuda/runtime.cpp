@@ -1,0 +1,249 @@
+// Device discovery, per-device contexts, error checks and copies (runtime.h, context.h).
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+
+#include "backends/cuda/context.h"
+#include "core/error_util.h"
+
+namespace tg::cuda {
+
+void check(cudaError_t e, std::string_view op, std::string_view what) {
+  if (e == cudaSuccess) return;
+  cudaGetLastError();  // clear a sticky-free error so the process can go on
+  ErrorCode code = e == cudaErrorMemoryAllocation ? ErrorCode::out_of_memory : ErrorCode::internal;
+  fail(code, op, "{}: {}: {}", what, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+void check(cublasStatus_t s, std::string_view op, std::string_view what) {
+  if (s == CUBLAS_STATUS_SUCCESS) return;
+  ErrorCode code = s == CUBLAS_STATUS_ALLOC_FAILED ? ErrorCode::out_of_memory : ErrorCode::internal;
+  fail(code, op, "{}: cuBLAS status {}", what, static_cast<int>(s));
+}
+
+void check(cudnnStatus_t s, std::string_view op, std::string_view what) {
+  if (s == CUDNN_STATUS_SUCCESS) return;
+  ErrorCode code = s == CUDNN_STATUS_ALLOC_FAILED ? ErrorCode::out_of_memory : ErrorCode::internal;
+  fail(code, op, "{}: cuDNN {}", what, cudnnGetErrorString(s));
+}
+
+void check_launch(std::string_view op, std::string_view kernel) {
+  check(cudaGetLastError(), op, fmt::format("launch of {}", kernel));
+}
+
+int device_count() {
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
+void check_device(int device) {
+  int n = device_count();
+  if (device < 0 || device >= n) {
+    fail(ErrorCode::unsupported, "cuda", "cuda:{} is not available ({} CUDA device{} usable here)", device,
+         n, n == 1 ? "" : "s");
+  }
+}
+
+namespace {
+
+struct Contexts {
+  std::mutex mu;
+  std::deque<DeviceContext> items;  // stable addresses
+  std::vector<DeviceContext*> by_device;
+};
+Contexts& contexts() {
+  static auto* c = new Contexts;  // never destroyed: deleters may run at exit
+  return *c;
+}
+
+}  // namespace
+
+DeviceContext& activate(int device) {
+  check_device(device);
+  thread_local int current = -1;
+  Contexts& cs = contexts();
+  DeviceContext* ctx = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(cs.mu);
+    if (cs.by_device.empty()) cs.by_device.assign(static_cast<size_t>(device_count()), nullptr);
+    ctx = cs.by_device[static_cast<size_t>(device)];
+    if (ctx == nullptr) {
+      check(cudaSetDevice(device), "cuda", "cudaSetDevice");
+      current = device;
+      DeviceContext& c = cs.items.emplace_back();
+      c.device = device;
+      check(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking), "cuda", "cudaStreamCreate");
+      cudaDeviceProp p{};
+      check(cudaGetDeviceProperties(&p, device), "cuda", "cudaGetDeviceProperties");
+      c.sm_count = p.multiProcessorCount;
+      c.cc_major = p.major;
+      c.cc_minor = p.minor;
+      c.max_shared_per_block = p.sharedMemPerBlock;
+      cs.by_device[static_cast<size_t>(device)] = ctx = &c;
+    }
+  }
+  if (current != device) {
+    check(cudaSetDevice(device), "cuda", "cudaSetDevice");
+    current = device;
+  }
+  return *ctx;
+}
+
+cublasLtHandle_t DeviceContext::cublaslt() {
+  std::lock_guard<std::mutex> lock(mu);
+  if (!cublaslt_) check(cublasLtCreate(&cublaslt_), "cuda", "cublasLtCreate");
+  return cublaslt_;
+}
+
+cudnnHandle_t DeviceContext::cudnn() {
+  std::lock_guard<std::mutex> lock(mu);
+  if (!cudnn_) {
+    check(cudnnCreate(&cudnn_), "cuda", "cudnnCreate");
+    check(cudnnSetStream(cudnn_, stream), "cuda", "cudnnSetStream");
+  }
+  return cudnn_;
+}
+
+void* DeviceContext::workspace(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (bytes > workspace_bytes_ || !workspace_) {
+    workspace_.reset();
+    workspace_ = device_allocate(device, bytes);
+    workspace_bytes_ = bytes;
+  }
+  return workspace_.get();
+}
+
+void synchronize(int device) {
+  DeviceContext& c = activate(device);
+  check(cudaStreamSynchronize(c.stream), "cuda", "a kernel on the stream failed");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Copies
+
+namespace {
+
+constexpr size_t kStagingBytes = 8u << 20;  // per buffer; two buffers per device
+constexpr size_t kDirectBytes = 64u << 10;  // smaller copies go straight through cudaMemcpyAsync
+
+struct Staging {
+  std::mutex mu;
+  void* buf[2] = {nullptr, nullptr};
+  cudaEvent_t done[2] = {nullptr, nullptr};
+};
+Staging& staging(DeviceContext& c) {
+  static auto* all = new std::deque<Staging>;
+  static std::mutex mu;
+  static auto* index = new std::vector<Staging*>;
+  std::lock_guard<std::mutex> lock(mu);
+  if (index->size() <= static_cast<size_t>(c.device)) index->resize(static_cast<size_t>(c.device) + 1, nullptr);
+  Staging*& s = (*index)[static_cast<size_t>(c.device)];
+  if (!s) {
+    s = &all->emplace_back();
+    for (int i = 0; i < 2; ++i) {
+      check(cudaHostAlloc(&s->buf[i], kStagingBytes, cudaHostAllocDefault), "cuda", "cudaHostAlloc (staging)");
+      check(cudaEventCreateWithFlags(&s->done[i], cudaEventDisableTiming), "cuda", "cudaEventCreate");
+    }
+  }
+  return *s;
+}
+
+void host_to_device(DeviceContext& c, void* dst, const void* src, size_t bytes) {
+  // Neither path waits for the device: a small copy from pageable memory is staged by the driver
+  // before cudaMemcpyAsync returns; a large one is copied into our pinned buffers, each reused only
+  // after its previous copy finished (its event). Kernels queued later on the stream see the data.
+  if (bytes <= kDirectBytes) {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c.stream), "cuda", "host-to-device copy");
+    return;
+  }
+  Staging& s = staging(c);
+  std::lock_guard<std::mutex> lock(s.mu);
+  size_t done = 0;
+  for (int i = 0; done < bytes; i ^= 1) {
+    size_t n = std::min(kStagingBytes, bytes - done);
+    check(cudaEventSynchronize(s.done[i]), "cuda", "staging buffer");  // its previous copy finished
+    std::memcpy(s.buf[i], static_cast<const char*>(src) + done, n);
+    check(cudaMemcpyAsync(static_cast<char*>(dst) + done, s.buf[i], n, cudaMemcpyHostToDevice, c.stream), "cuda",
+          "host-to-device copy");
+    check(cudaEventRecord(s.done[i], c.stream), "cuda", "cudaEventRecord");
+    done += n;
+  }
+}
+
+void device_to_host(DeviceContext& c, void* dst, const void* src, size_t bytes) {
+  if (bytes <= kDirectBytes) {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c.stream), "cuda", "device-to-host copy");
+    check(cudaStreamSynchronize(c.stream), "cuda", "device-to-host copy");
+    return;
+  }
+  Staging& s = staging(c);
+  std::lock_guard<std::mutex> lock(s.mu);
+  size_t done = 0;
+  while (done < bytes) {
+    size_t n = std::min(kStagingBytes, bytes - done);
+    check(cudaMemcpyAsync(s.buf[0], static_cast<const char*>(src) + done, n, cudaMemcpyDeviceToHost, c.stream),
+          "cuda", "device-to-host copy");
+    check(cudaStreamSynchronize(c.stream), "cuda", "device-to-host copy");
+    std::memcpy(static_cast<char*>(dst) + done, s.buf[0], n);
+    done += n;
+  }
+}
+
+}  // namespace
+
+void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
+  if (bytes == 0) return;
+  if (dst_device.is_cpu() && src_device.is_cpu()) {
+    std::memcpy(dst, src, bytes);
+  } else if (src_device.is_cpu()) {
+    host_to_device(activate(dst_device.index), dst, src, bytes);
+  } else if (dst_device.is_cpu()) {
+    device_to_host(activate(src_device.index), dst, src, bytes);
+  } else if (src_device.index == dst_device.index) {
+    DeviceContext& c = activate(src_device.index);
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c.stream), "cuda", "device-to-device copy");
+  } else {
+    DeviceContext& s = activate(src_device.index);
+    check(cudaStreamSynchronize(s.stream), "cuda", "peer copy");
+    DeviceContext& d = activate(dst_device.index);
+    check(cudaMemcpyPeerAsync(dst, d.device, src, s.device, bytes, d.stream), "cuda", "peer copy");
+    check(cudaStreamSynchronize(d.stream), "cuda", "peer copy");
+  }
+}
+
+}  // namespace tg::cuda
+
+namespace tg::cuda {
+
+TensorData upload_cached(const TensorData& host, int device) {
+  if (!host.device().is_cpu() || host.empty()) return host.to(Device::cuda(device));
+  struct Entry {
+    std::weak_ptr<void> host;
+    TensorData copy;
+  };
+  static std::mutex mu;
+  static auto* entries = new std::map<std::pair<const void*, int>, Entry>;
+  std::lock_guard<std::mutex> lock(mu);
+  auto key = std::make_pair(host.storage_ptr(), device);
+  auto it = entries->find(key);
+  if (it != entries->end() && it->second.host.lock() == host.storage() &&
+      it->second.copy.nbytes() >= host.nbytes()) {
+    TensorData c = it->second.copy;
+    if (c.dtype() == host.dtype() && c.num_elements() == host.num_elements()) return c.reshaped(host.shape());
+  }
+  if (entries->size() > 256) std::erase_if(*entries, [](const auto& kv) { return kv.second.host.expired(); });
+  TensorData copy = host.to(Device::cuda(device));
+  (*entries)[key] = Entry{host.storage(), copy};
+  return copy;
+}
+
+}  // namespace tg::cuda

@@ -1,0 +1,110 @@
+// The CUDA runtime layer: tensors on the device, copies, the caching allocator, out-of-memory
+// errors, variables kept on the device across runs. Skipped (with a message) without a GPU.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "test_util.h"
+#include "tg/tg.h"
+#ifdef TG_HAVE_CUDA
+#include "backends/cuda/runtime.h"
+#endif
+
+namespace tg {
+namespace {
+
+#define REQUIRE_GPU()                                                                      \
+  if (Device::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU usable here (or a build without CUDA)"
+
+TEST(CudaRuntime, CopiesRoundTripSmallAndLarge) {
+  REQUIRE_GPU();
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{1000}, int64_t{5} << 20}) {  // 5 Mi floats: > staging
+    std::vector<float> v(static_cast<size_t>(n));
+    std::iota(v.begin(), v.end(), 0.5f);
+    TensorData h = TensorData::from_vector<float>(v, {n});
+    TensorData d = h.to(Device::cuda(0));
+    EXPECT_EQ(d.device(), Device::cuda(0));
+    EXPECT_EQ(d.type(), h.type());
+    TensorData d2 = d.clone();  // device-to-device
+    EXPECT_EQ(d2.to_vector<float>(), v) << n;
+    EXPECT_EQ(d.to_vector<float>(), v) << n;
+  }
+  TensorData d = TensorData::from_vector<int32_t>({1, 2, 3, 4, 5, 6}, {2, 3}).to(Device::cuda(0));
+  EXPECT_EQ(d.element_as_double(4), 5.0);
+  EXPECT_EQ(d.to_string(), "i32[2,3] {1, 2, 3, 4, 5, 6}");
+  EXPECT_TG_ERROR(d.data<int32_t>(), ErrorCode::unsupported, "not host-accessible");
+}
+
+#ifdef TG_HAVE_CUDA
+TEST(CudaAllocator, ReleasedBlocksAreReused) {
+  REQUIRE_GPU();
+  const size_t bytes = (size_t{3} << 20) + 5;  // class: 4 MiB
+  void* first = nullptr;
+  {
+    auto b = cuda::device_allocate(0, bytes);
+    first = b.get();
+  }
+  auto before = cuda::device_allocator_stats(0);
+  auto b = cuda::device_allocate(0, bytes);
+  auto after = cuda::device_allocator_stats(0);
+  EXPECT_EQ(b.get(), first);
+  EXPECT_EQ(after.cache_hits, before.cache_hits + 1);
+  EXPECT_EQ(after.cuda_mallocs, before.cuda_mallocs);
+  EXPECT_EQ(after.bytes_in_use, before.bytes_in_use + (size_t{4} << 20));
+  EXPECT_GE(after.peak_bytes_in_use, after.bytes_in_use);
+}
+
+TEST(CudaAllocator, OutOfMemoryRaisesAndTheProcessGoesOn) {
+  REQUIRE_GPU();
+  const int64_t huge = int64_t{1} << 38;  // 1 TiB of f32
+  try {
+    TensorData t({huge}, DType::f32, Device::cuda(0));
+    FAIL() << "allocated 1 TiB";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::out_of_memory);
+    EXPECT_NE(std::string(e.what()).find("asked for 1099511627776 bytes on cuda:0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(" free of "), std::string::npos) << e.what();
+  }
+  TensorData ok = TensorData::from_vector<float>({1, 2}, {2}).to(Device::cuda(0));
+  EXPECT_EQ(ok.to_vector<float>(), (std::vector<float>{1, 2}));
+}
+
+TEST(CudaRuntime, ConstantsAreUploadedOnce) {
+  REQUIRE_GPU();
+  TensorData h = TensorData::from_vector<float>({1, 2, 3}, {3});
+  TensorData a = cuda::upload_cached(h, 0), b = cuda::upload_cached(h, 0);
+  EXPECT_EQ(a.storage_ptr(), b.storage_ptr());
+  EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{1, 2, 3}));
+}
+#endif
+
+TEST(CudaRuntime, VariablesStayOnTheDeviceAcrossRuns) {
+  REQUIRE_GPU();
+  Graph g;
+  Tensor v = g.variable(TensorData::from_vector<float>({1, 2}, {2}), "v");
+  Tensor one = g.constant(TensorData::from_vector<float>({1, 1}, {2}));
+  Operation step = assign_variable(v, add(v, one));
+  Executable exe = g.compile(Device::cuda(0), {}, {}, {step});
+  exe.run({});
+  exe.run({});
+  TensorData now = g.variable_value(v);
+  EXPECT_EQ(now.device(), Device::cuda(0));
+  EXPECT_EQ(now.to_vector<float>(), (std::vector<float>{3, 4}));
+  // A CPU executable of the same graph reads the same state.
+  Executable cpu = g.compile(Device::cpu(), {}, {v});
+  EXPECT_EQ(cpu.run({})[0].to_vector<float>(), (std::vector<float>{3, 4}));
+}
+
+TEST(CudaRuntime, ExecutableOutputsLiveOnTheDevice) {
+  REQUIRE_GPU();
+  Graph g;
+  Tensor x = g.placeholder({2, 2}, DType::f32, "x");
+  Tensor y = reshape(x, {4});
+  Executable exe = g.compile(Device::cuda(0), {{x, {{2, 2}, DType::f32}}}, {y});
+  auto out = exe.run({TensorData::from_vector<float>({1, 2, 3, 4}, {2, 2})});
+  EXPECT_EQ(out[0].device(), Device::cuda(0));
+  EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{1, 2, 3, 4}));
+}
+
+}  // namespace
+}  // namespace tg
