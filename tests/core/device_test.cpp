@@ -59,7 +59,7 @@ TEST(Device, DefaultDeviceHonorsTgDevice) {
   }
   {
     ScopedDeviceEnv env(std::string(""));  // empty counts as unset
-    EXPECT_EQ(Device::default_device(), Device::cpu());
+    EXPECT_EQ(Device::default_device(), Device::cuda_device_count() > 0 ? Device::cuda(0) : Device::cpu());
   }
 }
 
