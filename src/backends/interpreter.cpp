@@ -1,6 +1,13 @@
 #include "backends/interpreter.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <mutex>
 #include <unordered_map>
+
+#include "core/env.h"
 
 #include "core/error_util.h"
 #include "ops/registry.h"
@@ -11,6 +18,47 @@ namespace tg::backends {
 const char* KernelContext::op_name() const { return ir::op_name(node.kind).data(); }
 
 namespace {
+
+// TG_PROFILE=1: time per op kind and device, printed at exit (core/env.h).
+class Profiler {
+ public:
+  struct Row {
+    int64_t calls = 0;
+    double seconds = 0;
+    double bytes = 0;  ///< input + output bytes
+  };
+  static Profiler& get() {
+    static Profiler p;
+    return p;
+  }
+  void add(const std::string& device, ir::OpKind kind, double seconds, double bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Row& r = rows_[{device, std::string(ir::op_name(kind))}];
+    r.calls++;
+    r.seconds += seconds;
+    r.bytes += bytes;
+  }
+  ~Profiler() {
+    if (rows_.empty()) return;
+    std::map<std::string, double> total;
+    for (const auto& [k, r] : rows_) total[k.first] += r.seconds;
+    std::vector<std::pair<double, std::pair<std::string, std::string>>> order;
+    for (const auto& [k, r] : rows_) order.push_back({r.seconds, k});
+    std::sort(order.rbegin(), order.rend());
+    std::fprintf(stderr, "[tg profile] %-8s %-26s %9s %12s %7s %10s\n", "device", "op", "calls", "total ms",
+                 "share", "GB/s");
+    for (const auto& [secs, k] : order) {
+      const Row& r = rows_[k];
+      std::fprintf(stderr, "[tg profile] %-8s %-26s %9lld %12.3f %6.1f%% %10.1f\n", k.first.c_str(),
+                   k.second.c_str(), static_cast<long long>(r.calls), 1e3 * r.seconds,
+                   100.0 * r.seconds / std::max(total[k.first], 1e-12), r.bytes / std::max(r.seconds, 1e-12) / 1e9);
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::pair<std::string, std::string>, Row> rows_;
+};
 
 // How to run one graph: the program's top level or a region body.
 struct GraphPlan {
@@ -104,7 +152,19 @@ class Interpreter final : public Program, public RegionRunner {
       } else {
         inputs.clear();
         for (const auto& v : node.inputs) inputs.push_back(values[v.node][v.index]);
-        run_node(node, p.kernels[step], p.dynamic[step] != 0, inputs, outs, variables);
+        if (env::profile() && node.regions.empty()) {
+          if (table_.synchronize) table_.synchronize(device_);
+          auto t0 = std::chrono::steady_clock::now();
+          run_node(node, p.kernels[step], p.dynamic[step] != 0, inputs, outs, variables);
+          if (table_.synchronize) table_.synchronize(device_);
+          double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          double bytes = 0;
+          for (const TensorData& t : inputs) bytes += static_cast<double>(t.nbytes());
+          for (const TensorData& t : outs) bytes += static_cast<double>(t.nbytes());
+          Profiler::get().add(device_.to_string(), node.kind, secs, bytes);
+        } else {
+          run_node(node, p.kernels[step], p.dynamic[step] != 0, inputs, outs, variables);
+        }
       }
       for (const auto& v : p.release_after[step]) values[v.node][v.index] = TensorData();
     }

@@ -45,6 +45,8 @@ using Kernel = void (*)(KernelContext& ctx);
 
 struct KernelTable {
   std::array<Kernel, ir::kNumOpKinds> kernels{};
+  /// Waits for the device's queued work (asynchronous backends; used by TG_PROFILE timing).
+  void (*synchronize)(Device device) = nullptr;
   void set(ir::OpKind kind, Kernel k) { kernels[static_cast<size_t>(kind)] = k; }
   Kernel get(ir::OpKind kind) const { return kernels[static_cast<size_t>(kind)]; }
 };

@@ -10,4 +10,12 @@ std::optional<std::string> device_override() {
   return std::string(v);
 }
 
+bool profile() {
+  static const bool on = [] {
+    const char* v = std::getenv("TG_PROFILE");
+    return v != nullptr && *v != '\0' && std::string(v) != "0";
+  }();
+  return on;
+}
+
 }  // namespace tg::env

@@ -15,6 +15,7 @@ const KernelTable& kernel_table() {
 #define TG_CALL_CUDA_REGISTER_KERNELS(family) register_##family##_kernels(t);
     TG_OP_FAMILIES(TG_CALL_CUDA_REGISTER_KERNELS)
 #undef TG_CALL_CUDA_REGISTER_KERNELS
+    t.synchronize = [](Device d) { cuda::synchronize(d.index); };
     return t;
   }();
   return table;
