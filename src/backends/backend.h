@@ -25,7 +25,8 @@ struct PlannedGraph {
 class Program {
  public:
   virtual ~Program() = default;
-  /// Runs with one value per feed (already validated) and returns the targets.
+  /// Runs with one value per feed (already validated; on any device: the program moves them to
+  /// its own) and returns the targets.
   virtual std::vector<TensorData> run(std::span<const TensorData> feeds) const = 0;
 };
 
@@ -36,6 +37,9 @@ class Backend {
   /// True when this backend can run `node` with its current types.
   virtual bool supports(const ir::Node& node) const = 0;
   virtual std::unique_ptr<Program> lower(std::shared_ptr<const PlannedGraph> plan) const = 0;
+  /// True when compile should run the elementwise fusion pass for this backend (TG_FUSION=0/1
+  /// overrides).
+  virtual bool fuses_elementwise() const { return false; }
 };
 
 /// The backend for `device`; raises tg::Error(unsupported) when the build has none.

@@ -110,7 +110,14 @@ class Interpreter final : public Program, public RegionRunner {
 
   std::vector<TensorData> run(std::span<const TensorData> feeds) const override {
     ir::VariableTransaction variables(plan_->graph->variables(), device_);
-    std::vector<TensorData> result = execute(top_, feeds, variables);
+    std::vector<TensorData> on_device, on_host;
+    for (const TensorData& f : feeds) {
+      on_device.push_back(f.to(device_));
+      // Small host feeds keep a host copy for kernels that branch on them (KernelContext::host_inputs).
+      bool shadow = !device_.is_cpu() && f.device().is_cpu() && f.num_elements() <= 64;
+      on_host.push_back(shadow ? f : TensorData());
+    }
+    std::vector<TensorData> result = execute(top_, on_device, variables, on_host);
     variables.commit();  // only a run that got this far publishes its assignments
     return result;
   }
@@ -137,10 +144,13 @@ class Interpreter final : public Program, public RegionRunner {
   }
 
   std::vector<TensorData> execute(const GraphPlan& p, std::span<const TensorData> feeds,
-                                  ir::VariableTransaction& variables) const {
+                                  ir::VariableTransaction& variables,
+                                  std::span<const TensorData> host_feeds = {}) const {
     const ir::Graph& g = *p.graph;
     std::vector<std::vector<TensorData>> values(static_cast<size_t>(g.size()));
-    std::vector<TensorData> inputs;
+    std::vector<TensorData> inputs, host_inputs;
+    std::vector<TensorData> host_of;  // per node: host copy of output 0 of a fed placeholder
+    if (!host_feeds.empty()) host_of.resize(static_cast<size_t>(g.size()));
     for (size_t step = 0; step < p.schedule.size(); ++step) {
       const ir::Node& node = g.node(p.schedule[step]);
       std::vector<TensorData>& outs = values[node.id];
@@ -149,13 +159,24 @@ class Interpreter final : public Program, public RegionRunner {
         if (f < 0 || f >= static_cast<int>(feeds.size()))
           fail(ErrorCode::internal, device_.to_string(), "placeholder %{} not fed", node.id);
         outs = {feeds[f]};
+        if (!host_of.empty() && f < static_cast<int>(host_feeds.size())) host_of[node.id] = host_feeds[f];
       } else {
         inputs.clear();
         for (const auto& v : node.inputs) inputs.push_back(values[v.node][v.index]);
+        host_inputs.clear();
+        bool any_host = false;
+        if (!host_of.empty()) {
+          for (const auto& v : node.inputs) {
+            host_inputs.push_back(v.index == 0 ? host_of[v.node] : TensorData());
+            any_host = any_host || !host_inputs.back().empty();
+          }
+        }
+        const std::span<const TensorData> host_view =
+            any_host ? std::span<const TensorData>(host_inputs) : std::span<const TensorData>();
         if (env::profile() && node.regions.empty()) {
           if (table_.synchronize) table_.synchronize(device_);
           auto t0 = std::chrono::steady_clock::now();
-          run_node(node, p.kernels[step], p.dynamic[step] != 0, inputs, outs, variables);
+          run_node(node, p.kernels[step], p.dynamic[step] != 0, inputs, outs, variables, host_view);
           if (table_.synchronize) table_.synchronize(device_);
           double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           double bytes = 0;
@@ -163,7 +184,7 @@ class Interpreter final : public Program, public RegionRunner {
           for (const TensorData& t : outs) bytes += static_cast<double>(t.nbytes());
           Profiler::get().add(device_.to_string(), node.kind, secs, bytes);
         } else {
-          run_node(node, p.kernels[step], p.dynamic[step] != 0, inputs, outs, variables);
+          run_node(node, p.kernels[step], p.dynamic[step] != 0, inputs, outs, variables, host_view);
         }
       }
       for (const auto& v : p.release_after[step]) values[v.node][v.index] = TensorData();
@@ -175,10 +196,10 @@ class Interpreter final : public Program, public RegionRunner {
 
   void run_node(const ir::Node& node, Kernel kernel, bool dynamic,
                 std::span<const TensorData> inputs, std::vector<TensorData>& outs,
-                ir::VariableTransaction& variables) const {
+                ir::VariableTransaction& variables, std::span<const TensorData> host_inputs) const {
     if (!node.regions.empty()) {  // control flow: the kernel returns the region's results
       outs.assign(node.outputs.size(), TensorData());
-      KernelContext ctx{node, inputs, outs, variables, this, device_, plan_->precision};
+      KernelContext ctx{node, inputs, outs, variables, this, device_, plan_->precision, host_inputs};
       kernel(ctx);
       check_control_outputs(node, outs);
       return;
@@ -186,7 +207,7 @@ class Interpreter final : public Program, public RegionRunner {
     if (!dynamic) {
       outs.clear();
       for (const TensorType& t : node.outputs) outs.emplace_back(t.shape, t.dtype, device_);
-      KernelContext ctx{node, inputs, outs, variables, this, device_, plan_->precision};
+      KernelContext ctx{node, inputs, outs, variables, this, device_, plan_->precision, host_inputs};
       kernel(ctx);
       return;
     }
@@ -197,7 +218,7 @@ class Interpreter final : public Program, public RegionRunner {
     concrete.outputs = ops::infer_types(node, types);
     outs.clear();
     for (const TensorType& t : concrete.outputs) outs.emplace_back(t.shape, t.dtype, device_);
-    KernelContext ctx{concrete, inputs, outs, variables, this, device_, plan_->precision};
+    KernelContext ctx{concrete, inputs, outs, variables, this, device_, plan_->precision, host_inputs};
     kernel(ctx);
   }
 

@@ -38,6 +38,10 @@ struct KernelContext {
   Device device = Device::cpu();
   /// CompileOptions::precision of the executable (conv/matmul on f32 tensors).
   ComputePrecision precision = ComputePrecision::f32;
+  /// Host copies of inputs known to the interpreter without a device read (small host feeds such
+  /// as a batch norm's is_training flag): empty span or empty entries where unknown. Lets
+  /// control-flow kernels branch without waiting for the GPU.
+  std::span<const TensorData> host_inputs = {};
   const char* op_name() const;
 };
 

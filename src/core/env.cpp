@@ -10,6 +10,12 @@ std::optional<std::string> device_override() {
   return std::string(v);
 }
 
+std::optional<bool> fusion_override() {
+  const char* s = std::getenv("TG_FUSION");  // read at every compile (tests switch it)
+  if (s == nullptr || *s == '\0') return std::nullopt;
+  return std::string(s) != "0";
+}
+
 bool profile() {
   static const bool on = [] {
     const char* v = std::getenv("TG_PROFILE");

@@ -8,6 +8,10 @@ namespace tg::env {
 /// TG_DEVICE: "cpu" or "cuda" overrides Device::default_device(); unset: nullopt.
 std::optional<std::string> device_override();
 
+/// TG_FUSION: "0" turns the elementwise fusion pass off, "1" on, for every backend; unset or
+/// empty: the backend decides (on for CUDA). Read at every compile.
+std::optional<bool> fusion_override();
+
 /// TG_PROFILE=1: the interpreter times every kernel (waiting for the GPU after each one) and
 /// prints a table per op kind to stderr at exit. Off when unset, empty or "0". Read once.
 bool profile();

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 namespace tg::ir {
 namespace {
 
@@ -169,6 +171,17 @@ struct Printer {
   std::string operator()(const LoopAttrs& a) const {
     if (a.max_iterations < 0) return fmt::format("carried={}", a.num_carried);
     return fmt::format("carried={}, max_iterations={}", a.num_carried, a.max_iterations);
+  }
+  // "shape=[2,3], steps={add(0,1):f32; exp(2):f32}, outputs=[3]" (values: inputs, then steps)
+  std::string operator()(const FusedAttrs& a) const {
+    std::string steps;
+    for (size_t k = 0; k < a.steps.size(); ++k) {
+      const FusedStep& s = a.steps[k];
+      steps += fmt::format("{}{}({}):{}", k ? "; " : "", op_name(s.kind), fmt::join(s.args, ","),
+                           dtype_name(s.dtype));
+    }
+    return fmt::format("shape=[{}], steps={{{}}}, outputs=[{}]", fmt::join(a.shape, ","), steps,
+                       fmt::join(a.outputs, ","));
   }
 };
 

@@ -3,6 +3,7 @@
 #include <string>
 #include <variant>
 
+#include "ir/op_info.h"
 #include "tg/ops.h"
 #include "tg/tensor_data.h"
 
@@ -67,6 +68,22 @@ struct LoopAttrs {
   int64_t max_iterations = -1;
 };
 
+/// One step of a fused elementwise program: the elementwise op `kind` (unary, binary, ternary,
+/// cast, stop_gradient) applied to program values `args` and giving a value of `dtype` (for cast
+/// the target dtype). Values are numbered: the node's inputs first, then each step's result.
+struct FusedStep {
+  OpKind kind = OpKind::add;
+  std::vector<int> args;
+  DType dtype = DType::f32;
+};
+/// Attributes of fused_elementwise: every step's result has `shape` (inputs broadcast to it);
+/// node output k is program value outputs[k].
+struct FusedAttrs {
+  Shape shape;
+  std::vector<FusedStep> steps;
+  std::vector<int> outputs;
+};
+
 /// Every attribute type a node can carry. Reduce/Gather/... reuse the public descriptor structs
 /// with axes normalized to non-negative values by the builder.
 using Attrs = std::variant<NoAttrs, ConstantAttrs, FillAttrs, IotaAttrs, RandomAttrs, VariableAttrs, CastAttrs,
@@ -74,7 +91,7 @@ using Attrs = std::variant<NoAttrs, ConstantAttrs, FillAttrs, IotaAttrs, RandomA
                            ConcatAttrs, ReverseAttrs, TileAttrs, ReduceDesc, ArgReduceDesc,
                            MatmulDesc, GatherDesc, GatherNdDesc, GatherElementsDesc, ScatterNdDesc,
                            ScatterElementsDesc, StencilDesc, Conv2dDesc, ConvBackwardAttrs,
-                           Pool2dDesc, RandomLikeAttrs, LoopAttrs>;
+                           Pool2dDesc, RandomLikeAttrs, LoopAttrs, FusedAttrs>;
 
 /// "axes=[0,1], keep_dims=true" (empty for NoAttrs). Used by the printer and DOT export.
 std::string attrs_to_string(const Attrs& attrs);

@@ -18,6 +18,12 @@ bool eliminate_dead_code(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::ve
 /// changed.
 bool infer_types(ir::Graph& g);
 
+/// Elementwise fusion (passes/fuse_elementwise.cpp): replaces chains of elementwise nodes of one
+/// static output shape by fused_elementwise nodes and remaps `roots`, `root_ops` and `keep`.
+/// Run after infer_types. Returns true when it fused anything.
+bool fuse_elementwise(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                      std::vector<int>& keep);
+
 /// Buffer planning: for each step of `schedule`, the values whose last reader it is (values
 /// in `keep` are never released).
 std::vector<std::vector<ir::ValueRef>> plan_buffers(const ir::Graph& g, const std::vector<int>& schedule,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/env.h"
 #include "core/error_util.h"
 #include "passes/passes.h"
 
@@ -116,6 +117,9 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     }
   }
   passes::infer_types(*g);
+  if (env::fusion_override().value_or(backend.fuses_elementwise())) {
+    passes::fuse_elementwise(*g, roots, root_ops, feeds);
+  }
 
   auto plan = std::make_shared<backends::PlannedGraph>();
   for (const ir::Node& n : g->nodes()) {

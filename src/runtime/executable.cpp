@@ -28,9 +28,7 @@ std::vector<TensorData> Executable::run(const std::vector<TensorData>& inputs) c
            p.feed_types[i].to_string(), inputs[i].type().to_string());
     }
   }
-  std::vector<TensorData> on_device;
-  for (const TensorData& t : inputs) on_device.push_back(t.to(p.device));
-  return p.program->run(on_device);
+  return p.program->run(inputs);
 }
 
 std::vector<TensorType> Executable::input_types() const { return checked(program_).feed_types; }

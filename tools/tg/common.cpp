@@ -29,6 +29,10 @@ void add_common_options(CLI::App& cmd, CommonArgs& args) {
       ->capture_default_str()
       ->check(CLI::IsMember({"nhwc", "nchw"}));
   cmd.add_option("--device", args.device, "cpu or cuda")->capture_default_str();
+  cmd.add_option("--precision", args.precision,
+                 "conv/matmul arithmetic on CUDA (CompileOptions::precision): f32, tf32, bf16 or f16")
+      ->check(CLI::IsMember({"f32", "tf32", "bf16", "f16"}))
+      ->capture_default_str();
   cmd.add_option("--limit", args.limit, "Use at most this many examples of each split (-1: all)")
       ->capture_default_str()
       ->check(CLI::Validator(
@@ -50,6 +54,13 @@ void add_common_options(CLI::App& cmd, CommonArgs& args) {
 }
 
 Layout parse_layout(const std::string& name) { return name == "nchw" ? Layout::nchw : Layout::nhwc; }
+
+ComputePrecision parse_precision(const std::string& name) {
+  if (name == "tf32") return ComputePrecision::tf32;
+  if (name == "bf16") return ComputePrecision::bf16;
+  if (name == "f16") return ComputePrecision::f16;
+  return ComputePrecision::f32;
+}
 
 Device parse_device(const std::string& name, std::string_view command) {
   if (name == "cpu") return Device::cpu();

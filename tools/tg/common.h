@@ -21,6 +21,7 @@ struct CommonArgs {
   std::string data_dir;           ///< empty: the shipped data/mnist (mnist only)
   std::string layout = "nhwc";
   std::string device = "cpu";
+  std::string precision = "f32";  ///< conv/matmul arithmetic on CUDA: f32, tf32, bf16, f16
   int64_t limit = -1;             ///< at most this many examples of each split
   int64_t synthetic_examples = 2048;  ///< training examples of --dataset synthetic
   int64_t batch_size = 64;
@@ -35,6 +36,8 @@ Layout parse_layout(const std::string& name);
 /// Device::cpu() for "cpu"; for "cuda" / "cuda:N" the CUDA device when this build has a CUDA
 /// backend, else tg::Error(unsupported) "[command] ..." saying so.
 Device parse_device(const std::string& name, std::string_view command);
+/// "f32", "tf32", "bf16", "f16" (checked by CLI11) as a ComputePrecision.
+ComputePrecision parse_precision(const std::string& name);
 
 /// The directory holding the MNIST IDX files: --data-dir when given, else the first of
 /// <source tree>/data/mnist, <exe>/../data/mnist, <exe>/../share/tensorgraph/data/mnist,

@@ -23,7 +23,7 @@ void run_eval(const EvalArgs& a) {
   // evaluate needs the loss and metric of compile (the optimizer is unused); loading after
   // compile restores the optimizer state too.
   model.compile(nn::Optimizer::adam(), nn::Loss::sparse_categorical_crossentropy,
-                {nn::Metric::accuracy}, device);
+                {nn::Metric::accuracy}, device, {.precision = parse_precision(a.common.precision)});
   model.load(a.load);
   fmt::print("tg eval: {} from {} on {} test: {}\n", a.common.model, a.load, a.common.dataset,
              describe(test));

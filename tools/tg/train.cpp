@@ -74,7 +74,7 @@ void run_train(const TrainArgs& a) {
              shift, a.common.seed, device.to_string());
   std::fflush(stdout);
   model.compile(optimizer, nn::Loss::sparse_categorical_crossentropy, {nn::Metric::accuracy},
-                device);
+                device, {.precision = parse_precision(a.common.precision)});
   const double seconds = train_epochs(model, train, a, shift);
   if (!a.save.empty()) {
     model.save(a.save);

@@ -44,8 +44,13 @@ size_t num_carried(const KernelContext& ctx) {
   return static_cast<size_t>(std::get<ir::LoopAttrs>(ctx.node.attrs).num_carried);
 }
 
+// The predicate's host copy when the interpreter has one (no wait for the device), else its value.
+const TensorData& predicate(const KernelContext& ctx) {
+  return !ctx.host_inputs.empty() && !ctx.host_inputs[0].empty() ? ctx.host_inputs[0] : ctx.inputs[0];
+}
+
 void if_else_kernel(KernelContext& ctx) {
-  bool taken = truthy(ctx.inputs[0], ctx.op_name());
+  bool taken = truthy(predicate(ctx), ctx.op_name());
   ctx.outputs =
       runner(ctx).run_region(ctx.node.regions[taken ? 0 : 1], ctx.inputs.subspan(1), ctx.variables);
 }
@@ -59,7 +64,7 @@ std::vector<TensorData> with_captures(std::vector<TensorData> own, const KernelC
 
 void for_loop_kernel(KernelContext& ctx) {
   size_t k = num_carried(ctx);
-  int64_t n = trip_count(ctx.inputs[0], ctx.op_name());
+  int64_t n = trip_count(predicate(ctx), ctx.op_name());
   std::vector<TensorData> values(ctx.inputs.begin() + 1,
                                  ctx.inputs.begin() + 1 + static_cast<ptrdiff_t>(k));
   const ir::Region& body = ctx.node.regions[0];

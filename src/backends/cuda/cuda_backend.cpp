@@ -30,6 +30,7 @@ class CudaBackend final : public backends::Backend {
   bool supports(const ir::Node& node) const override {
     return node.kind == ir::OpKind::placeholder || kernel_table().get(node.kind) != nullptr;
   }
+  bool fuses_elementwise() const override { return true; }
   std::unique_ptr<backends::Program> lower(std::shared_ptr<const backends::PlannedGraph> plan) const override {
     activate(device_);
     return backends::make_interpreter(std::move(plan), Device::cuda(device_), kernel_table());

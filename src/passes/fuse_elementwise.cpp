@@ -1,0 +1,183 @@
+// Elementwise fusion: chains of elementwise nodes (unary, binary, ternary, cast families) whose
+// outputs all have one shape become one fused_elementwise node, evaluated element by element in
+// one kernel (inputs read once, intermediates kept in registers, only values used outside the
+// chain written). DESIGN.md §2 "fusion".
+//
+// Grouping, in schedule (id) order: a fusible node joins the group of its latest-produced fusible
+// input of the same shape when every consumer outside that group (data or control edges) of the
+// group's members comes after the node; otherwise it starts a group. The fused node takes the
+// place of the group's last member, so every value it reads is produced earlier and every reader
+// of its outputs comes later. Groups of one node stay as they are. Nodes with control inputs or
+// dynamic shapes are not fused; region bodies are left alone.
+#include <algorithm>
+#include <map>
+
+#include "passes/passes.h"
+
+namespace tg::passes {
+namespace {
+
+constexpr size_t kMaxSteps = 96;
+constexpr size_t kMaxInputs = 12;
+
+bool fusible(const ir::Node& n) {
+  const ir::OpFamily f = ir::op_info(n.kind).family;
+  if (f != ir::OpFamily::unary && f != ir::OpFamily::binary && f != ir::OpFamily::ternary &&
+      f != ir::OpFamily::cast) {
+    return false;
+  }
+  if (!ir::has_trait(n.kind, ir::kElementwise) || !n.control_inputs.empty() || !n.regions.empty()) return false;
+  return n.outputs.size() == 1 && is_static(n.outputs[0].shape);
+}
+
+struct Group {
+  std::vector<int> members;  // ids, increasing
+  Shape shape;
+};
+
+}  // namespace
+
+bool fuse_elementwise(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                      std::vector<int>& keep) {
+  const int n = g.size();
+  // Readers of each node (data and control edges), and whether a root reads it.
+  std::vector<std::vector<int>> readers(static_cast<size_t>(n));
+  for (const ir::Node& node : g.nodes()) {
+    for (const ir::ValueRef& in : node.inputs) readers[in.node].push_back(node.id);
+    for (int c : node.control_inputs) readers[c].push_back(node.id);
+  }
+  std::vector<char> is_root(static_cast<size_t>(n), 0);
+  for (const ir::ValueRef& r : roots) is_root[r.node] = 1;
+  for (int o : root_ops) is_root[o] = 1;
+
+  std::vector<int> group_of(static_cast<size_t>(n), -1);
+  std::vector<Group> groups;
+  auto can_join = [&](const Group& gr, int id) {
+    if (gr.members.size() >= kMaxSteps) return false;
+    for (int m : gr.members) {
+      for (int r : readers[m]) {
+        if (group_of[r] != group_of[gr.members[0]] && r != id && r < id) return false;
+      }
+    }
+    return true;
+  };
+  for (const ir::Node& node : g.nodes()) {
+    if (!fusible(node)) continue;
+    int best = -1, best_producer = -1;
+    for (const ir::ValueRef& in : node.inputs) {
+      int gi = group_of[in.node];
+      if (gi >= 0 && groups[gi].shape == node.outputs[0].shape && in.node > best_producer) {
+        best = gi;
+        best_producer = in.node;
+      }
+    }
+    if (best >= 0 && can_join(groups[best], node.id)) {
+      groups[best].members.push_back(node.id);
+      group_of[node.id] = best;
+    } else {
+      group_of[node.id] = static_cast<int>(groups.size());
+      groups.push_back({{node.id}, node.outputs[0].shape});
+    }
+  }
+
+  // Build each fused node (inputs, program, outputs); drop groups that cannot be fused.
+  struct Fused {
+    std::vector<ir::ValueRef> inputs;
+    ir::FusedAttrs attrs;
+    std::vector<TensorType> outputs;
+    std::vector<int> output_member;  // member node per output
+  };
+  std::map<int, Fused> fused_at;  // last member id -> fused node
+  bool changed = false;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    Group& gr = groups[gi];
+    if (gr.members.size() < 2) {
+      group_of[gr.members[0]] = -1;
+      continue;
+    }
+    Fused f;
+    f.attrs.shape = gr.shape;
+    std::map<std::pair<int, int>, int> value_of;  // (node, index) -> program value
+    std::vector<std::pair<int, int>> outside;
+    for (int m : gr.members) {
+      for (const ir::ValueRef& in : g.node(m).inputs) {
+        if (group_of[in.node] == static_cast<int>(gi)) continue;
+        auto key = std::make_pair(in.node, in.index);
+        if (!value_of.count(key)) {
+          value_of[key] = static_cast<int>(f.inputs.size());
+          f.inputs.push_back(in);
+        }
+      }
+    }
+    if (f.inputs.size() > kMaxInputs) {
+      for (int m : gr.members) group_of[m] = -1;
+      continue;
+    }
+    const int num_inputs = static_cast<int>(f.inputs.size());
+    for (size_t k = 0; k < gr.members.size(); ++k) {
+      const ir::Node& m = g.node(gr.members[k]);
+      ir::FusedStep step;
+      step.kind = m.kind;
+      step.dtype = m.outputs[0].dtype;
+      for (const ir::ValueRef& in : m.inputs) step.args.push_back(value_of.at({in.node, in.index}));
+      value_of[{m.id, 0}] = num_inputs + static_cast<int>(k);
+      f.attrs.steps.push_back(std::move(step));
+      bool used_outside = is_root[m.id] != 0;
+      for (int r : readers[m.id]) used_outside = used_outside || group_of[r] != static_cast<int>(gi);
+      if (used_outside) {
+        f.attrs.outputs.push_back(num_inputs + static_cast<int>(k));
+        f.outputs.push_back(m.outputs[0]);
+        f.output_member.push_back(m.id);
+      }
+    }
+    fused_at[gr.members.back()] = std::move(f);
+    changed = true;
+  }
+  if (!changed) return false;
+
+  // Rebuild the node list with each fused node at its group's last member.
+  std::vector<int> remap(static_cast<size_t>(n), -1);
+  std::map<int, std::pair<int, int>> member_value;  // member id -> (new node, output index)
+  std::deque<ir::Node> out;
+  auto map_value = [&](ir::ValueRef v) {
+    if (group_of[v.node] >= 0) {
+      auto [node, index] = member_value.at(v.node);
+      return ir::ValueRef{node, index};
+    }
+    return ir::ValueRef{remap[v.node], v.index};
+  };
+  for (int id = 0; id < n; ++id) {
+    if (group_of[id] >= 0) {
+      auto it = fused_at.find(id);
+      if (it == fused_at.end()) continue;  // an earlier member: emitted with the last one
+      Fused& f = it->second;
+      ir::Node node;
+      node.id = static_cast<int>(out.size());
+      node.kind = ir::OpKind::fused_elementwise;
+      for (const ir::ValueRef& in : f.inputs) node.inputs.push_back(map_value(in));
+      node.outputs = f.outputs;
+      node.attrs = std::move(f.attrs);
+      node.name = g.node(id).name;
+      for (size_t k = 0; k < f.output_member.size(); ++k) {
+        member_value[f.output_member[k]] = {node.id, static_cast<int>(k)};
+      }
+      const int new_id = node.id;
+      for (int m : groups[group_of[id]].members) remap[m] = new_id;
+      out.push_back(std::move(node));
+      continue;
+    }
+    ir::Node node = std::move(g.node(id));
+    node.id = static_cast<int>(out.size());
+    remap[id] = node.id;
+    for (ir::ValueRef& in : node.inputs) in = map_value(in);
+    for (int& c : node.control_inputs) c = remap[c];
+    out.push_back(std::move(node));
+  }
+  g.nodes() = std::move(out);
+  for (ir::ValueRef& r : roots) r = map_value(r);
+  for (int& o : root_ops) o = remap[o];
+  for (int& k : keep) k = remap[k];
+  return true;
+}
+
+}  // namespace tg::passes
