@@ -11,8 +11,11 @@ build:
 	TG_BUILD_DIR=$(BUILD_DIR) ./scripts/bootstrap.sh
 # OpenMP threads sleep instead of spinning while they wait (OMP_WAIT_POLICY=passive): much
 # faster when other processes share the cores, about the same on an idle machine.
+# Without a GPU the demo trains on the CPU, so a fresh build skips the CUDA backend (the test
+# build compiles it whenever the toolkit is there).
 demo:
 	@start=$$(date +%s); \
+	if ! nvidia-smi -L >/dev/null 2>&1; then export TG_CMAKE_ARGS="$${TG_CMAKE_ARGS:-} -DTG_BUILD_CUDA=OFF"; fi; \
 	TG_BUILD_DIR=$(BUILD_DIR) TG_BUILD_TARGET=tg_cli ./scripts/bootstrap.sh && \
 	built=$$(date +%s) && \
 	OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} ./$(BUILD_DIR)/bin/tg train $(DEMO_ARGS) && \
