@@ -1,9 +1,303 @@
-// CUDA kernels of the gather family (to be filled in: a family without kernels makes compile()
-// raise tg::Error(unsupported) for its ops on CUDA).
+// CUDA kernels of the gather family: gather (axis, batch_dims), gather_nd (batch_dims),
+// gather_elements, scatter_nd and scatter_elements (reductions none/add/mul/min/max), with the
+// semantics and error messages of backends/cpu/gather.cpp. Gathers move elements by size (any
+// dtype); scatters with a reduction take every dtype (bool add/max = or, mul/min = and).
+// Indices (i32 or i64) are first validated and normalized on the device into an int64 buffer;
+// an out-of-range index raises tg::Error(out_of_range) naming the first bad position in
+// row-major order, like the CPU. That check needs one host sync per call (see check_indices).
+// Algorithms: kernels/gather.cu.
+#include "backends/cuda/kernels/gather.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/dispatch.h"
+#include "backends/cuda/context.h"
 #include "backends/cuda/cuda_backend.h"
+#include "core/error_util.h"
 
 namespace tg::cuda {
+namespace {
 
-void register_gather_kernels(KernelTable& t) {}
+using kernels::ScalarType;
+
+ScalarType scalar_type(DType d) {
+  switch (d) {
+    case DType::bool_:
+      return ScalarType::bool_;
+    case DType::i8:
+      return ScalarType::i8;
+    case DType::u8:
+      return ScalarType::u8;
+    case DType::i32:
+      return ScalarType::i32;
+    case DType::i64:
+      return ScalarType::i64;
+    case DType::f16:
+      return ScalarType::f16;
+    case DType::bf16:
+      return ScalarType::bf16;
+    case DType::f32:
+      return ScalarType::f32;
+    case DType::f64:
+      return ScalarType::f64;
+  }
+  return ScalarType::f32;
+}
+
+int64_t product(const Shape& s, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t d = begin; d < end; ++d) p *= s[d];
+  return p;
+}
+
+std::string position(const Shape& shape, int64_t i) {
+  std::vector<int64_t> c(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    c[d] = shape[d] == 0 ? 0 : i % shape[d];
+    i = shape[d] == 0 ? 0 : i / shape[d];
+  }
+  return fmt::format("[{}]", fmt::join(c, ","));
+}
+
+/// Device buffers of one kernel call, alive until it returns (its work is queued by then; stream
+/// order makes the release safe).
+struct Scratch {
+  int device;
+  std::vector<std::shared_ptr<void>> blocks;
+  void* get(size_t bytes) {
+    blocks.push_back(device_allocate(device, std::max<size_t>(bytes, 1)));
+    return blocks.back().get();
+  }
+  kernels::ScratchFn fn() {
+    return [this](size_t bytes) { return get(bytes); };
+  }
+};
+
+/// The indices of `idx` normalized to int64 on the device (see the CPU's load_indices): element i
+/// addresses dim first_dim + i % sizes.size() of `operand`.
+const int64_t* check_indices(KernelContext& ctx, Scratch& scratch, const TensorData& idx,
+                             const char* operand, const std::vector<int64_t>& sizes,
+                             int64_t first_dim) {
+  const char* op = ctx.op_name();
+  if (idx.dtype() != DType::i32 && idx.dtype() != DType::i64) {
+    fail(ErrorCode::dtype_mismatch, op, "indices must be i32 or i64, got {}",
+         idx.type().to_string());
+  }
+  const int64_t n = idx.num_elements();
+  if (n == 0) return nullptr;
+  TG_CHECK_INTERNAL(!sizes.empty() &&
+                        sizes.size() <= static_cast<size_t>(kernels::kMaxGatherDims) &&
+                        n % static_cast<int64_t>(sizes.size()) == 0,
+                    "index period does not divide the indices");
+  kernels::IndexSizes is;
+  is.period = static_cast<int>(sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) is.sizes[i] = sizes[i];
+  auto* out = static_cast<int64_t*>(scratch.get(static_cast<size_t>(n) * sizeof(int64_t)));
+  auto* flag = static_cast<unsigned long long*>(scratch.get(sizeof(unsigned long long)));
+  kernels::normalize_indices(ptr(idx), idx.dtype() == DType::i64, n, is, out, flag, stream_of(ctx));
+  check_launch(op, "normalize_indices");
+  // Host sync: an out-of-range index must raise before the kernel returns (as on the CPU), so
+  // the flag is read back here (copy() waits for the stream). This is the only sync of the family.
+  unsigned long long bad = 0;
+  copy(&bad, Device::cpu(), flag, ctx.device, sizeof bad);
+  if (bad < static_cast<unsigned long long>(n)) {
+    const int64_t b = static_cast<int64_t>(bad), k = b % is.period,
+                  size = sizes[static_cast<size_t>(k)];
+    int64_t value = 0;
+    const size_t esize = dtype_size(idx.dtype());
+    if (idx.dtype() == DType::i32) {
+      int32_t v = 0;
+      copy(&v, Device::cpu(), static_cast<const char*>(ptr(idx)) + b * esize, ctx.device, esize);
+      value = v;
+    } else {
+      copy(&value, Device::cpu(), static_cast<const char*>(ptr(idx)) + b * esize, ctx.device,
+           esize);
+    }
+    fail(ErrorCode::out_of_range, op,
+         "index {} at indices position {} is out of range "
+         "for dim {} of {} (size {}, valid [{}, {}))",
+         value, position(idx.shape(), b), first_dim + k, operand, size, -size, size);
+  }
+  return out;
+}
+
+void check_element_shapes(const Shape& xs, const Shape& is, int64_t axis, const char* op) {
+  bool ok = xs.size() == is.size();
+  for (size_t d = 0; ok && d < xs.size(); ++d)
+    ok = static_cast<int64_t>(d) == axis || is[d] <= xs[d];
+  if (!ok)
+    fail(ErrorCode::shape_mismatch, op, "indices shape {} does not fit {}", str(is), str(xs));
+}
+
+void check_rank(KernelContext& ctx, size_t rank) {
+  if (rank > static_cast<size_t>(kernels::kMaxGatherDims)) {
+    fail(ErrorCode::unsupported, ctx.op_name(), "rank {} is not supported on CUDA (at most {})",
+         rank, kernels::kMaxGatherDims);
+  }
+}
+
+kernels::ElementsParams elements_params(const Shape& xs, const Shape& is, int64_t axis) {
+  kernels::ElementsParams p;
+  p.rank = static_cast<int>(is.size());
+  p.axis = static_cast<int>(axis);
+  const std::vector<int64_t> xstr = row_major_strides(xs);
+  for (size_t d = 0; d < is.size(); ++d) {
+    p.idx_dims[d] = is[d];
+    p.x_strides[d] = xstr[d];
+  }
+  return p;
+}
+
+void gather_kernel(KernelContext& ctx) {
+  const auto& a = std::get<GatherDesc>(ctx.node.attrs);
+  const TensorData &x = ctx.inputs[0], &idx = ctx.inputs[1];
+  TensorData& y = ctx.outputs[0];
+  const Shape& xs = x.shape();
+  auto axis = static_cast<size_t>(a.axis), bd = static_cast<size_t>(a.batch_dims);
+  const int64_t dim = xs[axis];
+  Scratch scratch{ctx.device.index, {}};
+  const int64_t* ind = check_indices(ctx, scratch, idx, "x", {dim}, a.axis);
+  const int64_t batch = product(xs, 0, bd), pre = product(xs, bd, axis),
+                slice = product(xs, axis + 1, xs.size());
+  const int64_t per_batch = product(idx.shape(), bd, idx.shape().size());
+  const int64_t rows = batch * pre * per_batch;
+  TG_CHECK_INTERNAL(rows * slice == y.num_elements(), "gather output size");
+  if (rows * slice == 0) return;
+  kernels::gather(ptr(x), ptr(y), static_cast<int>(dtype_size(x.dtype())), ind, rows, slice,
+                  per_batch, pre, dim, stream_of(ctx));
+  check_launch(ctx.op_name(), "gather");
+}
+
+void gather_nd_kernel(KernelContext& ctx) {
+  const auto& a = std::get<GatherNdDesc>(ctx.node.attrs);
+  const TensorData &x = ctx.inputs[0], &idx = ctx.inputs[1];
+  TensorData& y = ctx.outputs[0];
+  const Shape &xs = x.shape(), &is = idx.shape();
+  auto bd = static_cast<size_t>(a.batch_dims), k = static_cast<size_t>(is.back());
+  check_rank(ctx, k);
+  std::vector<int64_t> sizes(xs.begin() + static_cast<std::ptrdiff_t>(bd),
+                             xs.begin() + static_cast<std::ptrdiff_t>(bd + k));
+  Scratch scratch{ctx.device.index, {}};
+  const int64_t* ind =
+      sizes.empty() ? nullptr : check_indices(ctx, scratch, idx, "x", sizes, a.batch_dims);
+  const int64_t batch = product(xs, 0, bd), tuples = product(is, bd, is.size() - 1);
+  const int64_t slice = product(xs, bd + k, xs.size()), batch_stride = product(xs, bd, xs.size());
+  const std::vector<int64_t> tuple_strides = row_major_strides(sizes);
+  TG_CHECK_INTERNAL(batch * tuples * slice == y.num_elements(), "gather_nd output size");
+  if (y.num_elements() == 0) return;
+  kernels::gather_nd(ptr(x), ptr(y), static_cast<int>(dtype_size(x.dtype())), ind, batch * tuples,
+                     tuples, static_cast<int>(k), tuple_strides.data(), slice, batch_stride,
+                     stream_of(ctx));
+  check_launch(ctx.op_name(), "gather_nd");
+}
+
+void gather_elements_kernel(KernelContext& ctx) {
+  const auto& a = std::get<GatherElementsDesc>(ctx.node.attrs);
+  const TensorData &x = ctx.inputs[0], &idx = ctx.inputs[1];
+  TensorData& y = ctx.outputs[0];
+  const Shape &xs = x.shape(), &is = idx.shape();
+  check_element_shapes(xs, is, a.axis, ctx.op_name());
+  check_rank(ctx, is.size());
+  TG_CHECK_INTERNAL(y.shape() == is, "gather_elements output shape");
+  Scratch scratch{ctx.device.index, {}};
+  const int64_t* ind =
+      check_indices(ctx, scratch, idx, "x", {xs[static_cast<size_t>(a.axis)]}, a.axis);
+  if (y.num_elements() == 0) return;
+  kernels::gather_elements(ptr(x), ptr(y), static_cast<int>(dtype_size(x.dtype())), ind,
+                           y.num_elements(), elements_params(xs, is, a.axis), stream_of(ctx));
+  check_launch(ctx.op_name(), "gather_elements");
+}
+
+int reduction_code(ScatterReduction r, const char* op) {
+  switch (r) {
+    case ScatterReduction::none:
+      return 0;
+    case ScatterReduction::add:
+      return 1;
+    case ScatterReduction::mul:
+      return 2;
+    case ScatterReduction::min:
+      return 3;
+    case ScatterReduction::max:
+      return 4;
+  }
+  fail(ErrorCode::invalid_argument, op, "unknown reduction {}", static_cast<int>(r));
+}
+
+void copy_data(KernelContext& ctx, const TensorData& in, TensorData& out) {
+  TG_CHECK_INTERNAL(in.nbytes() == out.nbytes(), "scatter output size differs from data");
+  if (in.nbytes() == 0) return;
+  check(cudaMemcpyAsync(ptr(out), ptr(in), in.nbytes(), cudaMemcpyDeviceToDevice, stream_of(ctx)),
+        ctx.op_name(), "cudaMemcpyAsync");
+}
+
+void scatter_nd_kernel(KernelContext& ctx) {
+  const auto& a = std::get<ScatterNdDesc>(ctx.node.attrs);
+  const TensorData &data = ctx.inputs[0], &idx = ctx.inputs[1], &upd = ctx.inputs[2];
+  TensorData& y = ctx.outputs[0];
+  const Shape &ds = data.shape(), &is = idx.shape();
+  auto k = static_cast<size_t>(is.back());
+  TG_CHECK_INTERNAL(k <= ds.size(), "scatter_nd index depth");
+  check_rank(ctx, k);
+  std::vector<int64_t> sizes(ds.begin(), ds.begin() + static_cast<std::ptrdiff_t>(k));
+  Scratch scratch{ctx.device.index, {}};
+  const int64_t* ind = sizes.empty() ? nullptr : check_indices(ctx, scratch, idx, "data", sizes, 0);
+  const int64_t tuples = product(is, 0, is.size() - 1), slice = product(ds, k, ds.size());
+  TG_CHECK_INTERNAL(tuples * slice == upd.num_elements(), "scatter_nd updates size");
+  const int red = reduction_code(a.reduction, ctx.op_name());
+  if (red != 0) cpu::dispatch<cpu::DTypeGroup::all>(data.dtype(), ctx.op_name(), [](auto) {});
+  copy_data(ctx, data, y);
+  kernels::ScatterParams p;
+  p.units = tuples;
+  p.slice = slice;
+  p.num_targets = product(ds, 0, k);
+  p.reduction = red;
+  p.elements = false;
+  p.k = static_cast<int>(k);
+  const std::vector<int64_t> ts = row_major_strides(sizes);
+  for (size_t j = 0; j < k; ++j) p.tuple_strides[j] = ts[j];
+  kernels::scatter(kernels::ScalarType(scalar_type(data.dtype())), ptr(upd), ptr(y), ind, p,
+                   scratch.fn(), stream_of(ctx));
+  check_launch(ctx.op_name(), "scatter");
+}
+
+void scatter_elements_kernel(KernelContext& ctx) {
+  const auto& a = std::get<ScatterElementsDesc>(ctx.node.attrs);
+  const TensorData &data = ctx.inputs[0], &idx = ctx.inputs[1], &upd = ctx.inputs[2];
+  TensorData& y = ctx.outputs[0];
+  const Shape &ds = data.shape(), &is = idx.shape();
+  check_element_shapes(ds, is, a.axis, ctx.op_name());
+  check_rank(ctx, is.size());
+  TG_CHECK_INTERNAL(upd.shape() == is, "scatter_elements updates shape");
+  Scratch scratch{ctx.device.index, {}};
+  const int64_t* ind =
+      check_indices(ctx, scratch, idx, "data", {ds[static_cast<size_t>(a.axis)]}, a.axis);
+  const int red = reduction_code(a.reduction, ctx.op_name());
+  if (red != 0) cpu::dispatch<cpu::DTypeGroup::all>(data.dtype(), ctx.op_name(), [](auto) {});
+  copy_data(ctx, data, y);
+  kernels::ScatterParams p;
+  p.units = idx.num_elements();
+  p.slice = 1;
+  p.num_targets = data.num_elements();
+  p.reduction = red;
+  p.elements = true;
+  p.ep = elements_params(ds, is, a.axis);
+  kernels::scatter(scalar_type(data.dtype()), ptr(upd), ptr(y), ind, p, scratch.fn(),
+                   stream_of(ctx));
+  check_launch(ctx.op_name(), "scatter");
+}
+
+}  // namespace
+
+void register_gather_kernels(KernelTable& t) {
+  t.set(ir::OpKind::gather, gather_kernel);
+  t.set(ir::OpKind::gather_nd, gather_nd_kernel);
+  t.set(ir::OpKind::gather_elements, gather_elements_kernel);
+  t.set(ir::OpKind::scatter_nd, scatter_nd_kernel);
+  t.set(ir::OpKind::scatter_elements, scatter_elements_kernel);
+}
 
 }  // namespace tg::cuda

@@ -1,9 +1,407 @@
-// CUDA kernels of the matmul family (to be filled in: a family without kernels makes compile()
-// raise tg::Error(unsupported) for its ops on CUDA).
+// CUDA kernels of the matmul family: numpy.matmul semantics (rank-1 promotion, transpose_a/b on
+// the last two dims, broadcast batch dims), exactly the CPU backend's (backends/cpu/matmul.cpp).
+//
+// Floating dtypes run on cuBLASLt. Row-major C[M,N] = op(A) op(B) is computed as the
+// column-major C^T = op(B)^T op(A)^T, i.e. cuBLASLt's "A" is our B and its "B" our A, with no
+// copies. Batch dims are coalesced (adjacent dims whose strides chain merge; size-1 dims drop);
+// what remains is run as:
+//   - one plain GEMM when B has no batch and A's batches are contiguous and not transposed
+//     (the batch folds into M: [batch*M, K] x [K, N]);
+//   - one strided-batched GEMM over the innermost batch dim (a broadcast operand gets stride 0),
+//     looped on the host over the outer dims when there are several (each call is a launch).
+// dtypes: f32 (CUBLAS_COMPUTE_32F; COMPUTE_32F_FAST_TF32 when the executable's precision is
+// tf32; with precision bf16/f16 both operands are first rounded to bf16/f16 by a cast kernel and
+// multiplied with f32 accumulation into the f32 result), f64 (COMPUTE_64F), f16/bf16 (f32
+// accumulation, one rounding to the output; split-K reductions in the 16-bit output type are
+// excluded so that the result is rounded once, like the CPU). Integers (i8, u8, i32, i64) use an
+// own tiled kernel with two's-complement wrap-around (kernels/matmul.cu). bool is rejected.
+// K = 0 gives zeros; empty outputs launch nothing.
+//
+// cuBLASLt descriptors, layouts and the heuristic's algorithm are created once per (device, mode,
+// dims, strides, pointer alignment) and cached in a mutex-protected map (never freed). The
+// workspace is the device context's (at most 32 MiB asked for). Nothing syncs with the host.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "backends/cuda/context.h"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/kernels/lowp_cast.h"
+#include "backends/cuda/kernels/matmul.h"
+#include "core/error_util.h"
 
 namespace tg::cuda {
+namespace {
 
-void register_matmul_kernels(KernelTable& t) {}
+constexpr size_t kMaxWorkspace = size_t{32} << 20;
+
+// One operand as a stack of row-major [rows, cols] matrices.
+struct Operand {
+  int64_t rows = 0, cols = 0;
+  bool transposed = false;
+};
+
+Operand operand(const Shape& s, bool transpose, bool is_b) {
+  const size_t r = s.size();
+  if (r == 1) return is_b ? Operand{s[0], 1, false} : Operand{1, s[0], false};
+  return {s[r - 2], s[r - 1], transpose};
+}
+
+Shape batch_of(const Shape& s) { return s.size() <= 2 ? Shape{} : Shape(s.begin(), s.end() - 2); }
+
+// One coalesced batch dim: its size and the element strides of A and B along it (C is contiguous).
+struct BatchDim {
+  int64_t size = 1, sa = 0, sb = 0;
+};
+
+struct Problem {
+  int64_t m = 0, n = 0, k = 0;
+  Operand a, b;
+  std::vector<BatchDim> batch;  // coalesced, outermost first; empty = one matrix
+  int64_t batches() const {
+    int64_t t = 1;
+    for (const BatchDim& d : batch) t *= d.size;
+    return t;
+  }
+};
+
+Problem make_problem(const Shape& as, const Shape& bs, const MatmulDesc& desc, const char* op) {
+  Problem p;
+  p.a = operand(as, desc.transpose_a, false);
+  p.b = operand(bs, desc.transpose_b, true);
+  p.m = p.a.transposed ? p.a.cols : p.a.rows;
+  p.k = p.a.transposed ? p.a.rows : p.a.cols;
+  const int64_t kb = p.b.transposed ? p.b.cols : p.b.rows;
+  p.n = p.b.transposed ? p.b.rows : p.b.cols;
+  if (kb != p.k) fail(ErrorCode::shape_mismatch, op, "contraction dims differ: {} and {}", p.k, kb);
+  const Shape ba = batch_of(as), bb = batch_of(bs);
+  const size_t rank = std::max(ba.size(), bb.size());
+  // Per output batch dim (outermost first): size and strides, computed from the innermost out.
+  std::vector<BatchDim> dims(rank);
+  int64_t stride_a = p.a.rows * p.a.cols, stride_b = p.b.rows * p.b.cols;
+  for (size_t j = 0; j < rank; ++j) {  // j counts from the right
+    const int64_t da = j < ba.size() ? ba[ba.size() - 1 - j] : 1;
+    const int64_t db = j < bb.size() ? bb[bb.size() - 1 - j] : 1;
+    if (da != db && da != 1 && db != 1) {
+      fail(ErrorCode::shape_mismatch, op, "batch dims {} and {} do not broadcast", str(ba), str(bb));
+    }
+    BatchDim& d = dims[rank - 1 - j];
+    d.size = da == 1 ? db : da;
+    d.sa = da == 1 ? 0 : stride_a;
+    d.sb = db == 1 ? 0 : stride_b;
+    stride_a *= da;
+    stride_b *= db;
+  }
+  // Coalesce: drop size-1 dims, merge an outer dim into the next inner one when strides chain.
+  for (const BatchDim& d : dims) {
+    if (d.size == 1) continue;
+    if (!p.batch.empty()) {
+      BatchDim& in = p.batch.back();  // the previous (outer) dim; d is inner to it
+      if (in.sa == d.sa * d.size && in.sb == d.sb * d.size) {
+        in = BatchDim{in.size * d.size, d.sa, d.sb};
+        continue;
+      }
+    }
+    p.batch.push_back(d);
+  }
+  return p;
+}
+
+// ---- cuBLASLt -------------------------------------------------------------------------------
+
+// How the operands are stored and computed.
+enum class Mode : int { f32, tf32, f32_via_bf16, f32_via_f16, f16, bf16, f64 };
+
+struct LtTypes {
+  cudaDataType_t in, out, scale;
+  cublasComputeType_t compute;
+};
+
+LtTypes lt_types(Mode m) {
+  switch (m) {
+    case Mode::f32: return {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case Mode::tf32: return {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
+    case Mode::f32_via_bf16: return {CUDA_R_16BF, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case Mode::f32_via_f16: return {CUDA_R_16F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case Mode::f16: return {CUDA_R_16F, CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case Mode::bf16: return {CUDA_R_16BF, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    case Mode::f64: return {CUDA_R_64F, CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F};
+  }
+  return {CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+}
+
+size_t type_size(cudaDataType_t t) {
+  switch (t) {
+    case CUDA_R_16F:
+    case CUDA_R_16BF: return 2;
+    case CUDA_R_64F: return 8;
+    default: return 4;
+  }
+}
+
+// One GEMM (possibly strided-batched) in cuBLASLt's column-major terms, as cached.
+struct LtKey {
+  int device;
+  Mode mode;
+  int64_t m, n, k;  // row-major problem dims
+  int64_t a_rows, a_cols, b_rows, b_cols;
+  bool ta, tb;
+  int64_t count, sa, sb;  // batch count and element strides (0 = broadcast)
+  uint32_t align_a, align_b, align_c;
+  auto tie() const {
+    return std::tie(device, mode, m, n, k, a_rows, a_cols, b_rows, b_cols, ta, tb, count, sa, sb,
+                    align_a, align_b, align_c);
+  }
+  bool operator<(const LtKey& o) const { return tie() < o.tie(); }
+};
+
+struct LtPlan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;  // cuBLASLt's A (our B), B, C=D
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;
+};
+
+std::mutex g_plans_mu;
+std::map<LtKey, std::unique_ptr<LtPlan>> g_plans;  // never freed (handles live as long)
+
+// Largest power of two <= 256 dividing every value OR-ed into `bits` (0 divides by anything).
+uint32_t alignment_of(uint64_t bits) {
+  if (bits == 0) return 256;
+  const uint64_t low = bits & (~bits + 1);
+  return static_cast<uint32_t>(std::min<uint64_t>(low, 256));
+}
+
+cublasLtMatrixLayout_t make_layout(cudaDataType_t t, uint64_t rows, uint64_t cols, int64_t ld,
+                                   int64_t count, int64_t stride, const char* op) {
+  cublasLtMatrixLayout_t l = nullptr;
+  check(cublasLtMatrixLayoutCreate(&l, t, rows, cols, ld), op, "cublasLtMatrixLayoutCreate");
+  if (count > 1) {
+    const int32_t c32 = static_cast<int32_t>(count);
+    check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &c32, sizeof(c32)),
+          op, "cublasLtMatrixLayoutSetAttribute(batch count)");
+    check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                           sizeof(stride)),
+          op, "cublasLtMatrixLayoutSetAttribute(batch stride)");
+  }
+  return l;
+}
+
+const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op) {
+  std::lock_guard<std::mutex> lock(g_plans_mu);
+  auto it = g_plans.find(key);
+  if (it != g_plans.end()) return *it->second;
+  const LtTypes t = lt_types(key.mode);
+  auto plan = std::make_unique<LtPlan>();
+  check(cublasLtMatmulDescCreate(&plan->desc, t.compute, t.scale), op, "cublasLtMatmulDescCreate");
+  const cublasOperation_t opa = key.tb ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A is our B
+  const cublasOperation_t opb = key.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  check(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa)),
+        op, "cublasLtMatmulDescSetAttribute(transa)");
+  check(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb)),
+        op, "cublasLtMatmulDescSetAttribute(transb)");
+  // Our row-major [r, c] matrix is cuBLASLt's column-major [c, r] with ld = c.
+  plan->la = make_layout(t.in, static_cast<uint64_t>(key.b_cols), static_cast<uint64_t>(key.b_rows),
+                         key.b_cols, key.count, key.sb, op);
+  plan->lb = make_layout(t.in, static_cast<uint64_t>(key.a_cols), static_cast<uint64_t>(key.a_rows),
+                         key.a_cols, key.count, key.sa, op);
+  plan->lc = make_layout(t.out, static_cast<uint64_t>(key.n), static_cast<uint64_t>(key.m), key.n,
+                         key.count, key.m * key.n, op);
+  cublasLtMatmulPreference_t pref = nullptr;
+  check(cublasLtMatmulPreferenceCreate(&pref), op, "cublasLtMatmulPreferenceCreate");
+  const uint64_t ws = kMaxWorkspace;
+  check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                             sizeof(ws)),
+        op, "cublasLtMatmulPreferenceSetAttribute(workspace)");
+  const uint32_t al[3] = {key.align_b, key.align_a, key.align_c};  // cuBLASLt's A, B, C/D
+  check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al[0],
+                                             sizeof(uint32_t)),
+        op, "cublasLtMatmulPreferenceSetAttribute(alignment)");
+  check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al[1],
+                                             sizeof(uint32_t)),
+        op, "cublasLtMatmulPreferenceSetAttribute(alignment)");
+  check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al[2],
+                                             sizeof(uint32_t)),
+        op, "cublasLtMatmulPreferenceSetAttribute(alignment)");
+  check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[2],
+                                             sizeof(uint32_t)),
+        op, "cublasLtMatmulPreferenceSetAttribute(alignment)");
+  if (t.out == CUDA_R_16F || t.out == CUDA_R_16BF) {
+    // Partial sums must stay in f32 (one rounding to the 16-bit output, as on the CPU).
+    const uint32_t mask = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                               &mask, sizeof(mask)),
+          op, "cublasLtMatmulPreferenceSetAttribute(reduction scheme)");
+  }
+  cublasLtMatmulHeuristicResult_t result{};
+  int returned = 0;
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle, plan->desc, plan->la, plan->lb,
+                                                           plan->lc, plan->lc, pref, 1, &result,
+                                                           &returned);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (st != CUBLAS_STATUS_SUCCESS || returned == 0) {
+    fail(ErrorCode::unsupported, op,
+         "cuBLASLt has no algorithm for M={} N={} K={} (batch {}, transpose_a={}, transpose_b={})",
+         key.m, key.n, key.k, key.count, key.ta, key.tb);
+  }
+  plan->algo = result.algo;
+  plan->workspace = result.workspaceSize;
+  return *g_plans.emplace(key, std::move(plan)).first->second;
+}
+
+Mode mode_of(DType dtype, ComputePrecision precision) {
+  switch (dtype) {
+    case DType::f16: return Mode::f16;
+    case DType::bf16: return Mode::bf16;
+    case DType::f64: return Mode::f64;
+    default: break;
+  }
+  switch (precision) {
+    case ComputePrecision::tf32: return Mode::tf32;
+    case ComputePrecision::bf16: return Mode::f32_via_bf16;
+    case ComputePrecision::f16: return Mode::f32_via_f16;
+    default: return Mode::f32;
+  }
+}
+
+void matmul_lt(KernelContext& ctx, const Problem& p, const void* a, const void* b, void* c) {
+  const char* op = ctx.op_name();
+  DeviceContext& dc = context_of(ctx);
+  const cudaStream_t stream = dc.stream;
+  Mode mode = mode_of(ctx.inputs[0].dtype(), ctx.precision);
+  const LtTypes t = lt_types(mode);
+  // Reduced-precision inputs: round both operands (same layout) into scratch buffers.
+  std::shared_ptr<void> a_low, b_low;
+  if (mode == Mode::f32_via_bf16 || mode == Mode::f32_via_f16) {
+    const bool bf16 = mode == Mode::f32_via_bf16;
+    const int64_t na = ctx.inputs[0].num_elements(), nb = ctx.inputs[1].num_elements();
+    a_low = device_allocate(dc.device, static_cast<size_t>(na) * 2);
+    b_low = device_allocate(dc.device, static_cast<size_t>(nb) * 2);
+    kernels::launch_f32_to_lowp(static_cast<const float*>(a), a_low.get(), na, bf16, stream);
+    check_launch(op, "f32_to_lowp");
+    kernels::launch_f32_to_lowp(static_cast<const float*>(b), b_low.get(), nb, bf16, stream);
+    check_launch(op, "f32_to_lowp");
+    a = a_low.get();
+    b = b_low.get();
+  }
+  const size_t in_size = type_size(t.in), out_size = type_size(t.out);
+
+  // Shape of the GEMM calls: the innermost coalesced batch dim is batched in cuBLASLt, the outer
+  // ones are looped over here.
+  int64_t m = p.m, count = 1, sa = 0, sb = 0;
+  std::vector<BatchDim> outer;
+  if (!p.batch.empty()) {
+    const BatchDim& in = p.batch.back();
+    outer.assign(p.batch.begin(), p.batch.end() - 1);
+    if (outer.empty() && in.sb == 0 && !p.a.transposed && in.sa == p.a.rows * p.a.cols) {
+      m = p.m * in.size;  // B shared by every batch, A's batches contiguous: fold into M
+    } else {
+      count = in.size;
+      sa = in.sa;
+      sb = in.sb;
+    }
+  }
+  if (count > INT32_MAX) {
+    fail(ErrorCode::unsupported, op, "a batch of {} matrices exceeds cuBLASLt's int32 count", count);
+  }
+  int64_t outer_total = 1;
+  uint64_t a_bits = reinterpret_cast<uintptr_t>(a) | static_cast<uint64_t>(sa) * in_size;
+  uint64_t b_bits = reinterpret_cast<uintptr_t>(b) | static_cast<uint64_t>(sb) * in_size;
+  uint64_t c_bits = reinterpret_cast<uintptr_t>(c) |
+                    (count > 1 ? static_cast<uint64_t>(p.m * p.n) * out_size : 0);
+  for (const BatchDim& d : outer) {
+    outer_total *= d.size;
+    a_bits |= static_cast<uint64_t>(d.sa) * in_size;
+    b_bits |= static_cast<uint64_t>(d.sb) * in_size;
+    c_bits |= static_cast<uint64_t>(count * p.m * p.n) * out_size;
+  }
+  LtKey key{dc.device, mode, m, p.n, p.k,
+            m == p.m ? p.a.rows : m, p.a.cols, p.b.rows, p.b.cols,
+            p.a.transposed, p.b.transposed, count, sa, sb,
+            alignment_of(a_bits), alignment_of(b_bits), alignment_of(c_bits)};
+  const LtPlan& plan = lt_plan(key, dc.cublaslt(), op);
+  void* ws = plan.workspace > 0 ? dc.workspace(plan.workspace) : nullptr;
+
+  const float alpha_f = 1.0f, beta_f = 0.0f;
+  const double alpha_d = 1.0, beta_d = 0.0;
+  const void* alpha = mode == Mode::f64 ? static_cast<const void*>(&alpha_d) : &alpha_f;
+  const void* beta = mode == Mode::f64 ? static_cast<const void*>(&beta_d) : &beta_f;
+  const cublasLtHandle_t handle = dc.cublaslt();
+  const auto* a8 = static_cast<const char*>(a);
+  const auto* b8 = static_cast<const char*>(b);
+  auto* c8 = static_cast<char*>(c);
+  for (int64_t i = 0; i < outer_total; ++i) {
+    int64_t rem = i, ao = 0, bo = 0;
+    for (size_t d = outer.size(); d-- > 0;) {
+      const int64_t idx = rem % outer[d].size;
+      rem /= outer[d].size;
+      ao += idx * outer[d].sa;
+      bo += idx * outer[d].sb;
+    }
+    const int64_t co = i * count * p.m * p.n;
+    check(cublasLtMatmul(handle, plan.desc, alpha, b8 + bo * static_cast<int64_t>(in_size), plan.la,
+                         a8 + ao * static_cast<int64_t>(in_size), plan.lb, beta,
+                         c8 + co * static_cast<int64_t>(out_size), plan.lc,
+                         c8 + co * static_cast<int64_t>(out_size), plan.lc, &plan.algo, ws,
+                         plan.workspace, stream),
+          op, "cublasLtMatmul");
+  }
+}
+
+// ---- integers -------------------------------------------------------------------------------
+
+void matmul_int(KernelContext& ctx, const Problem& p, kernels::IntType type, const void* a,
+                const void* b, void* c) {
+  kernels::MatmulBatchMap map;
+  if (p.batch.size() > static_cast<size_t>(kernels::MatmulBatchMap::kMaxRank)) {
+    fail(ErrorCode::unsupported, ctx.op_name(), "more than {} non-broadcast batch dims",
+         kernels::MatmulBatchMap::kMaxRank);
+  }
+  map.rank = static_cast<int>(p.batch.size());
+  for (size_t d = 0; d < p.batch.size(); ++d) {
+    map.dims[d] = p.batch[d].size;
+    map.a_stride[d] = p.batch[d].sa;
+    map.b_stride[d] = p.batch[d].sb;
+  }
+  kernels::launch_matmul_int(type, a, b, c, p.batches(), map, p.m, p.n, p.k, p.a.transposed,
+                             p.b.transposed, p.a.cols, p.b.cols, stream_of(ctx));
+  check_launch(ctx.op_name(), "matmul_int");
+}
+
+void matmul_kernel(KernelContext& ctx) {
+  const TensorData& a = ctx.inputs[0];
+  const TensorData& b = ctx.inputs[1];
+  TensorData& c = ctx.outputs[0];
+  const Problem p = make_problem(a.shape(), b.shape(), std::get<MatmulDesc>(ctx.node.attrs),
+                                 ctx.op_name());
+  const DType dt = a.dtype();
+  if (dt == DType::bool_ || b.dtype() != dt) {
+    fail(ErrorCode::dtype_mismatch, ctx.op_name(), "dtype {} is not supported", dtype_name(dt));
+  }
+  if (c.num_elements() == 0) return;
+  if (p.k == 0) {  // empty contraction: every element is an empty sum (all-zero bits are 0)
+    check(cudaMemsetAsync(ptr(c), 0, c.nbytes(), stream_of(ctx)), ctx.op_name(), "cudaMemsetAsync");
+    return;
+  }
+  switch (dt) {
+    case DType::i8: return matmul_int(ctx, p, kernels::IntType::i8, ptr(a), ptr(b), ptr(c));
+    case DType::u8: return matmul_int(ctx, p, kernels::IntType::u8, ptr(a), ptr(b), ptr(c));
+    case DType::i32: return matmul_int(ctx, p, kernels::IntType::i32, ptr(a), ptr(b), ptr(c));
+    case DType::i64: return matmul_int(ctx, p, kernels::IntType::i64, ptr(a), ptr(b), ptr(c));
+    default: return matmul_lt(ctx, p, ptr(a), ptr(b), ptr(c));
+  }
+}
+
+}  // namespace
+
+void register_matmul_kernels(KernelTable& t) { t.set(ir::OpKind::matmul, matmul_kernel); }
 
 }  // namespace tg::cuda

@@ -1,9 +1,137 @@
-// CUDA kernels of the reduce family (to be filled in: a family without kernels makes compile()
-// raise tg::Error(unsupported) for its ops on CUDA).
+// CUDA kernels of the reduce family: reduce_sum/prod/max/min/and/or over any axes (keep_dims
+// only changes the output's shape, not its layout) and argmax/argmin over one axis (int64
+// indices). Semantics and dtypes exactly as backends/cpu/reduce.cpp (accumulation types, NaN,
+// integer wrap-around, empty reductions give the identity); the kernels and their mapping are
+// described in kernels/reduce.cu. Here: dtype checks, dim grouping (adjacent reduced / kept dims
+// merged, size-1 dims dropped), the empty and nothing-reduced cases, and scratch buffers from the
+// caching allocator (kept alive until the work is queued; stream order makes release safe).
+#include "backends/cuda/kernels/reduce.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "backends/cpu/dispatch.h"
+#include "backends/cuda/context.h"
 #include "backends/cuda/cuda_backend.h"
+#include "core/error_util.h"
 
 namespace tg::cuda {
+namespace {
 
-void register_reduce_kernels(KernelTable& t) {}
+using ir::OpKind;
+using kernels::ReduceKind;
+using kernels::ScalarType;
+
+ScalarType scalar_type(DType d) {
+  switch (d) {
+    case DType::bool_:
+      return ScalarType::bool_;
+    case DType::i8:
+      return ScalarType::i8;
+    case DType::u8:
+      return ScalarType::u8;
+    case DType::i32:
+      return ScalarType::i32;
+    case DType::i64:
+      return ScalarType::i64;
+    case DType::f16:
+      return ScalarType::f16;
+    case DType::bf16:
+      return ScalarType::bf16;
+    case DType::f32:
+      return ScalarType::f32;
+    case DType::f64:
+      return ScalarType::f64;
+  }
+  return ScalarType::f32;
+}
+
+/// Scratch buffers of one kernel call, alive until it returns (the work is queued by then).
+struct Scratch {
+  int device;
+  std::vector<std::shared_ptr<void>> blocks;
+  kernels::ScratchFn fn() {
+    return [this](size_t bytes) {
+      blocks.push_back(device_allocate(device, std::max<size_t>(bytes, 1)));
+      return blocks.back().get();
+    };
+  }
+};
+
+std::vector<kernels::ReduceGroup> coalesce(const Shape& shape, const std::vector<int64_t>& axes) {
+  std::vector<kernels::ReduceGroup> groups;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    if (shape[d] == 1) continue;
+    bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
+    if (!groups.empty() && groups.back().reduced == reduced)
+      groups.back().size *= shape[d];
+    else
+      groups.push_back({shape[d], reduced});
+  }
+  return groups;
+}
+
+template <ReduceKind K, cpu::DTypeGroup G>
+void value_kernel(KernelContext& ctx) {
+  const auto& desc = std::get<ReduceDesc>(ctx.node.attrs);
+  const TensorData& in = ctx.inputs[0];
+  TensorData& out = ctx.outputs[0];
+  cpu::dispatch<G>(in.dtype(), ctx.op_name(), [](auto) {});  // raises for an unsupported dtype
+  const ScalarType type = scalar_type(in.dtype());
+  cudaStream_t stream = stream_of(ctx);
+  if (out.num_elements() == 0) return;
+  if (in.num_elements() == 0) {
+    kernels::reduce_fill_identity(K, type, ptr(out), out.num_elements(), stream);
+    check_launch(ctx.op_name(), "reduce_fill_identity");
+    return;
+  }
+  std::vector<kernels::ReduceGroup> groups = coalesce(in.shape(), desc.axes);
+  if (std::none_of(groups.begin(), groups.end(), [](const auto& g) { return g.reduced; })) {
+    // Only size-1 dims (or none) reduced: the output is a copy.
+    check(cudaMemcpyAsync(ptr(out), ptr(in), out.nbytes(), cudaMemcpyDeviceToDevice, stream),
+          ctx.op_name(), "cudaMemcpyAsync");
+    return;
+  }
+  Scratch scratch{ctx.device.index, {}};
+  kernels::reduce(K, type, ptr(in), ptr(out), std::move(groups), context_of(ctx).sm_count,
+                  scratch.fn(), stream);
+  check_launch(ctx.op_name(), "reduce");
+}
+
+template <ReduceKind K>
+void arg_kernel(KernelContext& ctx) {
+  const auto& desc = std::get<ArgReduceDesc>(ctx.node.attrs);
+  const TensorData& in = ctx.inputs[0];
+  const Shape& s = in.shape();
+  if (desc.axis < 0 || desc.axis >= in.rank() || s[desc.axis] == 0) {
+    fail(ErrorCode::invalid_argument, ctx.op_name(), "cannot reduce axis {} of {}", desc.axis,
+         in.type().to_string());
+  }
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < desc.axis; ++d) outer *= s[d];
+  for (int64_t d = desc.axis + 1; d < in.rank(); ++d) inner *= s[d];
+  if (outer * inner == 0) return;
+  cpu::dispatch<cpu::DTypeGroup::all>(in.dtype(), ctx.op_name(), [](auto) {});
+  Scratch scratch{ctx.device.index, {}};
+  kernels::reduce(K, scalar_type(in.dtype()), ptr(in), ptr(ctx.outputs[0]),
+                  {{outer, false}, {s[desc.axis], true}, {inner, false}}, context_of(ctx).sm_count,
+                  scratch.fn(), stream_of(ctx));
+  check_launch(ctx.op_name(), "reduce");
+}
+
+}  // namespace
+
+void register_reduce_kernels(KernelTable& t) {
+  using G = cpu::DTypeGroup;
+  t.set(OpKind::reduce_sum, value_kernel<ReduceKind::sum, G::numeric>);
+  t.set(OpKind::reduce_prod, value_kernel<ReduceKind::prod, G::numeric>);
+  t.set(OpKind::reduce_max, value_kernel<ReduceKind::max, G::numeric>);
+  t.set(OpKind::reduce_min, value_kernel<ReduceKind::min, G::numeric>);
+  t.set(OpKind::reduce_and, value_kernel<ReduceKind::all, G::boolean>);
+  t.set(OpKind::reduce_or, value_kernel<ReduceKind::any, G::boolean>);
+  t.set(OpKind::argmax, arg_kernel<ReduceKind::argmax>);
+  t.set(OpKind::argmin, arg_kernel<ReduceKind::argmin>);
+}
 
 }  // namespace tg::cuda

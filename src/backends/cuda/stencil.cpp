@@ -1,9 +1,126 @@
-// CUDA kernels of the stencil family (to be filled in: a family without kernels makes compile()
-// raise tg::Error(unsupported) for its ops on CUDA).
+// CUDA kernel of the stencil op (semantics of backends/cpu/stencil.cpp: window rank 1..4 over the
+// last dims, strides, dilations, explicit/valid/same padding, every boundary mode, reductions
+// sum/product/min/max/argmin/argmax; numeric dtypes). Here: the geometry (as the CPU's Plan,
+// with its errors) and the boundary value; the kernel is in kernels/stencil.cu.
+#include "backends/cuda/kernels/stencil.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "backends/cpu/dispatch.h"
+#include "backends/cuda/context.h"
 #include "backends/cuda/cuda_backend.h"
+#include "core/error_util.h"
+#include "ops/boundary.h"
 
 namespace tg::cuda {
+namespace {
 
-void register_stencil_kernels(KernelTable& t) {}
+using kernels::ScalarType;
+
+ScalarType scalar_type(DType d) {
+  switch (d) {
+    case DType::bool_:
+      return ScalarType::bool_;
+    case DType::i8:
+      return ScalarType::i8;
+    case DType::u8:
+      return ScalarType::u8;
+    case DType::i32:
+      return ScalarType::i32;
+    case DType::i64:
+      return ScalarType::i64;
+    case DType::f16:
+      return ScalarType::f16;
+    case DType::bf16:
+      return ScalarType::bf16;
+    case DType::f32:
+      return ScalarType::f32;
+    case DType::f64:
+      return ScalarType::f64;
+  }
+  return ScalarType::f32;
+}
+
+/// The CPU's boundary_value: the constant in the compute type, rounded to the storage type.
+template <typename T>
+cpu::compute_t<T> boundary_value(const StencilDesc& d) {
+  using C = cpu::compute_t<T>;
+  if (d.boundary_mode != BoundaryMode::constant) return C(0);
+  double c = d.padding_constant;
+  if constexpr (std::is_same_v<C, float>) {
+    constexpr double kMax = std::numeric_limits<float>::max();
+    if (c > kMax || c < -kMax) c = c > 0 ? HUGE_VAL : -HUGE_VAL;
+    return static_cast<C>(static_cast<T>(static_cast<float>(c)));
+  } else {
+    return static_cast<C>(c);
+  }
+}
+
+void stencil_kernel(KernelContext& ctx) {
+  const auto& d = std::get<StencilDesc>(ctx.node.attrs);
+  const Shape &xs = ctx.inputs[0].shape(), &ws = ctx.inputs[1].shape(),
+              &ys = ctx.outputs[0].shape();
+  kernels::StencilParams p;
+  p.k = static_cast<int>(ws.size());
+  p.mode = static_cast<int>(d.boundary_mode);
+  p.reduction = static_cast<int>(d.reduction);
+  static_assert(static_cast<int>(BoundaryMode::zero) == 0 &&
+                static_cast<int>(BoundaryMode::constant) == 1 &&
+                static_cast<int>(BoundaryMode::reflect) == 2 &&
+                static_cast<int>(BoundaryMode::symmetric) == 3 &&
+                static_cast<int>(BoundaryMode::clamp_to_edge) == 4 &&
+                static_cast<int>(BoundaryMode::periodic) == 5);
+  static_assert(static_cast<int>(StencilReduction::sum) == 0 &&
+                static_cast<int>(StencilReduction::product) == 1 &&
+                static_cast<int>(StencilReduction::min) == 2 &&
+                static_cast<int>(StencilReduction::max) == 3 &&
+                static_cast<int>(StencilReduction::argmin) == 4 &&
+                static_cast<int>(StencilReduction::argmax) == 5);
+  TG_CHECK_INTERNAL(p.k >= 1 && p.k <= kernels::kMaxStencilRank && xs.size() >= ws.size() &&
+                        ys.size() == xs.size(),
+                    "stencil kernel: bad ranks");
+  const size_t lead = xs.size() - ws.size();
+  for (size_t i = 0; i < lead; ++i) p.batch *= xs[i];
+  int64_t stride = 1;
+  for (int i = p.k - 1; i >= 0; --i) {
+    p.src_stride[i] = stride;
+    stride *= xs[lead + i];
+  }
+  p.in_block = stride;
+  for (int i = 0; i < p.k; ++i) {
+    p.out[i] = ys[lead + i];
+    p.win[i] = ws[i];
+    p.out_block *= p.out[i];
+    p.window *= p.win[i];
+  }
+  if (p.batch * p.out_block == 0) return;
+  for (int i = 0; i < p.k; ++i) {
+    const int64_t in = xs[lead + i];
+    if (in == 0 && d.boundary_mode != BoundaryMode::zero &&
+        d.boundary_mode != BoundaryMode::constant) {
+      fail(ErrorCode::invalid_argument, ctx.op_name(),
+           "window dim {} of the source is empty: nothing to read", i);
+    }
+    p.in[i] = in;
+    p.stride[i] = d.strides.at(i);
+    p.dilation[i] = d.dilations.at(i);
+    p.before[i] = ops::stencil_pad_before(d, static_cast<size_t>(i), in, p.out[i], p.win[i]);
+  }
+  cpu::dispatch<cpu::DTypeGroup::numeric>(ctx.inputs[0].dtype(), ctx.op_name(), [&](auto tag) {
+    using T = decltype(tag);
+    const cpu::compute_t<T> c = boundary_value<T>(d);
+    static_assert(sizeof(c) <= sizeof(p.boundary));
+    std::memcpy(&p.boundary, &c, sizeof(c));
+  });
+  kernels::stencil(scalar_type(ctx.inputs[0].dtype()), ptr(ctx.inputs[0]), ptr(ctx.inputs[1]),
+                   ptr(ctx.outputs[0]), p, stream_of(ctx));
+  check_launch(ctx.op_name(), "stencil");
+}
+
+}  // namespace
+
+void register_stencil_kernels(KernelTable& t) { t.set(ir::OpKind::stencil, stencil_kernel); }
 
 }  // namespace tg::cuda

@@ -1,0 +1,421 @@
+// Gather / scatter kernels of the CUDA gather family.
+//
+// - normalize_indices: one pass over the indices (int32/int64) mapping negatives to
+//   value + size; an invalid index lowers a device "first bad position" with atomicMin (the host
+//   reads it after a sync to raise the CPU's out_of_range error).
+// - gather / gather_nd: whole slices are copied, thread per slice word; slices move as the
+//   widest word (16/8/4/2/1 bytes) dividing the slice's byte size.
+// - gather_elements: thread per output element, coordinates decomposed per element.
+// - scatter (scatter_nd, scatter_elements; y already holds a copy of data): the update units
+//   (slices / elements) are keyed by their target, stably radix-sorted by target (cub), and
+//   each run of equal targets is applied in row-major update order by one thread per slice
+//   element: exactly the CPU's sequential semantics (last update wins for none; add/mul round
+//   after each step in f16/bf16/f32), deterministic, no atomics on data. A target hit by very
+//   many updates is walked serially by one thread (slow but correct).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cub/device/device_radix_sort.cuh>
+#include <type_traits>
+
+#include "backends/cuda/kernels/gather.h"
+
+namespace tg::cuda::kernels {
+namespace {
+
+typedef long long i64;
+typedef unsigned long long u64;
+constexpr int kThreads = 256;
+
+template <int W>
+struct WordOf;
+template <>
+struct WordOf<1> {
+  typedef unsigned char type;
+};
+template <>
+struct WordOf<2> {
+  typedef unsigned short type;
+};
+template <>
+struct WordOf<4> {
+  typedef unsigned int type;
+};
+template <>
+struct WordOf<8> {
+  typedef unsigned long long type;
+};
+template <>
+struct WordOf<16> {
+  typedef uint4 type;
+};
+template <int W>
+using word_t = typename WordOf<W>::type;
+
+unsigned blocks_for(i64 n, int threads = kThreads) {
+  i64 b = (n + threads - 1) / threads;
+  if (b < 1) b = 1;
+  if (b > 65535LL * 32) b = 65535LL * 32;
+  return static_cast<unsigned>(b);
+}
+
+bool aligned(const void* p, int w) {
+  return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(w) == 0;
+}
+
+// ---- indices -------------------------------------------------------------------------------
+
+__global__ void init_flag_kernel(u64* flag, u64 v) { *flag = v; }
+
+template <typename I>
+__global__ void normalize_kernel(const I* __restrict__ idx, i64 n, IndexSizes s,
+                                 i64* __restrict__ out, u64* first_bad) {
+  for (i64 i = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<i64>(gridDim.x) * blockDim.x) {
+    const i64 v = idx[i], size = s.sizes[s.period == 1 ? 0 : i % s.period];
+    if (v < -size || v >= size)
+      atomicMin(first_bad, static_cast<u64>(i));
+    else
+      out[i] = v < 0 ? v + size : v;
+  }
+}
+
+// ---- gathers -------------------------------------------------------------------------------
+
+struct GatherRow {  // source slice of output row r (gather)
+  const i64* ind;
+  i64 per_batch, pre, dim;
+  __device__ i64 operator()(i64 r) const {
+    const i64 bp = r / per_batch, n = r - bp * per_batch, b = bp / pre;
+    return bp * dim + ind[b * per_batch + n];
+  }
+};
+
+struct GatherNdRow {  // source slice of output row r (gather_nd)
+  const i64* ind;
+  i64 tuples, batch_rows;
+  int k;
+  i64 strides[kMaxGatherDims];
+  __device__ i64 operator()(i64 r) const {
+    i64 off = 0;
+    for (int j = 0; j < k; ++j) off += ind[r * k + j] * strides[j];
+    return r / tuples * batch_rows + off;
+  }
+};
+
+template <int W, typename I, typename RowFn>
+__global__ void rows_kernel(const word_t<W>* __restrict__ x, word_t<W>* __restrict__ y, I total,
+                            I slice_w, RowFn fn) {
+  const I step = static_cast<I>(gridDim.x) * blockDim.x;
+  for (I t = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; t < total; t += step) {
+    const I r = t / slice_w;
+    y[t] = x[fn(r) * static_cast<i64>(slice_w) + (t - r * slice_w)];
+  }
+}
+
+template <int W, typename RowFn>
+void launch_rows_w(const void* x, void* y, i64 rows, i64 slice_w, const RowFn& fn,
+                   cudaStream_t stream) {
+  const i64 total = rows * slice_w;
+  const auto* s = static_cast<const word_t<W>*>(x);
+  auto* d = static_cast<word_t<W>*>(y);
+  if (total < (i64{1} << 31)) {
+    rows_kernel<W, unsigned><<<blocks_for(total), kThreads, 0, stream>>>(
+        s, d, static_cast<unsigned>(total), static_cast<unsigned>(slice_w), fn);
+  } else {
+    rows_kernel<W, u64><<<blocks_for(total), kThreads, 0, stream>>>(s, d, static_cast<u64>(total),
+                                                                    static_cast<u64>(slice_w), fn);
+  }
+}
+
+template <typename RowFn>
+void launch_rows(const void* x, void* y, int elem_size, i64 rows, i64 slice, const RowFn& fn,
+                 cudaStream_t stream) {
+  if (rows * slice == 0) return;
+  const i64 bytes = slice * elem_size;
+  int w = elem_size;
+  for (int cand = 16; cand > elem_size; cand /= 2) {
+    if (bytes % cand == 0 && aligned(x, cand) && aligned(y, cand)) {
+      w = cand;
+      break;
+    }
+  }
+  const i64 slice_w = bytes / w;
+  switch (w) {
+    case 1:
+      return launch_rows_w<1>(x, y, rows, slice_w, fn, stream);
+    case 2:
+      return launch_rows_w<2>(x, y, rows, slice_w, fn, stream);
+    case 4:
+      return launch_rows_w<4>(x, y, rows, slice_w, fn, stream);
+    case 8:
+      return launch_rows_w<8>(x, y, rows, slice_w, fn, stream);
+    default:
+      return launch_rows_w<16>(x, y, rows, slice_w, fn, stream);
+  }
+}
+
+__device__ __forceinline__ i64 element_target(const ElementsParams& p, const i64* ind, i64 i) {
+  i64 rest = i, off = 0;
+  for (int d = p.rank - 1; d >= 0; --d) {
+    const i64 dim = p.idx_dims[d], q = rest / dim;
+    if (d != p.axis) off += (rest - q * dim) * p.x_strides[d];
+    rest = q;
+  }
+  return off + ind[i] * p.x_strides[p.axis];
+}
+
+template <int W>
+__global__ void elements_kernel(const word_t<W>* __restrict__ x, word_t<W>* __restrict__ y,
+                                const i64* __restrict__ ind, i64 n, ElementsParams p) {
+  for (i64 i = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<i64>(gridDim.x) * blockDim.x)
+    y[i] = x[element_target(p, ind, i)];
+}
+
+// ---- scatter -------------------------------------------------------------------------------
+
+template <typename T>
+struct ComputeOf {
+  typedef T type;
+};
+template <>
+struct ComputeOf<__half> {
+  typedef float type;
+};
+template <>
+struct ComputeOf<__nv_bfloat16> {
+  typedef float type;
+};
+template <typename T>
+using compute_t = typename ComputeOf<T>::type;
+
+template <typename T>
+__device__ __forceinline__ compute_t<T> to_c(T x) {
+  if constexpr (std::is_same_v<T, __half>)
+    return __half2float(x);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return __bfloat162float(x);
+  else
+    return x;
+}
+template <typename T>
+__device__ __forceinline__ T from_c(compute_t<T> c) {
+  if constexpr (std::is_same_v<T, __half>)
+    return __float2half_rn(c);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return __float2bfloat16_rn(c);
+  else
+    return static_cast<T>(c);
+}
+
+// The CPU's scatter combine (backends/cpu/gather.cpp): R 0 none, 1 add, 2 mul, 3 min, 4 max.
+template <int R, typename T>
+__device__ __forceinline__ T combine(T old, T upd) {
+  if constexpr (R == 0) {
+    return upd;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return (R == 1 || R == 4) ? (old || upd) : (old && upd);
+  } else if constexpr (std::is_integral_v<T>) {
+    typedef std::make_unsigned_t<T> U;
+    if constexpr (R == 1)
+      return static_cast<T>(static_cast<U>(static_cast<U>(old) + static_cast<U>(upd)));
+    if constexpr (R == 2)
+      return static_cast<T>(static_cast<U>(static_cast<u64>(static_cast<U>(old)) *
+                                           static_cast<u64>(static_cast<U>(upd))));
+    if constexpr (R == 3) return upd < old ? upd : old;
+    return upd > old ? upd : old;
+  } else {
+    const compute_t<T> a = to_c(old), b = to_c(upd);
+    if constexpr (R == 1) return from_c<T>(a + b);
+    if constexpr (R == 2) return from_c<T>(a * b);
+    if (a != a) return old;
+    if (b != b) return upd;
+    if constexpr (R == 3) return b < a ? upd : old;
+    return b > a ? upd : old;
+  }
+}
+
+__global__ void scatter_keys_kernel(const i64* __restrict__ ind, ScatterParams p,
+                                    u64* __restrict__ keys, u64* __restrict__ vals) {
+  for (i64 u = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; u < p.units;
+       u += static_cast<i64>(gridDim.x) * blockDim.x) {
+    i64 key = 0;
+    if (p.elements) {
+      key = element_target(p.ep, ind, u);
+    } else {
+      for (int j = 0; j < p.k; ++j) key += ind[u * p.k + j] * p.tuple_strides[j];
+    }
+    keys[u] = static_cast<u64>(key);
+    vals[u] = static_cast<u64>(u);
+  }
+}
+
+template <int R, typename T>
+__global__ void scatter_apply_kernel(const T* __restrict__ upd, T* __restrict__ y,
+                                     const u64* __restrict__ keys, const u64* __restrict__ vals,
+                                     i64 units, i64 slice) {
+  const i64 total = units * slice;
+  for (i64 t = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += static_cast<i64>(gridDim.x) * blockDim.x) {
+    const i64 p = t / slice, s = t - p * slice;
+    const u64 key = keys[p];
+    if (p > 0 && keys[p - 1] == key) continue;  // not the first update of its target
+    T* dst = y + static_cast<i64>(key) * slice + s;
+    if constexpr (R == 0) {
+      i64 q = p;
+      while (q + 1 < units && keys[q + 1] == key) ++q;
+      *dst = upd[static_cast<i64>(vals[q]) * slice + s];
+    } else {
+      T acc = *dst;
+      for (i64 q = p; q < units && keys[q] == key; ++q)
+        acc = combine<R>(acc, upd[static_cast<i64>(vals[q]) * slice + s]);
+      *dst = acc;
+    }
+  }
+}
+
+template <int R, typename T>
+void launch_apply(const void* upd, void* y, const u64* keys, const u64* vals, i64 units, i64 slice,
+                  cudaStream_t stream) {
+  scatter_apply_kernel<R, T><<<blocks_for(units * slice), kThreads, 0, stream>>>(
+      static_cast<const T*>(upd), static_cast<T*>(y), keys, vals, units, slice);
+}
+
+template <typename T>
+void apply_reduction(int r, const void* upd, void* y, const u64* keys, const u64* vals, i64 units,
+                     i64 slice, cudaStream_t stream) {
+  switch (r) {
+    case 1:
+      return launch_apply<1, T>(upd, y, keys, vals, units, slice, stream);
+    case 2:
+      return launch_apply<2, T>(upd, y, keys, vals, units, slice, stream);
+    case 3:
+      return launch_apply<3, T>(upd, y, keys, vals, units, slice, stream);
+    default:
+      return launch_apply<4, T>(upd, y, keys, vals, units, slice, stream);
+  }
+}
+
+}  // namespace
+
+void normalize_indices(const void* idx, bool is64, int64_t n, const IndexSizes& sizes, int64_t* out,
+                       unsigned long long* first_bad, cudaStream_t stream) {
+  init_flag_kernel<<<1, 1, 0, stream>>>(first_bad, static_cast<u64>(n));
+  if (n == 0) return;
+  if (is64) {
+    normalize_kernel<i64><<<blocks_for(n), kThreads, 0, stream>>>(
+        static_cast<const i64*>(idx), n, sizes, reinterpret_cast<i64*>(out), first_bad);
+  } else {
+    normalize_kernel<int><<<blocks_for(n), kThreads, 0, stream>>>(
+        static_cast<const int*>(idx), n, sizes, reinterpret_cast<i64*>(out), first_bad);
+  }
+}
+
+void gather(const void* x, void* y, int elem_size, const int64_t* ind, int64_t rows, int64_t slice,
+            int64_t per_batch, int64_t pre, int64_t dim, cudaStream_t stream) {
+  if (per_batch == 0 || pre == 0) return;
+  launch_rows(x, y, elem_size, rows, slice,
+              GatherRow{reinterpret_cast<const i64*>(ind), per_batch, pre, dim}, stream);
+}
+
+void gather_nd(const void* x, void* y, int elem_size, const int64_t* ind, int64_t rows,
+               int64_t tuples, int k, const int64_t* tuple_strides, int64_t slice,
+               int64_t batch_stride, cudaStream_t stream) {
+  if (tuples == 0 || slice == 0) return;
+  GatherNdRow fn{reinterpret_cast<const i64*>(ind), tuples, batch_stride / slice, k, {}};
+  for (int j = 0; j < k; ++j) fn.strides[j] = tuple_strides[j];
+  launch_rows(x, y, elem_size, rows, slice, fn, stream);
+}
+
+void gather_elements(const void* x, void* y, int elem_size, const int64_t* ind, int64_t n,
+                     const ElementsParams& p, cudaStream_t stream) {
+  if (n == 0) return;
+  const i64* in = reinterpret_cast<const i64*>(ind);
+  switch (elem_size) {
+    case 1:
+      elements_kernel<1><<<blocks_for(n), kThreads, 0, stream>>>(
+          static_cast<const word_t<1>*>(x), static_cast<word_t<1>*>(y), in, n, p);
+      break;
+    case 2:
+      elements_kernel<2><<<blocks_for(n), kThreads, 0, stream>>>(
+          static_cast<const word_t<2>*>(x), static_cast<word_t<2>*>(y), in, n, p);
+      break;
+    case 4:
+      elements_kernel<4><<<blocks_for(n), kThreads, 0, stream>>>(
+          static_cast<const word_t<4>*>(x), static_cast<word_t<4>*>(y), in, n, p);
+      break;
+    default:
+      elements_kernel<8><<<blocks_for(n), kThreads, 0, stream>>>(
+          static_cast<const word_t<8>*>(x), static_cast<word_t<8>*>(y), in, n, p);
+      break;
+  }
+}
+
+void scatter(ScalarType type, const void* updates, void* y, const int64_t* ind,
+             const ScatterParams& p, const ScratchFn& scratch, cudaStream_t stream) {
+  const i64 units = p.units;
+  if (units == 0 || p.slice == 0) return;
+  u64* keys = static_cast<u64*>(scratch(static_cast<size_t>(units) * 4 * sizeof(u64)));
+  u64 *vals = keys + units, *keys_sorted = vals + units, *vals_sorted = keys_sorted + units;
+  scatter_keys_kernel<<<blocks_for(units), kThreads, 0, stream>>>(reinterpret_cast<const i64*>(ind),
+                                                                  p, keys, vals);
+  int end_bit = 1;
+  while (end_bit < 64 && (u64{1} << end_bit) < static_cast<u64>(p.num_targets)) ++end_bit;
+  size_t temp_bytes = 0;
+  cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys, keys_sorted, vals, vals_sorted, units,
+                                  0, end_bit, stream);
+  void* temp = scratch(temp_bytes > 0 ? temp_bytes : 1);
+  cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys, keys_sorted, vals, vals_sorted, units, 0,
+                                  end_bit, stream);
+  if (p.reduction == 0) {
+    switch (type) {
+      case ScalarType::bool_:
+      case ScalarType::i8:
+      case ScalarType::u8:
+        return launch_apply<0, unsigned char>(updates, y, keys_sorted, vals_sorted, units, p.slice,
+                                              stream);
+      case ScalarType::f16:
+      case ScalarType::bf16:
+        return launch_apply<0, unsigned short>(updates, y, keys_sorted, vals_sorted, units, p.slice,
+                                               stream);
+      case ScalarType::i32:
+      case ScalarType::f32:
+        return launch_apply<0, unsigned int>(updates, y, keys_sorted, vals_sorted, units, p.slice,
+                                             stream);
+      default:
+        return launch_apply<0, u64>(updates, y, keys_sorted, vals_sorted, units, p.slice, stream);
+    }
+  }
+  const int r = p.reduction;
+  switch (type) {
+    case ScalarType::bool_:
+      return apply_reduction<bool>(r, updates, y, keys_sorted, vals_sorted, units, p.slice, stream);
+    case ScalarType::i8:
+      return apply_reduction<signed char>(r, updates, y, keys_sorted, vals_sorted, units, p.slice,
+                                          stream);
+    case ScalarType::u8:
+      return apply_reduction<unsigned char>(r, updates, y, keys_sorted, vals_sorted, units, p.slice,
+                                            stream);
+    case ScalarType::i32:
+      return apply_reduction<int>(r, updates, y, keys_sorted, vals_sorted, units, p.slice, stream);
+    case ScalarType::i64:
+      return apply_reduction<i64>(r, updates, y, keys_sorted, vals_sorted, units, p.slice, stream);
+    case ScalarType::f16:
+      return apply_reduction<__half>(r, updates, y, keys_sorted, vals_sorted, units, p.slice,
+                                     stream);
+    case ScalarType::bf16:
+      return apply_reduction<__nv_bfloat16>(r, updates, y, keys_sorted, vals_sorted, units, p.slice,
+                                            stream);
+    case ScalarType::f32:
+      return apply_reduction<float>(r, updates, y, keys_sorted, vals_sorted, units, p.slice,
+                                    stream);
+    case ScalarType::f64:
+      return apply_reduction<double>(r, updates, y, keys_sorted, vals_sorted, units, p.slice,
+                                     stream);
+  }
+}
+
+}  // namespace tg::cuda::kernels

@@ -1,0 +1,62 @@
+// Run-time compilation of CUDA C++ with NVRTC (the CUDA backend's generated kernels).
+//
+// compile(source, device, op) compiles `source` for the device's architecture (sm_XY from its
+// compute capability; when this NVRTC does not know the device's architecture, PTX for the newest
+// one it knows, which the driver JIT-compiles) with the device headers of
+// src/backends/cuda/device/*.cuh available to `#include "common.cuh"` etc. (embedded at build time,
+// see cmake/embed_sources.cmake). Options: --std=c++17 -default-device --fmad=false (no FMA
+// contraction: results equal the CPU kernels' IEEE arithmetic) and precise division / sqrt (no
+// fast math).
+//
+// Caches: in memory, (options, device headers, source) -> the loaded program, for the process'
+// lifetime; on disk, the CUBIN under $TG_KERNEL_CACHE_DIR, else $XDG_CACHE_HOME/tg/kernels, else
+// $HOME/.cache/tg/kernels (created on first use; when it cannot be created or written, the disk
+// cache is skipped silently). A disk entry is `<64-bit hash of the key>.cubin` holding a magic line,
+// the full key and the image; a key mismatch (hash collision, other NVRTC version) is a miss. Files
+// are written to a temporary name and renamed, so concurrent processes never see partial files.
+//
+// Programs are loaded with the runtime's library API (cudaLibraryLoadData: context-independent,
+// valid on every device) and launched with cudaLaunchKernel on a cudaKernel_t; the driver API is
+// not used (libcuda is not a link dependency). Loaded programs are never unloaded.
+// Thread-safe. Compile errors raise tg::Error(internal) "[op] NVRTC compilation failed: <log>"
+// followed by the first lines of the source.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace tg::cuda::nvrtc {
+
+/// A compiled and loaded program.
+class Program {
+ public:
+  Program(cudaLibrary_t library, std::string image) : library_(library), image_(std::move(image)) {}
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+  /// The kernel named `name` (an extern "C" __global__ function of the source); raises
+  /// tg::Error(internal) naming `op` when there is none.
+  cudaKernel_t kernel(std::string_view name, std::string_view op) const;
+
+ private:
+  cudaLibrary_t library_;
+  std::string image_;  ///< the CUBIN (or PTX) loaded, kept alive with the library
+  mutable std::mutex mu_;
+  mutable std::unordered_map<std::string, cudaKernel_t> kernels_;
+};
+
+/// `source` compiled for cuda:`device` (cached in memory and on disk, see above).
+std::shared_ptr<const Program> compile(std::string_view source, int device, std::string_view op);
+
+/// Launches `kernel` on `stream` with `args` (pointers to the argument values, in the kernel's
+/// parameter order); raises tg::Error(internal) naming `op` when the launch fails.
+void launch(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, cudaStream_t stream,
+            std::string_view op, size_t shared_bytes = 0);
+
+/// The disk cache directory in use ("" when disabled), for tools and tests.
+std::string cache_dir();
+
+}  // namespace tg::cuda::nvrtc
