@@ -7,8 +7,9 @@
 // input of the same shape when every consumer outside that group (data or control edges) of the
 // group's members comes after the node; otherwise it starts a group. The fused node takes the
 // place of the group's last member, so every value it reads is produced earlier and every reader
-// of its outputs comes later. Groups of one node stay as they are. Nodes with control inputs or
-// dynamic shapes are not fused; region bodies are left alone.
+// of its outputs comes later; it takes the union of the members' control inputs (all earlier).
+// Groups of one node stay as they are. Nodes with dynamic shapes are not fused. Region bodies are
+// fused the same way (on copies).
 #include <algorithm>
 #include <map>
 
@@ -26,7 +27,7 @@ bool fusible(const ir::Node& n) {
       f != ir::OpFamily::cast) {
     return false;
   }
-  if (!ir::has_trait(n.kind, ir::kElementwise) || !n.control_inputs.empty() || !n.regions.empty()) return false;
+  if (!ir::has_trait(n.kind, ir::kElementwise) || !n.regions.empty()) return false;
   return n.outputs.size() == 1 && is_static(n.outputs[0].shape);
 }
 
@@ -37,8 +38,36 @@ struct Group {
 
 }  // namespace
 
+namespace {
+bool fuse_graph(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops, std::vector<int>& keep);
+}  // namespace
+
 bool fuse_elementwise(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
                       std::vector<int>& keep) {
+  // Region bodies first (each on its own copy: bodies may be shared with the user's graph), then
+  // this graph.
+  bool changed = false;
+  for (ir::Node& node : g.nodes()) {
+    for (ir::Region& r : node.regions) {
+      auto body = std::make_shared<ir::Graph>(*r.body);
+      std::vector<int> none;
+      std::vector<ir::ValueRef> results = r.results;
+      std::vector<int> params = r.params;
+      if (fuse_elementwise(*body, results, none, params)) {
+        r.body = std::move(body);
+        r.results = std::move(results);
+        r.params = std::move(params);
+        changed = true;
+      }
+    }
+  }
+  return fuse_graph(g, roots, root_ops, keep) || changed;
+}
+
+namespace {
+
+bool fuse_graph(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                std::vector<int>& keep) {
   const int n = g.size();
   // Readers of each node (data and control edges), and whether a root reads it.
   std::vector<std::vector<int>> readers(static_cast<size_t>(n));
@@ -71,7 +100,22 @@ bool fuse_elementwise(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vecto
         best_producer = in.node;
       }
     }
-    if (best >= 0 && can_join(groups[best], node.id)) {
+    if (best < 0 || !can_join(groups[best], node.id)) {
+      // No producer's group: a sibling's (an earlier node of this shape reading one of the same
+      // values), so values read by several chains are loaded once.
+      best = -1;
+      for (const ir::ValueRef& in : node.inputs) {
+        for (int r : readers[in.node]) {
+          const int gi = r < node.id ? group_of[r] : -1;
+          if (gi >= 0 && gi != best && groups[gi].shape == node.outputs[0].shape && can_join(groups[gi], node.id)) {
+            best = gi;
+            break;
+          }
+        }
+        if (best >= 0) break;
+      }
+    }
+    if (best >= 0) {
       groups[best].members.push_back(node.id);
       group_of[node.id] = best;
     } else {
@@ -155,6 +199,16 @@ bool fuse_elementwise(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vecto
       node.id = static_cast<int>(out.size());
       node.kind = ir::OpKind::fused_elementwise;
       for (const ir::ValueRef& in : f.inputs) node.inputs.push_back(map_value(in));
+      // The members' control inputs (all run before the last member, where this node goes).
+      for (int m : groups[group_of[id]].members) {
+        for (int c : g.node(m).control_inputs) {
+          if (group_of[c] == group_of[id]) continue;
+          int rc = remap[c];
+          if (std::find(node.control_inputs.begin(), node.control_inputs.end(), rc) == node.control_inputs.end()) {
+            node.control_inputs.push_back(rc);
+          }
+        }
+      }
       node.outputs = f.outputs;
       node.attrs = std::move(f.attrs);
       node.name = g.node(id).name;
@@ -180,4 +234,5 @@ bool fuse_elementwise(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vecto
   return true;
 }
 
+}  // namespace
 }  // namespace tg::passes

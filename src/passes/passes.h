@@ -18,6 +18,11 @@ bool eliminate_dead_code(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::ve
 /// changed.
 bool infer_types(ir::Graph& g);
 
+/// Simplification with static shapes (passes/simplify.cpp): propagates uniform values (fills,
+/// all-equal constants) through elementwise ops and sums, select(c, a, a) -> a, mul(cast(bool), 0)
+/// -> 0; then removes what became dead. Region bodies too (on copies). Run after infer_types.
+bool simplify(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops, std::vector<int>& keep);
+
 /// Elementwise fusion (passes/fuse_elementwise.cpp): replaces chains of elementwise nodes of one
 /// static output shape by fused_elementwise nodes and remaps `roots`, `root_ops` and `keep`.
 /// Run after infer_types. Returns true when it fused anything.

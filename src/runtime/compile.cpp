@@ -117,6 +117,7 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     }
   }
   passes::infer_types(*g);
+  passes::simplify(*g, roots, root_ops, feeds);
   if (env::fusion_override().value_or(backend.fuses_elementwise())) {
     passes::fuse_elementwise(*g, roots, root_ops, feeds);
   }
