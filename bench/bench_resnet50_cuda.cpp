@@ -1,7 +1,8 @@
 // ResNet-50 on the GPU against PyTorch eager, in the same invocation on the same device.
 //
-// Jobs (issue 6): training images/s at batch 128, 224x224, Adam, synthetic data, in f32 (no TF32),
-// tf32 and bf16 (CompileOptions::precision; our tensors NHWC = channels-last); inference latency at
+// Jobs (issue 6): training images/s at batch 128, 224x224, Adam, synthetic data, in f32 (no TF32;
+// NCHW on both sides), tf32 and bf16 (CompileOptions::precision; NHWC = channels-last on both
+// sides); inference latency at
 // batch 1 (tf32) and throughput at batch 256 (f16). For each job our median time is measured, then
 // bench/resnet50_cuda_torch.py runs the same job in PyTorch (torchvision resnet50,
 // cudnn.benchmark, channels-last except plain f32, autocast for bf16) and the ratio PyTorch time /
@@ -94,8 +95,17 @@ tg::ComputePrecision precision_of(const std::string& mode) {
   return tg::ComputePrecision::f32;
 }
 
+// f32 runs NCHW, as PyTorch's f32 side does (cuDNN's FMA-only kernels are NCHW ones); the others
+// NHWC (channels-last on both sides).
+tg::Layout layout_of(const std::string& mode) { return mode == "f32" ? tg::Layout::nchw : tg::Layout::nhwc; }
+tg::Shape image(const std::string& mode, int64_t n) {
+  return mode == "f32" ? tg::Shape{n, 3, 224, 224} : tg::Shape{n, 224, 224, 3};
+}
+
 tg::nn::Model make_model(const std::string& mode) {
-  tg::nn::Model model = tg::nn::zoo::resnet50({.input_shape = {224, 224, 3}, .layout = tg::Layout::nhwc});
+  tg::Shape in = image(mode, 1);
+  in.erase(in.begin());
+  tg::nn::Model model = tg::nn::zoo::resnet50({.input_shape = in, .layout = layout_of(mode)});
   model.compile(tg::nn::Optimizer::adam(1e-3), tg::nn::Loss::sparse_categorical_crossentropy,
                 {tg::nn::Metric::accuracy}, tg::Device::cuda(0), {.precision = precision_of(mode)});
   return model;
@@ -105,7 +115,7 @@ tg::nn::Model make_model(const std::string& mode) {
 double train_ms(int64_t batch, int64_t steps, const std::string& mode) {
   tg::nn::Model model = make_model(mode);
   const int64_t n = batch * steps;
-  tg::TensorData x = tg::TensorData::random_normal({n, 224, 224, 3}, 0.f, 1.f, 1).to(tg::Device::cuda(0));
+  tg::TensorData x = tg::TensorData::random_normal(image(mode, n), 0.f, 1.f, 1).to(tg::Device::cuda(0));
   std::vector<int64_t> labels(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) labels[static_cast<size_t>(i)] = (i * 37) % 1000;
   tg::TensorData y = tg::TensorData::from_vector<int64_t>(labels, {n}).to(tg::Device::cuda(0));
@@ -125,7 +135,7 @@ double train_ms(int64_t batch, int64_t steps, const std::string& mode) {
 // ms per forward pass.
 double infer_ms(int64_t batch, int64_t iters, const std::string& mode) {
   tg::nn::Model model = make_model(mode);
-  tg::TensorData x = tg::TensorData::random_normal({batch, 224, 224, 3}, 0.f, 1.f, 2).to(tg::Device::cuda(0));
+  tg::TensorData x = tg::TensorData::random_normal(image(mode, batch), 0.f, 1.f, 2).to(tg::Device::cuda(0));
   auto t0 = clock_type::now();
   model.predict(x, batch);
   std::printf("  tg first predict (compile + run): %.0f ms\n", ms_since(t0));

@@ -12,8 +12,8 @@ std::optional<std::string> device_override();
 /// empty: the backend decides (on for CUDA). Read at every compile.
 std::optional<bool> fusion_override();
 
-/// TG_PROFILE=1: the interpreter times every kernel (waiting for the GPU after each one) and
-/// prints a table per op kind to stderr at exit. Off when unset, empty or "0". Read once.
+/// TG_PROFILE=1: the interpreter times every kernel of every run after an executable's first
+/// (waiting for the GPU after each one) and prints a table per op kind to stderr at exit. Off when unset, empty or "0". Read once.
 bool profile();
 
 }  // namespace tg::env
