@@ -16,6 +16,13 @@ std::optional<bool> fusion_override() {
   return std::string(s) != "0";
 }
 
+std::optional<std::string> kernel_cache_dir() {
+  if (const char* d = std::getenv("TG_KERNEL_CACHE_DIR"); d && *d) return std::string(d);
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/tg/kernels";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/tg/kernels";
+  return std::nullopt;
+}
+
 bool profile() {
   static const bool on = [] {
     const char* v = std::getenv("TG_PROFILE");

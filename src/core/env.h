@@ -12,6 +12,10 @@ std::optional<std::string> device_override();
 /// empty: the backend decides (on for CUDA). Read at every compile.
 std::optional<bool> fusion_override();
 
+/// Where generated GPU kernels are cached on disk: TG_KERNEL_CACHE_DIR, else
+/// $XDG_CACHE_HOME/tg/kernels, else $HOME/.cache/tg/kernels; nullopt when none is set.
+std::optional<std::string> kernel_cache_dir();
+
 /// TG_PROFILE=1: the interpreter times every kernel of every run after an executable's first
 /// (waiting for the GPU after each one) and prints a table per op kind to stderr at exit. Off when unset, empty or "0". Read once.
 bool profile();

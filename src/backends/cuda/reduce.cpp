@@ -14,6 +14,7 @@
 #include "backends/cpu/dispatch.h"
 #include "backends/cuda/context.h"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/scalar_type.h"
 #include "core/error_util.h"
 
 namespace tg::cuda {
@@ -23,29 +24,6 @@ using ir::OpKind;
 using kernels::ReduceKind;
 using kernels::ScalarType;
 
-ScalarType scalar_type(DType d) {
-  switch (d) {
-    case DType::bool_:
-      return ScalarType::bool_;
-    case DType::i8:
-      return ScalarType::i8;
-    case DType::u8:
-      return ScalarType::u8;
-    case DType::i32:
-      return ScalarType::i32;
-    case DType::i64:
-      return ScalarType::i64;
-    case DType::f16:
-      return ScalarType::f16;
-    case DType::bf16:
-      return ScalarType::bf16;
-    case DType::f32:
-      return ScalarType::f32;
-    case DType::f64:
-      return ScalarType::f64;
-  }
-  return ScalarType::f32;
-}
 
 /// Scratch buffers of one kernel call, alive until it returns (the work is queued by then).
 struct Scratch {

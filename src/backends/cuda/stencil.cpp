@@ -11,6 +11,7 @@
 #include "backends/cpu/dispatch.h"
 #include "backends/cuda/context.h"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/scalar_type.h"
 #include "core/error_util.h"
 #include "ops/boundary.h"
 
@@ -19,29 +20,6 @@ namespace {
 
 using kernels::ScalarType;
 
-ScalarType scalar_type(DType d) {
-  switch (d) {
-    case DType::bool_:
-      return ScalarType::bool_;
-    case DType::i8:
-      return ScalarType::i8;
-    case DType::u8:
-      return ScalarType::u8;
-    case DType::i32:
-      return ScalarType::i32;
-    case DType::i64:
-      return ScalarType::i64;
-    case DType::f16:
-      return ScalarType::f16;
-    case DType::bf16:
-      return ScalarType::bf16;
-    case DType::f32:
-      return ScalarType::f32;
-    case DType::f64:
-      return ScalarType::f64;
-  }
-  return ScalarType::f32;
-}
 
 /// The CPU's boundary_value: the constant in the compute type, rounded to the storage type.
 template <typename T>

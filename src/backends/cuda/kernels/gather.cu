@@ -12,6 +12,7 @@
 //   element: exactly the CPU's sequential semantics (last update wins for none; add/mul round
 //   after each step in f16/bf16/f32), deterministic, no atomics on data. A target hit by very
 //   many updates is walked serially by one thread (slow but correct).
+#include "backends/cuda/kernels/compute.cuh"
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -177,39 +178,6 @@ __global__ void elements_kernel(const word_t<W>* __restrict__ x, word_t<W>* __re
 
 // ---- scatter -------------------------------------------------------------------------------
 
-template <typename T>
-struct ComputeOf {
-  typedef T type;
-};
-template <>
-struct ComputeOf<__half> {
-  typedef float type;
-};
-template <>
-struct ComputeOf<__nv_bfloat16> {
-  typedef float type;
-};
-template <typename T>
-using compute_t = typename ComputeOf<T>::type;
-
-template <typename T>
-__device__ __forceinline__ compute_t<T> to_c(T x) {
-  if constexpr (std::is_same_v<T, __half>)
-    return __half2float(x);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return __bfloat162float(x);
-  else
-    return x;
-}
-template <typename T>
-__device__ __forceinline__ T from_c(compute_t<T> c) {
-  if constexpr (std::is_same_v<T, __half>)
-    return __float2half_rn(c);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return __float2bfloat16_rn(c);
-  else
-    return static_cast<T>(c);
-}
 
 // The CPU's scatter combine (backends/cpu/gather.cpp): R 0 none, 1 add, 2 mul, 3 min, 4 max.
 template <int R, typename T>

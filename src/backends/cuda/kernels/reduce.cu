@@ -17,6 +17,7 @@
 // partial results [outer, chunks, inner] in the accumulator type and the pass recurses over them
 // (e.g. NHWC batch-norm statistics [128*56*56, 256] -> [~1000, 256] -> [~33, 256] -> [256]).
 // Every partial is combined in a fixed order: results are deterministic (no atomics).
+#include "backends/cuda/kernels/compute.cuh"
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -36,39 +37,6 @@ typedef long long i64;
 constexpr int kThreads = 256;
 constexpr unsigned kFull = 0xffffffffu;
 
-template <typename T>
-struct ComputeOf {
-  typedef T type;
-};
-template <>
-struct ComputeOf<__half> {
-  typedef float type;
-};
-template <>
-struct ComputeOf<__nv_bfloat16> {
-  typedef float type;
-};
-template <typename T>
-using compute_t = typename ComputeOf<T>::type;
-
-template <typename T>
-__device__ __forceinline__ compute_t<T> to_c(T x) {
-  if constexpr (std::is_same_v<T, __half>)
-    return __half2float(x);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return __bfloat162float(x);
-  else
-    return x;
-}
-template <typename T>
-__device__ __forceinline__ T from_c(compute_t<T> c) {
-  if constexpr (std::is_same_v<T, __half>)
-    return __float2half_rn(c);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return __float2bfloat16_rn(c);
-  else
-    return static_cast<T>(c);
-}
 
 template <ReduceKind K, typename T>
 struct ValueOp {

@@ -7,6 +7,7 @@
 // results against the CPU. Outputs whose window lies inside the source read directly; the others
 // map every coordinate through the boundary mode (ops/boundary.h). Window rank 1..4; weights are
 // read through the read-only cache (one copy shared by all threads).
+#include "backends/cuda/kernels/compute.cuh"
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -24,39 +25,6 @@ typedef long long i64;
 typedef unsigned long long u64;
 constexpr int kThreads = 256;
 
-template <typename T>
-struct ComputeOf {
-  typedef T type;
-};
-template <>
-struct ComputeOf<__half> {
-  typedef float type;
-};
-template <>
-struct ComputeOf<__nv_bfloat16> {
-  typedef float type;
-};
-template <typename T>
-using compute_t = typename ComputeOf<T>::type;
-
-template <typename T>
-__device__ __forceinline__ compute_t<T> to_c(T x) {
-  if constexpr (std::is_same_v<T, __half>)
-    return __half2float(x);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return __bfloat162float(x);
-  else
-    return x;
-}
-template <typename T>
-__device__ __forceinline__ T from_c(compute_t<T> c) {
-  if constexpr (std::is_same_v<T, __half>)
-    return __float2half_rn(c);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return __float2bfloat16_rn(c);
-  else
-    return static_cast<T>(c);
-}
 
 template <typename C>
 __device__ __forceinline__ C mul(C a, C b) {

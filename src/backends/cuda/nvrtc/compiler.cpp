@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/cuda/context.h"
+#include "core/env.h"
 #include "core/error_util.h"
 #include "tg_device_sources.inc"
 
@@ -94,16 +95,9 @@ std::string target_for(int cc, bool* cubin) {
 // ---- disk cache -------------------------------------------------------------------------------
 
 std::string find_cache_dir() {
-  fs::path dir;
-  if (const char* d = std::getenv("TG_KERNEL_CACHE_DIR"); d && *d) {
-    dir = d;
-  } else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
-    dir = fs::path(x) / "tg" / "kernels";
-  } else if (const char* home = std::getenv("HOME"); home && *home) {
-    dir = fs::path(home) / ".cache" / "tg" / "kernels";
-  } else {
-    return "";
-  }
+  const std::optional<std::string> configured = env::kernel_cache_dir();
+  if (!configured) return "";
+  fs::path dir = *configured;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (!fs::is_directory(dir, ec)) return "";
