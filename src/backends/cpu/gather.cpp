@@ -10,6 +10,7 @@
 #include <string>
 #include <type_traits>
 
+#include "backends/gather_util.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/dispatch.h"
 #include "backends/cpu/parallel.h"
@@ -17,21 +18,11 @@
 namespace tg::cpu {
 namespace {
 
-int64_t product(const Shape& s, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t d = begin; d < end; ++d) p *= s[d];
-  return p;
-}
+using backends::check_element_shapes;
+using backends::position;
+using backends::product;
 
-// Position of flat element `i` of `shape`, as "[1,0,2]".
-std::string position(const Shape& shape, int64_t i) {
-  std::vector<int64_t> c(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    c[d] = shape[d] == 0 ? 0 : i % shape[d];
-    i = shape[d] == 0 ? 0 : i / shape[d];
-  }
-  return fmt::format("[{}]", fmt::join(c, ","));
-}
+
 
 template <typename I>
 const I* index_data(const TensorData& t) {
@@ -221,15 +212,6 @@ void for_each_element_target(const Shape& xs, const Shape& is, int64_t axis,
     run_rows(0, rows);
 }
 
-// Checks indices.shape[d] <= x.shape[d] for d != axis (inference checks it too; kernels never
-// trust shapes they index with).
-void check_element_shapes(const Shape& xs, const Shape& is, int64_t axis, const char* op) {
-  bool ok = xs.size() == is.size();
-  for (size_t d = 0; ok && d < xs.size(); ++d)
-    ok = static_cast<int64_t>(d) == axis || is[d] <= xs[d];
-  if (!ok)
-    fail(ErrorCode::shape_mismatch, op, "indices shape {} does not fit {}", str(is), str(xs));
-}
 
 void gather_elements_kernel(KernelContext& ctx) {
   const auto& a = std::get<GatherElementsDesc>(ctx.node.attrs);

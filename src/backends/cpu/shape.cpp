@@ -10,6 +10,7 @@
 
 #include "ops/boundary.h"
 #include "backends/cpu/cpu_backend.h"
+#include "backends/strided_view.h"
 #include "backends/cpu/parallel.h"
 #include "core/convert.h"
 #include "core/error_util.h"
@@ -41,33 +42,8 @@ void by_element_size(DType dtype, F&& f) {
 
 // ---- strided views ---------------------------------------------------------------------------
 
-/// Output element at multi-index o is source element offset + sum(o[i] * strides[i]).
-struct View {
-  Shape shape;                   ///< the output shape
-  std::vector<int64_t> strides;  ///< source stride (elements) per output dim; 0 or negative allowed
-  int64_t offset = 0;
-};
-
-/// Drops dims of size 1 and merges neighbours that are contiguous in the source as well, so that
-/// e.g. a transpose of [N, C, H, W] to [N, H, W, C] becomes a 3-d copy [N, H*W, C].
-View simplify(const View& v) {
-  View s{{}, {}, v.offset};
-  for (size_t i = 0; i < v.shape.size(); ++i) {
-    if (v.shape[i] == 1) continue;
-    if (!s.shape.empty() && s.strides.back() == v.strides[i] * v.shape[i]) {
-      s.shape.back() *= v.shape[i];
-      s.strides.back() = v.strides[i];
-    } else {
-      s.shape.push_back(v.shape[i]);
-      s.strides.push_back(v.strides[i]);
-    }
-  }
-  if (s.shape.empty()) {
-    s.shape = {1};
-    s.strides = {1};
-  }
-  return s;
-}
+using View = backends::StridedView;
+using backends::simplify;
 
 /// An unsigned integer of E bytes that may alias any element type: kernels move elements as
 /// words of their size (bool, f16, f32, i64, ... all alike).
@@ -206,84 +182,13 @@ void copy_view(const TensorData& in, TensorData& out, const View& view) {
   });
 }
 
-/// The identity view of `in` (output dim i reads input dim i).
-View identity_view(const TensorData& in) { return {in.shape(), row_major_strides(in.shape()), 0}; }
-
-void broadcast_to_kernel(KernelContext& ctx) {
-  const TensorData& x = ctx.inputs[0];
-  const Shape& out = ctx.node.outputs[0].shape;
-  const std::vector<int64_t> in_strides = row_major_strides(x.shape());
-  const size_t lead = out.size() - x.shape().size();
-  View v{out, std::vector<int64_t>(out.size(), 0), 0};
-  for (size_t i = lead; i < out.size(); ++i) {
-    int64_t d = x.shape()[i - lead];
-    if (d != out[i] && d != 1) {
-      fail(ErrorCode::shape_mismatch, ctx.op_name(), "cannot broadcast {} to {}", str(x.shape()),
-           str(out));
-    }
-    v.strides[i] = d == 1 ? 0 : in_strides[i - lead];
-  }
-  copy_view(x, ctx.outputs[0], v);
+// broadcast_to, transpose, slice, reverse and tile: a copy of the op's strided view of its input.
+void view_kernel(KernelContext& ctx) {
+  if (std::optional<View> v = backends::view_of(ctx)) copy_view(ctx.inputs[0], ctx.outputs[0], *v);
 }
 
 void reshape_kernel(KernelContext& ctx) {
   ctx.outputs[0] = ctx.inputs[0].reshaped(ctx.node.outputs[0].shape);  // a view: no copy
-}
-
-void transpose_kernel(KernelContext& ctx) {
-  const TensorData& x = ctx.inputs[0];
-  const auto& perm = std::get<ir::TransposeAttrs>(ctx.node.attrs).perm;
-  const std::vector<int64_t> in_strides = row_major_strides(x.shape());
-  View v{ctx.node.outputs[0].shape, {}, 0};
-  for (int64_t p : perm) v.strides.push_back(in_strides[static_cast<size_t>(p)]);
-  copy_view(x, ctx.outputs[0], v);
-}
-
-void slice_kernel(KernelContext& ctx) {
-  const TensorData& x = ctx.inputs[0];
-  const SliceDesc& d = std::get<SliceDesc>(ctx.node.attrs);
-  View v = identity_view(x);
-  const std::vector<int64_t> in_strides = v.strides;
-  for (size_t i = 0; i < d.axes.size(); ++i) {
-    const size_t axis = static_cast<size_t>(d.axes[i]);
-    int64_t start = 0, length = 0;
-    ops::resolve_slice_dim(d.begin[i], d.end[i], d.strides[i], x.shape()[axis], &start, &length);
-    v.shape[axis] = length;
-    if (length == 0) return;  // nothing to copy
-    v.offset += start * in_strides[axis];
-    // (length - 1) * stride stays inside the dim, so the product cannot overflow unless length
-    // is 1.
-    v.strides[axis] = length == 1 ? 0 : d.strides[i] * in_strides[axis];
-  }
-  TG_CHECK_INTERNAL(v.shape == ctx.outputs[0].shape(),
-                    "slice shape differs from its inferred type");
-  copy_view(x, ctx.outputs[0], v);
-}
-
-void reverse_kernel(KernelContext& ctx) {
-  const TensorData& x = ctx.inputs[0];
-  View v = identity_view(x);
-  for (int64_t a : std::get<ir::ReverseAttrs>(ctx.node.attrs).axes) {
-    const size_t axis = static_cast<size_t>(a);
-    if (v.shape[axis] == 0) return;
-    v.offset += (v.shape[axis] - 1) * v.strides[axis];
-    v.strides[axis] = -v.strides[axis];
-  }
-  copy_view(x, ctx.outputs[0], v);
-}
-
-/// tile is the view [m0, d0, m1, d1, ...] with strides [0, s0, 0, s1, ...], whose row-major order
-/// is the output's [m0*d0, m1*d1, ...].
-void tile_kernel(KernelContext& ctx) {
-  const TensorData& x = ctx.inputs[0];
-  const auto& m = std::get<ir::TileAttrs>(ctx.node.attrs).multiples;
-  const std::vector<int64_t> in_strides = row_major_strides(x.shape());
-  View v;
-  for (size_t i = 0; i < m.size(); ++i) {
-    v.shape.insert(v.shape.end(), {m[i], x.shape()[i]});
-    v.strides.insert(v.strides.end(), {0, in_strides[i]});
-  }
-  copy_view(x, ctx.outputs[0], v);
 }
 
 // ---- concat ------------------------------------------------------------------------------------
@@ -414,14 +319,14 @@ void pad_kernel(KernelContext& ctx) {
 
 void register_shape_kernels(KernelTable& t) {
   using K = ir::OpKind;
-  t.set(K::broadcast_to, broadcast_to_kernel);
+  t.set(K::broadcast_to, view_kernel);
   t.set(K::reshape, reshape_kernel);
-  t.set(K::transpose, transpose_kernel);
-  t.set(K::slice, slice_kernel);
+  t.set(K::transpose, view_kernel);
+  t.set(K::slice, view_kernel);
   t.set(K::pad, pad_kernel);
   t.set(K::concat, concat_kernel);
-  t.set(K::reverse, reverse_kernel);
-  t.set(K::tile, tile_kernel);
+  t.set(K::reverse, view_kernel);
+  t.set(K::tile, view_kernel);
 }
 
 }  // namespace tg::cpu

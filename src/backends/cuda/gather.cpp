@@ -6,6 +6,7 @@
 // an out-of-range index raises tg::Error(out_of_range) naming the first bad position in
 // row-major order, like the CPU. That check needs one host sync per call (see check_indices).
 // Algorithms: kernels/gather.cu.
+#include "backends/gather_util.h"
 #include "backends/cuda/kernels/gather.h"
 
 #include <algorithm>
@@ -22,23 +23,14 @@
 namespace tg::cuda {
 namespace {
 
+using backends::check_element_shapes;
+using backends::position;
+using backends::product;
+
 using kernels::ScalarType;
 
 
-int64_t product(const Shape& s, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t d = begin; d < end; ++d) p *= s[d];
-  return p;
-}
 
-std::string position(const Shape& shape, int64_t i) {
-  std::vector<int64_t> c(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    c[d] = shape[d] == 0 ? 0 : i % shape[d];
-    i = shape[d] == 0 ? 0 : i / shape[d];
-  }
-  return fmt::format("[{}]", fmt::join(c, ","));
-}
 
 /// Device buffers of one kernel call, alive until it returns (its work is queued by then; stream
 /// order makes the release safe).
@@ -102,13 +94,6 @@ const int64_t* check_indices(KernelContext& ctx, Scratch& scratch, const TensorD
   return out;
 }
 
-void check_element_shapes(const Shape& xs, const Shape& is, int64_t axis, const char* op) {
-  bool ok = xs.size() == is.size();
-  for (size_t d = 0; ok && d < xs.size(); ++d)
-    ok = static_cast<int64_t>(d) == axis || is[d] <= xs[d];
-  if (!ok)
-    fail(ErrorCode::shape_mismatch, op, "indices shape {} does not fit {}", str(is), str(xs));
-}
 
 void check_rank(KernelContext& ctx, size_t rank) {
   if (rank > static_cast<size_t>(kernels::kMaxGatherDims)) {
