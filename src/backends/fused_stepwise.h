@@ -5,7 +5,11 @@
 
 namespace tg::backends {
 
-/// Runs ctx's fused_elementwise node with `table`'s unary/binary/ternary/cast kernels.
+/// Runs ctx's fused_elementwise node with `table`'s broadcast_to, unary/binary/ternary/cast
+/// kernels (inputs first broadcast to the program's shape).
 void run_fused_stepwise(KernelContext& ctx, const KernelTable& table);
+/// Runs ctx's fused_reduce node: the program as run_fused_stepwise, then `table`'s reduce_sum
+/// kernel on each output value.
+void run_fused_reduce_stepwise(KernelContext& ctx, const KernelTable& table);
 
 }  // namespace tg::backends

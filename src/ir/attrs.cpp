@@ -180,8 +180,12 @@ struct Printer {
       steps += fmt::format("{}{}({}):{}", k ? "; " : "", op_name(s.kind), fmt::join(s.args, ","),
                            dtype_name(s.dtype));
     }
-    return fmt::format("shape=[{}], steps={{{}}}, outputs=[{}]", fmt::join(a.shape, ","), steps,
-                       fmt::join(a.outputs, ","));
+    std::string out = fmt::format("shape=[{}], steps={{{}}}, outputs=[{}]", fmt::join(a.shape, ","), steps,
+                                  fmt::join(a.outputs, ","));
+    if (!a.reduce_axes.empty()) {
+      out += fmt::format(", reduce_axes=[{}], keep_dims={}", fmt::join(a.reduce_axes, ","), a.keep_dims);
+    }
+    return out;
   }
 };
 

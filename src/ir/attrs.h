@@ -76,12 +76,18 @@ struct FusedStep {
   std::vector<int> args;
   DType dtype = DType::f32;
 };
-/// Attributes of fused_elementwise: every step's result has `shape` (inputs broadcast to it);
-/// node output k is program value outputs[k].
+/// Attributes of fused_elementwise and fused_reduce: every step's result has `shape` (inputs
+/// broadcast to it, NumPy style). fused_elementwise: node output k is program value outputs[k]
+/// (a step). fused_reduce: node output k is the sum of program value outputs[k] (a step or an
+/// input of `shape`'s element count) over `reduce_axes` of `shape` (sorted, unique, non-empty),
+/// size-1 dims kept when keep_dims, as reduce_sum computes it (floating dtypes; f32 accumulates in
+/// f64, f16/bf16 in f32).
 struct FusedAttrs {
   Shape shape;
   std::vector<FusedStep> steps;
   std::vector<int> outputs;
+  std::vector<int64_t> reduce_axes;  ///< fused_reduce only
+  bool keep_dims = false;            ///< fused_reduce only
 };
 
 /// Every attribute type a node can carry. Reduce/Gather/... reuse the public descriptor structs

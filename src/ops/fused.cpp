@@ -1,5 +1,8 @@
-// Type inference of fused_elementwise (made by passes/fuse_elementwise.cpp, never by the builder):
-// output k has FusedAttrs::shape and the dtype of program value outputs[k].
+// Type inference of the fused ops (made by passes/fuse_elementwise.cpp and passes/fuse_reduce.cpp,
+// never by the builder): output k has FusedAttrs::shape (fused_reduce: with reduce_axes removed,
+// or 1 when keep_dims) and the dtype of program value outputs[k].
+#include <algorithm>
+
 #include "core/error_util.h"
 #include "ops/registry.h"
 
@@ -10,18 +13,34 @@ std::vector<TensorType> infer_fused(const ir::Node& node, std::span<const Tensor
   const auto& a = std::get<ir::FusedAttrs>(node.attrs);
   const int num_inputs = static_cast<int>(inputs.size());
   std::vector<TensorType> out;
+  const bool reduce = node.kind == ir::OpKind::fused_reduce;
+  Shape shape = a.shape;
+  if (reduce) {
+    shape.clear();
+    for (int64_t d = 0; d < static_cast<int64_t>(a.shape.size()); ++d) {
+      const bool reduced = std::find(a.reduce_axes.begin(), a.reduce_axes.end(), d) != a.reduce_axes.end();
+      if (!reduced) shape.push_back(a.shape[static_cast<size_t>(d)]);
+      else if (a.keep_dims) shape.push_back(1);
+    }
+  }
   for (int v : a.outputs) {
-    if (v < num_inputs || v >= num_inputs + static_cast<int>(a.steps.size())) {
-      fail(ErrorCode::internal, "fused_elementwise", "output value {} is not a step ({} inputs, {} steps)", v,
+    // fused_reduce may sum an input directly.
+    const int first = reduce ? 0 : num_inputs;
+    if (v < first || v >= num_inputs + static_cast<int>(a.steps.size())) {
+      fail(ErrorCode::internal, ir::op_name(node.kind), "output value {} is not a step ({} inputs, {} steps)", v,
            num_inputs, a.steps.size());
     }
-    out.push_back({a.shape, a.steps[static_cast<size_t>(v - num_inputs)].dtype});
+    const DType dtype = v < num_inputs ? inputs[static_cast<size_t>(v)].dtype : a.steps[static_cast<size_t>(v - num_inputs)].dtype;
+    out.push_back({shape, dtype});
   }
   return out;
 }
 
 }  // namespace
 
-void register_fused_ops(OpRegistry& r) { r.set(ir::OpKind::fused_elementwise, infer_fused); }
+void register_fused_ops(OpRegistry& r) {
+  r.set(ir::OpKind::fused_elementwise, infer_fused);
+  r.set(ir::OpKind::fused_reduce, infer_fused);
+}
 
 }  // namespace tg::ops

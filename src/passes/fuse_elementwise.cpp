@@ -21,7 +21,9 @@ namespace {
 constexpr size_t kMaxSteps = 96;
 constexpr size_t kMaxInputs = 12;
 
-bool fusible(const ir::Node& n) {
+}  // namespace
+
+bool is_fusible_elementwise(const ir::Node& n) {
   const ir::OpFamily f = ir::op_info(n.kind).family;
   if (f != ir::OpFamily::unary && f != ir::OpFamily::binary && f != ir::OpFamily::ternary &&
       f != ir::OpFamily::cast) {
@@ -30,6 +32,8 @@ bool fusible(const ir::Node& n) {
   if (!ir::has_trait(n.kind, ir::kElementwise) || !n.regions.empty()) return false;
   return n.outputs.size() == 1 && is_static(n.outputs[0].shape);
 }
+
+namespace {
 
 struct Group {
   std::vector<int> members;  // ids, increasing
@@ -91,7 +95,7 @@ bool fuse_graph(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>
     return true;
   };
   for (const ir::Node& node : g.nodes()) {
-    if (!fusible(node)) continue;
+    if (!is_fusible_elementwise(node)) continue;
     int best = -1, best_producer = -1;
     for (const ir::ValueRef& in : node.inputs) {
       int gi = group_of[in.node];

@@ -29,6 +29,17 @@ bool simplify(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& 
 bool fuse_elementwise(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
                       std::vector<int>& keep);
 
+/// Reduction fusion and producer inlining (passes/fuse_reduce.cpp), after fuse_elementwise:
+/// program inputs read through broadcast_to/reshape views, producers recomputed in their readers
+/// when that reads no more data, reduce_sum of a program value -> fused_reduce, sibling
+/// reductions merged; then dead-code elimination. Remaps `roots`, `root_ops` and `keep`.
+bool fuse_reductions(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                     std::vector<int>& keep);
+
+/// The nodes fuse_elementwise can fuse: one elementwise op (unary, binary, ternary, cast
+/// families) with one output of static shape and no regions.
+bool is_fusible_elementwise(const ir::Node& n);
+
 /// Buffer planning: for each step of `schedule`, the values whose last reader it is (values
 /// in `keep` are never released).
 std::vector<std::vector<ir::ValueRef>> plan_buffers(const ir::Graph& g, const std::vector<int>& schedule,

@@ -120,6 +120,7 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
   passes::simplify(*g, roots, root_ops, feeds);
   if (env::fusion_override().value_or(backend.fuses_elementwise())) {
     passes::fuse_elementwise(*g, roots, root_ops, feeds);
+    passes::fuse_reductions(*g, roots, root_ops, feeds);
   }
 
   auto plan = std::make_shared<backends::PlannedGraph>();

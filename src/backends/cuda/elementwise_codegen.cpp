@@ -283,8 +283,10 @@ const Entry& entry_for(const ElementwiseSpec& s, std::string_view kinds, int dev
   return *it->second;
 }
 
-/// Row-major element strides of `in` laid over `out` (right-aligned), 0 on broadcast dims;
-/// raises tg::Error(shape_mismatch) when `in` does not broadcast to `out` (as the CPU does).
+bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+}  // namespace
+
 std::vector<int64_t> broadcast_strides(const Shape& out, const Shape& in, std::string_view op) {
   const size_t r = out.size();
   if (in.size() > r) fail(ErrorCode::shape_mismatch, op, "operand shape {} does not broadcast to {}", str(in), str(out));
@@ -301,10 +303,6 @@ std::vector<int64_t> broadcast_strides(const Shape& out, const Shape& in, std::s
   }
   return strides;
 }
-
-bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
-
-}  // namespace
 
 void require_dtype(DTypeGroup group, DType dtype, std::string_view op) {
   bool ok = false;

@@ -49,6 +49,11 @@ enum class DTypeGroup { all, numeric, floating, integer, boolean };
 /// Raises tg::Error(dtype_mismatch) "[op] dtype X is not supported" unless `dtype` is in `group`.
 void require_dtype(DTypeGroup group, DType dtype, std::string_view op);
 
+/// Row-major element strides of `in` laid over `out` (right-aligned), 0 on broadcast dims;
+/// raises tg::Error(shape_mismatch) naming `op` when `in` does not broadcast to `out` (as the CPU
+/// does).
+std::vector<int64_t> broadcast_strides(const Shape& out, const Shape& in, std::string_view op);
+
 /// The device type name of a storage dtype ("float", "tg_dev::f16", "bool", ...).
 const char* device_type(DType dtype);
 

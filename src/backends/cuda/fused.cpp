@@ -1,34 +1,30 @@
-// CUDA kernel of fused_elementwise: one generated kernel for the whole chain. The program becomes
-// a device function computing every step in registers, in the steps' storage types (so values
-// round exactly as the single-op kernels do), called by the elementwise kernel template of
+// CUDA kernels of the fused family. fused_elementwise: one generated kernel for the whole chain.
+// The program becomes a device function computing every step in registers, in the steps' storage
+// types (so values round exactly as the single-op kernels do; fused_program_source below, shared
+// with fused_reduce, see fused_program.h), called by the elementwise kernel template of
 // elementwise_codegen.h (broadcast inputs, vectorized contiguous paths, NVRTC with caches).
+// fused_reduce: fused_reduce.cpp.
 #include <fmt/format.h>
 
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/elementwise_codegen.h"
 #include "backends/cuda/elementwise_ops.h"
+#include "backends/cuda/fused_program.h"
 #include "core/error_util.h"
 
 namespace tg::cuda {
-namespace {
 
-void fused_kernel(KernelContext& ctx) {
-  const auto& a = std::get<ir::FusedAttrs>(ctx.node.attrs);
-  const size_t n_in = ctx.inputs.size();
-  std::vector<DType> dtype;  // per program value
+FusedProgramSource fused_program_source(const ir::FusedAttrs& a, std::span<const DType> inputs, std::string_view op) {
+  const size_t n_in = inputs.size();
+  FusedProgramSource out;
+  std::vector<DType> dtype(inputs.begin(), inputs.end());  // per program value
   std::vector<std::string> name;
+  std::string params;
   for (size_t m = 0; m < n_in; ++m) {
-    dtype.push_back(ctx.inputs[m].dtype());
     name.push_back(fmt::format("v{}", m));
-  }
-  ElementwiseSpec spec;
-  spec.inputs.assign(dtype.begin(), dtype.end());
-  std::string params, call_args, body;
-  for (size_t m = 0; m < n_in; ++m) {
     params += fmt::format("{}{} v{}", m ? ", " : "", device_type(dtype[m]), m);
-    call_args += fmt::format("{}v{}", m ? ", " : "", m);
   }
-  ir::OpKind flag_op = ir::OpKind::fused_elementwise;
+  std::string body;
   for (const ir::FusedStep& s : a.steps) {
     std::vector<DType> in;
     std::vector<std::string> args;
@@ -38,9 +34,9 @@ void fused_kernel(KernelContext& ctx) {
     }
     bool flag = false;
     std::string e = elementwise_expression(s.kind, in, s.dtype, args, ir::op_name(s.kind), &flag);
-    if (e.empty()) fail(ErrorCode::internal, "fused_elementwise", "step {} is not elementwise", ir::op_name(s.kind));
-    if (flag && !spec.uses_flag) flag_op = s.kind;
-    spec.uses_flag = spec.uses_flag || flag;
+    if (e.empty()) fail(ErrorCode::internal, op, "step {} is not elementwise", ir::op_name(s.kind));
+    if (flag && !out.uses_flag) out.flag_op = s.kind;
+    out.uses_flag = out.uses_flag || flag;
     const size_t v = dtype.size();
     dtype.push_back(s.dtype);
     name.push_back(fmt::format("t{}", v));
@@ -49,18 +45,36 @@ void fused_kernel(KernelContext& ctx) {
   std::string out_struct = "struct tg_fused_out {\n";
   std::string ret = "  tg_fused_out r;\n";
   for (size_t k = 0; k < a.outputs.size(); ++k) {
-    const auto v = static_cast<size_t>(a.outputs[k]);
-    spec.outputs.push_back(dtype.at(v));
+    const auto v = static_cast<size_t>(a.outputs[k]);  // a step or an input
+    out.outputs.push_back(dtype.at(v));
     out_struct += fmt::format("  {} o{};\n", device_type(dtype.at(v)), k);
     ret += fmt::format("  r.o{} = {};\n", k, name.at(v));
+  }
+  out.prelude = out_struct + "};\n" + "TG_DEVICE_INLINE tg_fused_out tg_fused(" + params + (n_in ? ", " : "") +
+                "int* flag) {\n  (void)flag;\n" + body + ret + "  return r;\n}\n";
+  return out;
+}
+
+namespace {
+
+void fused_kernel(KernelContext& ctx) {
+  const auto& a = std::get<ir::FusedAttrs>(ctx.node.attrs);
+  const size_t n_in = ctx.inputs.size();
+  ElementwiseSpec spec;
+  for (size_t m = 0; m < n_in; ++m) spec.inputs.push_back(ctx.inputs[m].dtype());
+  FusedProgramSource prog = fused_program_source(a, spec.inputs, "fused_elementwise");
+  std::string call_args;
+  for (size_t m = 0; m < n_in; ++m) call_args += fmt::format("{}v{}", m ? ", " : "", m);
+  spec.outputs = prog.outputs;
+  for (size_t k = 0; k < a.outputs.size(); ++k) {
     spec.exprs.push_back(fmt::format("tg_fused({}{}flag).o{}", call_args, n_in ? ", " : "", k));
   }
-  spec.prelude = out_struct + "};\n" + "TG_DEVICE_INLINE tg_fused_out tg_fused(" + params + (n_in ? ", " : "") +
-                 "int* flag) {\n  (void)flag;\n" + body + ret + "  return r;\n}\n";
+  spec.uses_flag = prog.uses_flag;
+  spec.prelude = std::move(prog.prelude);
   if (spec.uses_flag) {
     // Errors of an integer division name that step's op, as the unfused kernels do.
     ir::Node named = ctx.node;
-    named.kind = flag_op;
+    named.kind = prog.flag_op;
     KernelContext sub{named, ctx.inputs, ctx.outputs, ctx.variables, ctx.regions, ctx.device, ctx.precision};
     run_elementwise(sub, spec, ctx.inputs, ctx.outputs);
     return;
@@ -70,6 +84,9 @@ void fused_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-void register_fused_kernels(KernelTable& t) { t.set(ir::OpKind::fused_elementwise, fused_kernel); }
+void register_fused_kernels(KernelTable& t) {
+  t.set(ir::OpKind::fused_elementwise, fused_kernel);
+  t.set(ir::OpKind::fused_reduce, fused_reduce_kernel);
+}
 
 }  // namespace tg::cuda

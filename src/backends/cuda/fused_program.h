@@ -1,0 +1,40 @@
+// Device code of a fused elementwise program (ir::FusedAttrs::steps), shared by the CUDA kernels of
+// fused_elementwise (fused.cpp) and fused_reduce (fused_reduce.cpp).
+//
+// The program becomes one device function computing every step in registers, in the steps'
+// storage types (so values round exactly as the single-op kernels do, through the expressions of
+// elementwise_ops.h):
+//   struct tg_fused_out { T0 o0; T1 o1; ... };
+//   TG_DEVICE_INLINE tg_fused_out tg_fused(I0 v0, I1 v1, ..., int* flag);
+// where v<m> is input m's element (storage type) and o<k> the program value FusedAttrs::outputs[k]
+// (a step, or directly an input: "r.o0 = v1"). `flag` is written only by integer division steps
+// (uses_flag; see tg_dev::bin_checked).
+#pragma once
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/kernel.h"
+#include "ir/attrs.h"
+
+namespace tg::cuda {
+
+struct FusedProgramSource {
+  std::string prelude;         ///< definitions of struct tg_fused_out and tg_fused(...)
+  std::vector<DType> outputs;  ///< storage dtype of each program output o<k>
+  bool uses_flag = false;      ///< some step is an integer division (writes *flag)
+  /// The first step using the flag (errors of an integer division name that op).
+  ir::OpKind flag_op = ir::OpKind::fused_elementwise;
+};
+
+/// The device code of `a`'s program for inputs of storage dtypes `inputs`. Raises the dtype errors
+/// of the single-op kernels (naming the step's op) and tg::Error(internal) naming `op` for a step
+/// that is not elementwise.
+FusedProgramSource fused_program_source(const ir::FusedAttrs& a, std::span<const DType> inputs,
+                                        std::string_view op);
+
+/// The CUDA kernel of fused_reduce (fused_reduce.cpp), registered by register_fused_kernels.
+void fused_reduce_kernel(backends::KernelContext& ctx);
+
+}  // namespace tg::cuda

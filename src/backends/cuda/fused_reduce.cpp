@@ -1,0 +1,456 @@
+// CUDA kernel of fused_reduce: the sums over FusedAttrs::reduce_axes of an elementwise program's
+// values, in one generated kernel (NVRTC) that never writes the program's values.
+//
+// Semantics: inputs broadcast (NumPy, right-aligned) to FusedAttrs::shape; every element of the
+// shape evaluates the program once (tg_fused of fused_program.h, in the steps' storage types, as
+// fused_elementwise does) and adds each output value o<k> to its sum, so sibling sums (a batch
+// norm's sum(x) and sum(x*x)) share the loads. Sums accumulate as reduce_sum's (f32 and f64 in
+// double, f16/bf16 in float) and are rounded once to the output dtype (floating dtypes only). The
+// combination order is fixed by the shapes and the device's SM count: no atomics, deterministic.
+//
+// Host planning: per input, element strides over the shape (0 on broadcast dims); size-1 dims
+// dropped, adjacent dims merged when both are reduced or both kept and every input's strides allow
+// it. Result: nk <= 4 kept and nr <= 4 reduced merged dims (O outputs, R elements a sum). Inputs
+// are 's' (one element: loaded once a thread), 'k' (reduced strides all 0, e.g. a per-channel
+// scale: loaded once per output, outside the reduction loop) or 'g' (loaded per element).
+// Threads iterate the reduced index r with a stride; its digits over the reduced dims are advanced
+// with carries (no division in the loop). Two mappings of a block's 256 threads:
+//   - row ('r', innermost merged dim reduced and R >= 32; NCHW batch norm, softmax rows): rlane =
+//     threadIdx.x over 32..256 consecutive r (coalesced; ~R/16 lanes), threadIdx.y over the block's
+//     outputs; warp shuffles, then one shared-memory slot per warp summed in order.
+//   - column ('c', otherwise; NHWC batch norm: reduced [N*H*W], kept [C]): threadIdx.x over 32
+//     consecutive outputs (coalesced; fewer when O < 32, more when R < 8), threadIdx.y over
+//     power-of-two r-lanes; shared-memory tree over y.
+// blockIdx.x strides over output groups; gridDim.y splits r so that the grid has ~4 blocks per SM
+// while each thread still runs >= ~16 iterations. With one split the block stores the outputs;
+// otherwise it writes partials [split][O] (accumulator type) to scratch and tg_fr_finish sums them
+// in split order. 32-bit index math when the shape has < 2^31 elements, else 64-bit.
+// Zero-size: O == 0 launches nothing, R == 0 stores zeros.
+// Limits: 4 kept and 4 reduced merged dims; outputs' shared memory <= 48 KiB (24 f32/f64 sums);
+// no integer-division steps (the fusion pass never makes them): tg::Error(unsupported).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "backends/cuda/context.h"
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/elementwise_codegen.h"
+#include "backends/cuda/fused_program.h"
+#include "backends/cuda/nvrtc/compiler.h"
+#include "core/error_util.h"
+
+namespace tg::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kMaxDims = 4;
+constexpr size_t kMaxShared = 48 * 1024;
+
+/// Mirrors of tg_fr_dims and tg_fr_st of the generated source, passed by value.
+struct Dims {
+  long long k[kMaxDims] = {};  ///< kept merged dims, outermost first
+  long long r[kMaxDims] = {};  ///< reduced merged dims, outermost first
+  long long O = 0, R = 0;
+};
+struct InStrides {
+  long long k[kMaxDims] = {};
+  long long r[kMaxDims] = {};
+};
+
+struct Plan {
+  std::string kinds;  ///< per input: 's' scalar, 'k' constant over r, 'g' general
+  char mode = 'c';    ///< 'r' row, 'c' column (see the top)
+  int nk = 0, nr = 0;
+  Dims dims;
+  std::vector<InStrides> strides;  ///< per input
+};
+
+bool half(DType d) { return d == DType::f16 || d == DType::bf16; }
+const char* acc_type(DType d) { return half(d) ? "float" : "double"; }
+size_t acc_size(DType d) { return half(d) ? sizeof(float) : sizeof(double); }
+const char* compute_type(DType d) { return d == DType::f64 ? "double" : "float"; }
+
+// ---- source generation ----------------------------------------------------------------------
+
+/// Parameters of the main kernels (by_ref: the inlined body takes the structs by reference).
+std::string param_list(const FusedProgramSource& p, std::span<const DType> in, const Plan& pl, bool by_ref,
+                       std::string* args) {
+  std::string s, a;
+  auto add = [&](const std::string& decl, const std::string& name) {
+    s += (s.empty() ? "" : ", ") + decl;
+    a += (a.empty() ? "" : ", ") + name;
+  };
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    add(fmt::format("{}* __restrict__ y{}", device_type(p.outputs[k]), k), fmt::format("y{}", k));
+  }
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    add(fmt::format("{}* __restrict__ q{}", acc_type(p.outputs[k]), k), fmt::format("q{}", k));
+  }
+  for (size_t m = 0; m < in.size(); ++m) {
+    add(fmt::format("const {}* __restrict__ x{}", device_type(in[m]), m), fmt::format("x{}", m));
+  }
+  const char* ref = by_ref ? "&" : "";
+  for (size_t m = 0; m < in.size(); ++m) {
+    if (pl.kinds[m] != 's') add(fmt::format("const tg_fr_st{} s{}", ref, m), fmt::format("s{}", m));
+  }
+  add(fmt::format("const tg_fr_dims{} d", ref), "d");
+  *args = a;
+  return s;
+}
+
+/// The reduction over a block's r-lanes of output k's accumulator a<k> and its store by rlane 0.
+std::string block_reduce(const Plan& pl, size_t k, DType out) {
+  const std::string sh = fmt::format("tg_sh{}", k), acc = fmt::format("a{}", k);
+  std::string s;
+  const std::string store = fmt::format(
+      "        if (gridDim.y == 1) y{0}[o] = tg_dev::st<{1}>(static_cast<{2}>(w));\n"
+      "        else q{0}[static_cast<I>(blockIdx.y) * O + o] = w;\n",
+      k, device_type(out), compute_type(out));
+  if (pl.mode == 'r') {
+    // Warp shuffles (a warp lies within one output's r-lanes), then the warps' sums in order.
+    s += "#pragma unroll\n    for (int off = 16; off > 0; off >>= 1) " + acc + " += __shfl_down_sync(0xffffffffu, " +
+         acc + ", off);\n";
+    s += "    if ((rlane & 31) == 0) " + sh + "[(rlane >> 5) * ocount + olane] = " + acc + ";\n";
+    s += "    __syncthreads();\n    if (rlane == 0 && o < O) {\n";
+    s += fmt::format("      {} w = {}[olane];\n", acc_type(out), sh);
+    s += "      for (I j = 1; j < (rcount >> 5); ++j) w += " + sh + "[j * ocount + olane];\n";
+  } else {
+    // Tree over the (power of two) r-lanes.
+    s += "    " + sh + "[rlane * ocount + olane] = " + acc + ";\n    __syncthreads();\n";
+    s += "    for (I h = rcount >> 1; h > 0; h >>= 1) {\n";
+    s += "      if (rlane < h) " + sh + "[rlane * ocount + olane] += " + sh + "[(rlane + h) * ocount + olane];\n";
+    s += "      __syncthreads();\n    }\n    if (rlane == 0 && o < O) {\n";
+    s += fmt::format("      const {} w = {}[olane];\n", acc_type(out), sh);
+  }
+  s += "      {\n" + store + "      }\n    }\n";
+  return s;
+}
+
+std::string reduce_source(const FusedProgramSource& p, std::span<const DType> in, const Plan& pl) {
+  const size_t n = in.size(), nout = p.outputs.size();
+  std::string args;
+  const std::string params = param_list(p, in, pl, true, &args);
+  const std::string kparams = param_list(p, in, pl, false, &args);
+  std::string src = "#include \"elementwise.cuh\"\n\n" + p.prelude + "\n";
+  src +=
+      "struct tg_fr_dims { long long k[4]; long long r[4]; long long O; long long R; };\n"
+      "struct tg_fr_st { long long k[4]; long long r[4]; };\n\n"
+      "template <class I>\n__device__ __forceinline__ void tg_fr_body(" + params + ") {\n";
+  for (size_t k = 0; k < nout; ++k) {
+    src += fmt::format("  __shared__ {} tg_sh{}[{}];\n", acc_type(p.outputs[k]), k, kThreads);
+  }
+  src += "  const I O = static_cast<I>(d.O), R = static_cast<I>(d.R);\n";
+  src += pl.mode == 'r'
+             ? "  const I rlane = threadIdx.x, rcount = blockDim.x, olane = threadIdx.y, ocount = blockDim.y;\n"
+             : "  const I olane = threadIdx.x, ocount = blockDim.x, rlane = threadIdx.y, rcount = blockDim.y;\n";
+  src +=
+      "  const I r0 = rlane + rcount * static_cast<I>(blockIdx.y);\n"
+      "  const I step = rcount * static_cast<I>(gridDim.y);\n";
+  for (size_t m = 0; m < n; ++m) {
+    if (pl.kinds[m] == 's') src += fmt::format("  const {} v{} = x{}[0];\n", device_type(in[m]), m, m);
+  }
+  // Digits of r0 (rs<j>) and of the step (sd<j>) over the reduced dims, outermost (unbounded) first.
+  for (int j = 1; j < pl.nr; ++j) src += fmt::format("  const I dr{0} = static_cast<I>(d.r[{0}]);\n", j);
+  for (const char* v : {"rs", "sd"}) {
+    if (pl.nr == 0) break;
+    src += fmt::format("  I {}0", v);
+    for (int j = 1; j < pl.nr; ++j) src += fmt::format(", {}{}", v, j);
+    src += fmt::format(";\n  {{\n    I t = {};\n", v[0] == 'r' ? "r0" : "step");
+    for (int j = pl.nr - 1; j >= 1; --j) src += fmt::format("    {0}{1} = t % dr{1};\n    t /= dr{1};\n", v, j);
+    src += fmt::format("    {}0 = t;\n  }}\n", v);
+  }
+  for (int j = 1; j < pl.nk; ++j) src += fmt::format("  const I dk{0} = static_cast<I>(d.k[{0}]);\n", j);
+  src += "  for (I ob = static_cast<I>(blockIdx.x) * ocount; ob < O; ob += static_cast<I>(gridDim.x) * ocount) {\n";
+  src += "    const I o = ob + olane;\n";
+  for (size_t k = 0; k < nout; ++k) src += fmt::format("    {} a{} = 0;\n", acc_type(p.outputs[k]), k);
+  src += "    if (o < O) {\n";
+  // Kept part of the offsets (b<m>), once per output.
+  for (size_t m = 0; m < n; ++m) {
+    if (pl.kinds[m] != 's') src += fmt::format("      I b{} = 0;\n", m);
+  }
+  if (pl.nk > 0) {
+    src += "      {\n        I t = o, c;\n";
+    for (int j = pl.nk - 1; j >= 0; --j) {
+      src += j > 0 ? fmt::format("        c = t % dk{0};\n        t /= dk{0};\n", j) : "        c = t;\n";
+      for (size_t m = 0; m < n; ++m) {
+        if (pl.kinds[m] != 's') src += fmt::format("        b{0} += c * static_cast<I>(s{0}.k[{1}]);\n", m, j);
+      }
+    }
+    src += "      }\n";
+  }
+  for (size_t m = 0; m < n; ++m) {
+    if (pl.kinds[m] == 'k') src += fmt::format("      const {} v{} = x{}[b{}];\n", device_type(in[m]), m, m, m);
+  }
+  for (int j = 0; j < pl.nr; ++j) src += fmt::format("      I ri{0} = rs{0};\n", j);
+  src += "      for (I r = r0; r < R; r += step) {\n";
+  for (size_t m = 0; m < n; ++m) {
+    if (pl.kinds[m] != 'g') continue;
+    src += fmt::format("        const {} v{} = x{}[b{}", device_type(in[m]), m, m, m);
+    for (int j = 0; j < pl.nr; ++j) src += fmt::format(" + ri{0} * static_cast<I>(s{1}.r[{0}])", j, m);
+    src += "];\n";
+  }
+  src += "        const tg_fused_out f = tg_fused(";
+  for (size_t m = 0; m < n; ++m) src += fmt::format("v{}, ", m);
+  src += "nullptr);\n";
+  for (size_t k = 0; k < nout; ++k) {
+    src += fmt::format("        a{0} += static_cast<{1}>(tg_dev::cv(f.o{0}));\n", k, acc_type(p.outputs[k]));
+  }
+  // Advance the digits by the step (each digit + step digit + carry < 2 * dim: one subtraction).
+  for (int j = pl.nr - 1; j >= 1; --j) {
+    src += fmt::format("        ri{0} += sd{0};\n        if (ri{0} >= dr{0}) {{\n          ri{0} -= dr{0};\n"
+                       "          ++ri{1};\n        }}\n", j, j - 1);
+  }
+  if (pl.nr > 0) src += "        ri0 += sd0;\n";
+  src += "      }\n    }\n";
+  for (size_t k = 0; k < nout; ++k) src += block_reduce(pl, k, p.outputs[k]);
+  src += "    __syncthreads();\n  }\n}\n\n";
+  // Entry points by index type: 32-bit when the shape has < 2^31 elements.
+  const std::pair<const char*, const char*> entries[] = {{"tg_fr_32", "unsigned int"}, {"tg_fr_64", "long long"}};
+  for (const auto& [name, index] : entries) {
+    src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{ tg_fr_body<{}>({}); }}\n",
+                       kThreads, name, kparams, index, args);
+  }
+  src += "\n";
+  // The partials [split][O] of every output summed in split order.
+  std::string fparams;
+  for (size_t k = 0; k < nout; ++k) fparams += fmt::format("{}* __restrict__ y{}, ", device_type(p.outputs[k]), k);
+  for (size_t k = 0; k < nout; ++k) {
+    fparams += fmt::format("const {}* __restrict__ q{}, ", acc_type(p.outputs[k]), k);
+  }
+  src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) tg_fr_finish({}long long O, "
+                     "long long splits) {{\n",
+                     kThreads, fparams);
+  src +=
+      "  for (long long o = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; o < O;\n"
+      "       o += static_cast<long long>(gridDim.x) * blockDim.x) {\n";
+  for (size_t k = 0; k < nout; ++k) {
+    const DType t = p.outputs[k];
+    src += fmt::format(
+        "    {{\n      {1} w = q{0}[o];\n      for (long long j = 1; j < splits; ++j) w += q{0}[j * O + o];\n"
+        "      y{0}[o] = tg_dev::st<{2}>(static_cast<{3}>(w));\n    }}\n",
+        k, acc_type(t), device_type(t), compute_type(t));
+  }
+  src += "  }\n}\n";
+  return src;
+}
+
+// ---- kernel cache -------------------------------------------------------------------------------
+
+struct Entry {
+  std::shared_ptr<const nvrtc::Program> program;
+  cudaKernel_t main32 = nullptr, main64 = nullptr, finish = nullptr;
+};
+
+const Entry& entry_for(const FusedProgramSource& p, std::span<const DType> in, const Plan& pl, int device,
+                       std::string_view op) {
+  const DeviceContext& dc = activate(device);
+  std::string key = fmt::format("{}{}|{}|{}|{}|{}|", dc.cc_major, dc.cc_minor, pl.mode, pl.nk, pl.nr, pl.kinds);
+  for (DType d : in) key += dtype_name(d), key += ',';
+  key += '|';
+  for (DType d : p.outputs) key += dtype_name(d), key += ',';
+  key += '|', key += p.prelude;
+
+  static std::mutex mu;
+  static auto* cache = new std::unordered_map<std::string, std::unique_ptr<Entry>>();
+  {
+    std::lock_guard lock(mu);
+    auto it = cache->find(key);
+    if (it != cache->end()) return *it->second;
+  }
+  auto e = std::make_unique<Entry>();
+  e->program = nvrtc::compile(reduce_source(p, in, pl), device, op);
+  e->main32 = e->program->kernel("tg_fr_32", op);
+  e->main64 = e->program->kernel("tg_fr_64", op);
+  e->finish = e->program->kernel("tg_fr_finish", op);
+  std::lock_guard lock(mu);
+  auto [it, inserted] = cache->emplace(std::move(key), std::move(e));
+  return *it->second;
+}
+
+// ---- planning and launch ------------------------------------------------------------------------
+
+/// Merged kept and reduced dims, per-input strides and kinds (see the top); O and R set.
+Plan plan_reduce(const ir::FusedAttrs& a, std::span<const TensorData> inputs, std::string_view op) {
+  const Shape& shape = a.shape;
+  const size_t n = inputs.size();
+  std::vector<std::vector<int64_t>> raw(n);
+  for (size_t m = 0; m < n; ++m) raw[m] = broadcast_strides(shape, inputs[m].shape(), op);
+  std::vector<bool> reduced(shape.size(), false);
+  for (int64_t ax : a.reduce_axes) reduced[static_cast<size_t>(ax)] = true;
+  struct Dim {
+    int64_t size;
+    bool reduced;
+    std::vector<int64_t> st;  ///< per input
+  };
+  std::vector<Dim> dims;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    bool merge = !dims.empty() && dims.back().reduced == reduced[d];
+    for (size_t m = 0; m < n && merge; ++m) merge = dims.back().st[m] == raw[m][d] * shape[d];
+    if (merge) {
+      dims.back().size *= shape[d];
+      for (size_t m = 0; m < n; ++m) dims.back().st[m] = raw[m][d];
+      continue;
+    }
+    Dim x{shape[d], reduced[d], std::vector<int64_t>(n)};
+    for (size_t m = 0; m < n; ++m) x.st[m] = raw[m][d];
+    dims.push_back(std::move(x));
+  }
+  Plan pl;
+  pl.strides.resize(n);
+  pl.dims.O = pl.dims.R = 1;
+  for (const Dim& x : dims) {
+    int& count = x.reduced ? pl.nr : pl.nk;
+    if (count == kMaxDims) {
+      fail(ErrorCode::unsupported, op, "more than {} {} dims after merging (shape {}, reduce axes {})", kMaxDims,
+           x.reduced ? "reduced" : "kept", str(shape), a.reduce_axes);
+    }
+    (x.reduced ? pl.dims.r : pl.dims.k)[count] = x.size;
+    (x.reduced ? pl.dims.R : pl.dims.O) *= x.size;
+    for (size_t m = 0; m < n; ++m) (x.reduced ? pl.strides[m].r : pl.strides[m].k)[count] = x.st[m];
+    ++count;
+  }
+  pl.kinds.assign(n, 'g');
+  for (size_t m = 0; m < n; ++m) {
+    const InStrides& s = pl.strides[m];
+    if (inputs[m].num_elements() == 1) {
+      pl.kinds[m] = 's';
+    } else if (std::all_of(s.r, s.r + kMaxDims, [](long long v) { return v == 0; })) {
+      pl.kinds[m] = 'k';
+    }
+  }
+  pl.mode = !dims.empty() && dims.back().reduced && pl.dims.R >= 32 ? 'r' : 'c';
+  return pl;
+}
+
+/// Smallest power of two >= n, at most cap (a power of two).
+int pow2_ceil(int64_t n, int cap) {
+  int p = 1;
+  while (p < n && p < cap) p *= 2;
+  return p;
+}
+
+struct Launch {
+  dim3 block;
+  int64_t blocks = 1;  ///< gridDim.x
+  int64_t splits = 1;  ///< gridDim.y
+};
+
+/// Block shape (see the top): row mode 32..256 r-lanes (>= ~16 elements each) times outputs;
+/// column mode up to 32 outputs times power-of-two r-lanes. Splits of r for ~4 blocks per SM.
+Launch launch_shape(const Plan& pl, int64_t sms) {
+  const int64_t O = pl.dims.O, R = pl.dims.R;
+  Launch l;
+  int rc, oc;
+  if (pl.mode == 'r') {
+    rc = 32;
+    while (rc < kThreads && int64_t{rc} * 2 * 16 <= R) rc *= 2;
+    oc = pow2_ceil(O, kThreads / rc);
+    l.block = dim3(rc, oc);
+  } else {
+    oc = pow2_ceil(O, 32);
+    rc = pow2_ceil(R, kThreads / oc);
+    oc = pow2_ceil(O, kThreads / rc);
+    l.block = dim3(oc, rc);
+  }
+  l.blocks = std::min<int64_t>((O + oc - 1) / oc, 65535LL * 32);
+  if (l.blocks < 4 * sms) {
+    l.splits = std::clamp<int64_t>(std::min((4 * sms + l.blocks - 1) / l.blocks, R / (rc * 16)), 1, 65535);
+  }
+  return l;
+}
+
+}  // namespace
+
+void fused_reduce_kernel(KernelContext& ctx) {
+  const auto& a = std::get<ir::FusedAttrs>(ctx.node.attrs);
+  const std::string_view op = ctx.op_name();
+  std::vector<DType> in;
+  for (const TensorData& x : ctx.inputs) in.push_back(x.dtype());
+  const FusedProgramSource prog = fused_program_source(a, in, op);
+  if (prog.uses_flag) {
+    fail(ErrorCode::unsupported, op, "integer division ({}) in a fused reduction", ir::op_name(prog.flag_op));
+  }
+  const size_t nout = prog.outputs.size();
+  for (size_t j = 0; j < a.reduce_axes.size(); ++j) {
+    const int64_t ax = a.reduce_axes[j];
+    if (ax < 0 || ax >= static_cast<int64_t>(a.shape.size()) || (j > 0 && ax <= a.reduce_axes[j - 1])) {
+      fail(ErrorCode::internal, op, "reduce axes {} of shape {}", a.reduce_axes, str(a.shape));
+    }
+  }
+  int64_t O = 1, R = 1;
+  for (size_t d = 0; d < a.shape.size(); ++d) {
+    (std::find(a.reduce_axes.begin(), a.reduce_axes.end(), static_cast<int64_t>(d)) != a.reduce_axes.end() ? R : O) *=
+        a.shape[d];
+  }
+  if (ctx.outputs.size() != nout) fail(ErrorCode::internal, op, "{} outputs, program has {}", ctx.outputs.size(), nout);
+  size_t shared = 0;
+  for (size_t k = 0; k < nout; ++k) {
+    require_dtype(DTypeGroup::floating, prog.outputs[k], op);
+    const TensorData& y = ctx.outputs[k];
+    if (y.dtype() != prog.outputs[k] || y.num_elements() != O) {
+      fail(ErrorCode::internal, op, "output {} is {}, expected {} elements of {}", k, y.type().to_string(), O,
+           dtype_name(prog.outputs[k]));
+    }
+    shared += kThreads * acc_size(prog.outputs[k]);
+  }
+  if (shared > kMaxShared) fail(ErrorCode::unsupported, op, "{} sums in one fused reduction", nout);
+  DeviceContext& dc = context_of(ctx);
+  if (O == 0 || R == 0) {
+    for (const TensorData& x : ctx.inputs) broadcast_strides(a.shape, x.shape(), op);  // raises when it does not
+    if (O == 0) return;
+    // Empty sums: zeros (all-zero bits in every floating dtype).
+    for (TensorData& y : ctx.outputs) {
+      check(cudaMemsetAsync(y.storage_ptr(), 0, y.nbytes(), dc.stream), op, "cudaMemsetAsync");
+    }
+    return;
+  }
+  Plan pl = plan_reduce(a, ctx.inputs, op);  // checks broadcasting
+  const Entry& e = entry_for(prog, in, pl, ctx.device.index, op);
+
+  const Launch l = launch_shape(pl, dc.sm_count > 0 ? dc.sm_count : 132);
+  const int64_t splits = l.splits;
+
+  // Partials [splits][O] per output, 256-byte aligned, alive until the launches are queued.
+  std::shared_ptr<void> scratch;
+  std::vector<void*> q(nout, nullptr);
+  if (splits > 1) {
+    std::vector<size_t> offset(nout);
+    size_t bytes = 0;
+    for (size_t k = 0; k < nout; ++k) {
+      offset[k] = bytes;
+      bytes += (static_cast<size_t>(splits * O) * acc_size(prog.outputs[k]) + 255) / 256 * 256;
+    }
+    scratch = device_allocate(ctx.device.index, bytes);
+    for (size_t k = 0; k < nout; ++k) q[k] = static_cast<char*>(scratch.get()) + offset[k];
+  }
+
+  // Arguments in param_list's order.
+  std::vector<void*> ptrs;
+  for (TensorData& y : ctx.outputs) ptrs.push_back(y.storage_ptr());
+  for (void* p : q) ptrs.push_back(p);
+  for (const TensorData& x : ctx.inputs) ptrs.push_back(const_cast<void*>(x.storage_ptr()));
+  std::vector<void*> args;
+  for (void*& p : ptrs) args.push_back(&p);
+  for (size_t m = 0; m < in.size(); ++m) {
+    if (pl.kinds[m] != 's') args.push_back(&pl.strides[m]);
+  }
+  args.push_back(&pl.dims);
+  const bool small = O * R < (int64_t{1} << 31);
+  nvrtc::launch(small ? e.main32 : e.main64, dim3(static_cast<unsigned>(l.blocks), static_cast<unsigned>(splits)),
+                l.block, args.data(), dc.stream, op);
+  if (splits > 1) {
+    std::vector<void*> fargs;
+    for (size_t k = 0; k < nout; ++k) fargs.push_back(&ptrs[k]);
+    for (size_t k = 0; k < nout; ++k) fargs.push_back(&ptrs[nout + k]);
+    long long o_arg = O, s_arg = splits;
+    fargs.push_back(&o_arg);
+    fargs.push_back(&s_arg);
+    nvrtc::launch(e.finish, dim3(grid_for(O, kThreads)), dim3(kThreads), fargs.data(), dc.stream, op);
+  }
+}
+
+}  // namespace tg::cuda

@@ -1,0 +1,455 @@
+// Reduction fusion and producer inlining, run after elementwise fusion (DESIGN.md §2 "fusion":
+// elementwise, broadcast and reduction chains into one kernel). With static shapes:
+//
+// 1. Views: a program input that is broadcast_to(u), or reshape(u) that only adds or drops
+//    leading 1s, reads u itself (programs broadcast their inputs NumPy-style, right-aligned).
+// 2. Producer inlining: a program input produced by another program (a fused_elementwise node or
+//    a single fusible elementwise node) is recomputed inside the reader instead of read, when
+//    that adds at most one full-size input (the producer's inputs replace the value read; two
+//    when the reader is the value's only one, whose write then goes too), or
+//    when the value is smaller than the reader's shape (per-channel scales and the like) and takes
+//    at most kMaxSmallSteps steps. The producer's output is no longer written once nothing reads
+//    it, and the producer disappears when none of its outputs is read. Batch norm's
+//    `x - mean` is then computed where it is used instead of written once and read three times.
+// 3. Reductions: reduce_sum (floating dtypes) of a program's value becomes fused_reduce, the
+//    program's cone for that value summed in one kernel, when the cone reads at most two
+//    full-size inputs. fused_reduce nodes (and plain reduce_sums) of one shape, axes and
+//    keep_dims that read a common full-size input merge into one node with several outputs (one
+//    pass over the data: batch norm's backward sums of dy and dy * x_hat); the merged node takes
+//    the later one's place when every reader of the earlier one comes after it, else the
+//    earlier one's when everything the later one reads comes before that.
+//
+// Inlined producers pass their control inputs on to the reader (they keep side-effect ops such as
+// batch norm's running-statistics assignments ordered and alive). Programs stay within the
+// elementwise pass' limits (kMaxSteps steps, kMaxInputs inputs). Region bodies are rewritten the
+// same way (on copies). Programs with integer division (whose kernels check a flag) are not
+// inlined or reduced.
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "passes/passes.h"
+
+namespace tg::passes {
+namespace {
+
+constexpr size_t kMaxSteps = 96;
+constexpr size_t kMaxInputs = 12;
+constexpr size_t kMaxSmallSteps = 8;
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+Shape strip_leading_ones(const Shape& s) {
+  size_t k = 0;
+  while (k < s.size() && s[k] == 1) ++k;
+  return Shape(s.begin() + static_cast<std::ptrdiff_t>(k), s.end());
+}
+
+/// A program: its inputs (graph values) and its steps, as fused_elementwise/fused_reduce hold.
+struct Prog {
+  std::vector<ir::ValueRef> inputs;
+  ir::FusedAttrs attrs;
+  int num_inputs() const { return static_cast<int>(inputs.size()); }
+};
+
+/// The program of a fused_elementwise / fused_reduce node, or of a single fusible elementwise
+/// node (one step); nullopt for other nodes.
+std::optional<Prog> program_of(const ir::Node& n) {
+  if (n.kind == ir::OpKind::fused_elementwise || n.kind == ir::OpKind::fused_reduce) {
+    return Prog{n.inputs, std::get<ir::FusedAttrs>(n.attrs)};
+  }
+  if (!is_fusible_elementwise(n)) return std::nullopt;
+  Prog p{n.inputs, {}};
+  p.attrs.shape = n.outputs[0].shape;
+  ir::FusedStep s{n.kind, {}, n.outputs[0].dtype};
+  for (int i = 0; i < p.num_inputs(); ++i) s.args.push_back(i);
+  p.attrs.steps.push_back(std::move(s));
+  p.attrs.outputs.push_back(p.num_inputs());
+  return p;
+}
+
+/// Steps whose kernels check the integer-division flag.
+bool has_int_division(const ir::FusedAttrs& a) {
+  for (const ir::FusedStep& s : a.steps) {
+    const bool division = s.kind == ir::OpKind::div || s.kind == ir::OpKind::mod ||
+                          s.kind == ir::OpKind::floor_mod || s.kind == ir::OpKind::floor_div;
+    if (division && is_integer(s.dtype)) return true;
+  }
+  return false;
+}
+
+/// Input indices and step count of the cone of program value `v`.
+void cone(const Prog& p, int v, std::set<int>& leaves, std::set<int>& steps) {
+  if (v < p.num_inputs()) {
+    leaves.insert(v);
+    return;
+  }
+  if (!steps.insert(v).second) return;
+  for (int a : p.attrs.steps[static_cast<size_t>(v - p.num_inputs())].args) cone(p, a, leaves, steps);
+}
+
+/// Builds a program from pieces of others. Values are tagged while building: input i is
+/// -(i + 1), step j is j; identical steps are shared.
+class Builder {
+ public:
+  int input(ir::ValueRef v) {
+    auto [it, added] = input_index_.emplace(v, static_cast<int>(inputs_.size()));
+    if (added) inputs_.push_back(v);
+    return -(it->second + 1);
+  }
+  int step(ir::OpKind kind, DType dtype, std::vector<int> args) {
+    auto key = std::make_tuple(kind, dtype, args);
+    auto it = cse_.find(key);
+    if (it != cse_.end()) return it->second;
+    steps_.push_back({kind, std::move(args), dtype});
+    const int id = static_cast<int>(steps_.size()) - 1;
+    cse_.emplace(std::move(key), id);
+    return id;
+  }
+  /// Copies the cone of p's value v; `leaf(i)` gives the tagged value of p's input i.
+  int copy(const Prog& p, int v, std::map<int, int>& memo, const std::function<int(int)>& leaf) {
+    if (v < p.num_inputs()) return leaf(v);
+    if (auto it = memo.find(v); it != memo.end()) return it->second;
+    const ir::FusedStep& s = p.attrs.steps[static_cast<size_t>(v - p.num_inputs())];
+    std::vector<int> args;
+    for (int a : s.args) args.push_back(copy(p, a, memo, leaf));
+    const int r = step(s.kind, s.dtype, std::move(args));
+    memo[v] = r;
+    return r;
+  }
+  Prog finish(const ir::FusedAttrs& like, const std::vector<int>& outputs) const {
+    Prog p{inputs_, like};
+    const int n = static_cast<int>(inputs_.size());
+    auto final_value = [&](int t) { return t < 0 ? -t - 1 : n + t; };
+    p.attrs.steps = steps_;
+    for (ir::FusedStep& s : p.attrs.steps) {
+      for (int& a : s.args) a = final_value(a);
+    }
+    p.attrs.outputs.clear();
+    for (int t : outputs) p.attrs.outputs.push_back(final_value(t));
+    return p;
+  }
+  size_t num_inputs() const { return inputs_.size(); }
+  size_t num_steps() const { return steps_.size(); }
+
+ private:
+  std::vector<ir::ValueRef> inputs_;
+  std::map<ir::ValueRef, int> input_index_;
+  std::vector<ir::FusedStep> steps_;
+  std::map<std::tuple<ir::OpKind, DType, std::vector<int>>, int> cse_;
+};
+
+class Rewriter {
+ public:
+  Rewriter(ir::Graph& g, std::vector<ir::ValueRef>& roots) : g_(g), roots_(roots) {}
+
+  bool run() {
+    for (int id = 0; id < g_.size(); ++id) {
+      ir::Node& n = g_.node(id);
+      if (n.kind == ir::OpKind::reduce_sum) {
+        reduce_to_fused(n);
+      } else if (program_of(n) && is_static(n.outputs[0].shape)) {
+        inline_producers(n);
+      }
+    }
+    merge_sibling_reductions();
+    if (changed_) drop_unread_outputs();
+    return changed_;
+  }
+
+ private:
+  /// Whether node `reader` is the only reader of v and v is not a result.
+  bool only_reader(ir::ValueRef v, int reader) const {
+    if (std::find(roots_.begin(), roots_.end(), v) != roots_.end()) return false;
+    for (const ir::Node& node : g_.nodes()) {
+      if (node.id == reader) continue;
+      if (std::find(node.inputs.begin(), node.inputs.end(), v) != node.inputs.end()) return false;
+    }
+    return true;
+  }
+
+  const TensorType& type_of(ir::ValueRef v) const { return g_.node(v.node).outputs[static_cast<size_t>(v.index)]; }
+
+  void set_program(ir::Node& n, ir::OpKind kind, Prog p) {
+    n.kind = kind;
+    n.inputs = std::move(p.inputs);
+    n.attrs = std::move(p.attrs);
+    changed_ = true;
+  }
+
+  void add_control_inputs(ir::Node& to, const ir::Node& from) {
+    for (int c : from.control_inputs) {
+      if (std::find(to.control_inputs.begin(), to.control_inputs.end(), c) == to.control_inputs.end()) {
+        to.control_inputs.push_back(c);
+      }
+    }
+  }
+
+  // Rewrite 1.
+  void read_through_views(ir::Node& n) {
+    Prog p = *program_of(n);
+    const Prog& prog = p;
+    bool through = false;
+    for (ir::ValueRef& in : p.inputs) {
+      for (;;) {
+        const ir::Node& p = g_.node(in.node);
+        if (p.inputs.empty() || !is_static(type_of(p.inputs[0]).shape)) break;
+        // u must broadcast to the program's shape: not of higher rank.
+        if (type_of(p.inputs[0]).shape.size() > prog.attrs.shape.size()) break;
+        const bool view = p.kind == ir::OpKind::broadcast_to ||
+                          (p.kind == ir::OpKind::reshape &&
+                           strip_leading_ones(type_of(p.inputs[0]).shape) == strip_leading_ones(p.outputs[0].shape));
+        if (!view) break;
+        in = p.inputs[0];
+        through = true;
+      }
+    }
+    if (!through) return;
+    // The same value may now be read through two slots: one input each.
+    Builder b;
+    std::map<int, int> memo;
+    std::vector<int> outs;
+    for (int v : p.attrs.outputs) outs.push_back(b.copy(p, v, memo, [&](int i) { return b.input(p.inputs[i]); }));
+    const ir::OpKind kind = n.kind == ir::OpKind::fused_reduce ? n.kind : ir::OpKind::fused_elementwise;
+    set_program(n, kind, b.finish(p.attrs, outs));
+  }
+
+  // Rewrite 2: one input at a time, until none qualifies.
+  void inline_producers(ir::Node& n) {
+    for (bool again = true; again;) {
+      again = false;
+      read_through_views(n);
+      Prog p = *program_of(n);
+      const int64_t size = numel(p.attrs.shape);
+      if (size == 0 || has_int_division(p.attrs)) return;
+      for (int m = 0; m < p.num_inputs() && !again; ++m) {
+        const ir::ValueRef u = p.inputs[static_cast<size_t>(m)];
+        const ir::Node& a = g_.node(u.node);
+        if (a.kind == ir::OpKind::fused_reduce) continue;
+        std::optional<Prog> pa = program_of(a);
+        if (!pa || !is_static(a.outputs[0].shape) || has_int_division(pa->attrs)) continue;
+        const int va = pa->attrs.outputs[static_cast<size_t>(u.index)];
+        std::set<int> leaves, steps;
+        cone(*pa, va, leaves, steps);
+        const bool full = numel(type_of(u).shape) == size;
+        if (!full && steps.size() > kMaxSmallSteps) continue;
+        if (full) {
+          int added = 0;
+          for (int l : leaves) {
+            const ir::ValueRef lv = pa->inputs[static_cast<size_t>(l)];
+            const bool present = std::find(p.inputs.begin(), p.inputs.end(), lv) != p.inputs.end();
+            if (!present && numel(type_of(lv).shape) == size) ++added;
+          }
+          // Reading u costs one pass; when n is u's only reader, u's write goes too.
+          if (added > 1 + (only_reader(u, n.id) ? 1 : 0)) continue;
+        }
+        Builder b;
+        std::map<int, int> memo_a, memo;
+        auto leaf_a = [&](int i) { return b.input(pa->inputs[static_cast<size_t>(i)]); };
+        auto leaf = [&](int i) { return i == m ? b.copy(*pa, va, memo_a, leaf_a) : b.input(p.inputs[static_cast<size_t>(i)]); };
+        std::vector<int> outs;
+        for (int v : p.attrs.outputs) outs.push_back(b.copy(p, v, memo, leaf));
+        if (b.num_inputs() > kMaxInputs || b.num_steps() > kMaxSteps) continue;
+        const ir::OpKind kind = n.kind == ir::OpKind::fused_reduce ? n.kind : ir::OpKind::fused_elementwise;
+        add_control_inputs(n, a);
+        set_program(n, kind, b.finish(p.attrs, outs));
+        again = true;
+      }
+    }
+  }
+
+  // Rewrite 3, one reduction.
+  void reduce_to_fused(ir::Node& n) {
+    const auto& d = std::get<ReduceDesc>(n.attrs);
+    const ir::ValueRef u = n.inputs[0];
+    const TensorType& t = type_of(u);
+    if (d.axes.empty() || !is_floating(t.dtype) || !is_static(t.shape) || numel(t.shape) == 0) return;
+    const ir::Node& a = g_.node(u.node);
+    std::optional<Prog> pa = a.kind == ir::OpKind::fused_reduce ? std::nullopt : program_of(a);
+    if (!pa || !is_static(a.outputs[0].shape) || has_int_division(pa->attrs)) {
+      candidates_.push_back(n.id);  // may still merge with a sibling
+      return;
+    }
+    const int va = pa->attrs.outputs[static_cast<size_t>(u.index)];
+    std::set<int> leaves, steps;
+    cone(*pa, va, leaves, steps);
+    int full = 0;
+    for (int l : leaves) full += numel(type_of(pa->inputs[static_cast<size_t>(l)]).shape) == numel(t.shape);
+    if (full > 2) {
+      candidates_.push_back(n.id);
+      return;
+    }
+    Builder b;
+    std::map<int, int> memo;
+    const int out = b.copy(*pa, va, memo, [&](int i) { return b.input(pa->inputs[static_cast<size_t>(i)]); });
+    ir::FusedAttrs like;
+    like.shape = t.shape;
+    like.reduce_axes = d.axes;
+    like.keep_dims = d.keep_dims;
+    add_control_inputs(n, a);
+    set_program(n, ir::OpKind::fused_reduce, b.finish(like, {out}));
+    inline_producers(n);
+    candidates_.push_back(n.id);
+  }
+
+  /// The program a candidate reduction computes (an identity program for a plain reduce_sum).
+  Prog reduction_program(const ir::Node& n) const {
+    if (n.kind == ir::OpKind::fused_reduce) return *program_of(n);
+    const auto& d = std::get<ReduceDesc>(n.attrs);
+    Prog p{{n.inputs[0]}, {}};
+    p.attrs.shape = type_of(n.inputs[0]).shape;
+    p.attrs.outputs = {0};
+    p.attrs.reduce_axes = d.axes;
+    p.attrs.keep_dims = d.keep_dims;
+    return p;
+  }
+
+  void merge_sibling_reductions() {
+    std::vector<std::vector<int>> readers(static_cast<size_t>(g_.size()));
+    for (const ir::Node& node : g_.nodes()) {
+      for (const ir::ValueRef& in : node.inputs) readers[static_cast<size_t>(in.node)].push_back(node.id);
+      for (int c : node.control_inputs) readers[static_cast<size_t>(c)].push_back(node.id);
+    }
+    std::vector<char> merged(static_cast<size_t>(g_.size()), 0);
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      const int early = candidates_[i];
+      if (merged[static_cast<size_t>(early)]) continue;
+      for (size_t j = i + 1; j < candidates_.size(); ++j) {
+        const int late = candidates_[j];
+        if (merged[static_cast<size_t>(late)]) continue;
+        const Prog pe = reduction_program(g_.node(early)), pl = reduction_program(g_.node(late));
+        if (pe.attrs.shape != pl.attrs.shape || pe.attrs.reduce_axes != pl.attrs.reduce_axes ||
+            pe.attrs.keep_dims != pl.attrs.keep_dims) {
+          continue;
+        }
+        const int64_t size = numel(pe.attrs.shape);
+        bool shared = false;
+        for (const ir::ValueRef& v : pe.inputs) {
+          shared = shared || (numel(type_of(v).shape) == size &&
+                              std::find(pl.inputs.begin(), pl.inputs.end(), v) != pl.inputs.end());
+        }
+        // The merged node takes the late one's place when every reader of the early one comes
+        // after it, else the early one's when everything the late one reads comes before it.
+        const auto& rd = readers[static_cast<size_t>(early)];
+        const bool at_late = std::all_of(rd.begin(), rd.end(), [&](int r) { return r > late; });
+        const ir::Node& ln0 = g_.node(late);
+        bool at_early = std::all_of(ln0.inputs.begin(), ln0.inputs.end(), [&](ir::ValueRef v) { return v.node < early; });
+        at_early = at_early && std::all_of(ln0.control_inputs.begin(), ln0.control_inputs.end(), [&](int c) { return c < early; });
+        if (!shared || (!at_late && !at_early)) continue;
+        Builder b;
+        std::map<int, int> memo_e, memo_l;
+        std::vector<int> outs;
+        for (int v : pe.attrs.outputs) {
+          outs.push_back(b.copy(pe, v, memo_e, [&](int k) { return b.input(pe.inputs[static_cast<size_t>(k)]); }));
+        }
+        const int num_early = static_cast<int>(outs.size());
+        for (int v : pl.attrs.outputs) {
+          outs.push_back(b.copy(pl, v, memo_l, [&](int k) { return b.input(pl.inputs[static_cast<size_t>(k)]); }));
+        }
+        if (b.num_inputs() > kMaxInputs || b.num_steps() > kMaxSteps) continue;
+        const int target = at_late ? late : early, other = at_late ? early : late;
+        std::vector<TensorType> types = g_.node(early).outputs;
+        const std::vector<TensorType>& late_types = g_.node(late).outputs;
+        types.insert(types.end(), late_types.begin(), late_types.end());
+        ir::Node& tn = g_.node(target);
+        add_control_inputs(tn, g_.node(other));
+        set_program(tn, ir::OpKind::fused_reduce, b.finish(pe.attrs, outs));
+        tn.outputs = std::move(types);
+        // Outputs: the early node's, then the late node's.
+        auto move = [&](ir::ValueRef& v) {
+          if (v.node == late) v.index += num_early;
+          if (v.node == early || v.node == late) v.node = target;
+        };
+        for (ir::Node& node : g_.nodes()) {
+          for (ir::ValueRef& in : node.inputs) move(in);
+        }
+        for (ir::ValueRef& r : roots_) move(r);
+        const std::vector<int> moved = readers[static_cast<size_t>(other)];
+        for (int r : moved) readers[static_cast<size_t>(target)].push_back(r);
+        merged[static_cast<size_t>(other)] = 1;
+        if (at_late) break;
+      }
+    }
+  }
+
+  /// Outputs of program nodes that nothing reads are dropped (their readers' indices remapped).
+  void drop_unread_outputs() {
+    std::vector<std::vector<char>> read(static_cast<size_t>(g_.size()));
+    std::vector<char> control(static_cast<size_t>(g_.size()), 0);
+    for (const ir::Node& node : g_.nodes()) read[static_cast<size_t>(node.id)].assign(node.outputs.size(), 0);
+    for (const ir::Node& node : g_.nodes()) {
+      for (const ir::ValueRef& in : node.inputs) read[static_cast<size_t>(in.node)][static_cast<size_t>(in.index)] = 1;
+      for (int c : node.control_inputs) control[static_cast<size_t>(c)] = 1;
+    }
+    for (const ir::ValueRef& r : roots_) read[static_cast<size_t>(r.node)][static_cast<size_t>(r.index)] = 1;
+    std::vector<std::vector<int>> new_index(static_cast<size_t>(g_.size()));
+    for (ir::Node& node : g_.nodes()) {
+      auto& idx = new_index[static_cast<size_t>(node.id)];
+      idx.resize(node.outputs.size());
+      for (size_t k = 0; k < idx.size(); ++k) idx[k] = static_cast<int>(k);
+      if (node.kind != ir::OpKind::fused_elementwise && node.kind != ir::OpKind::fused_reduce) continue;
+      const auto& r = read[static_cast<size_t>(node.id)];
+      if (std::none_of(r.begin(), r.end(), [](char c) { return c; }) && !control[static_cast<size_t>(node.id)]) {
+        continue;  // dead: dead-code elimination removes it
+      }
+      auto& a = std::get<ir::FusedAttrs>(node.attrs);
+      std::vector<int> outputs;
+      std::vector<TensorType> types;
+      for (size_t k = 0; k < r.size(); ++k) {
+        if (!r[k] && !(outputs.empty() && k + 1 == r.size())) {  // keep one output at least
+          idx[k] = -1;
+          continue;
+        }
+        idx[k] = static_cast<int>(outputs.size());
+        outputs.push_back(a.outputs[k]);
+        types.push_back(node.outputs[k]);
+      }
+      a.outputs = std::move(outputs);
+      node.outputs = std::move(types);
+    }
+    for (ir::Node& node : g_.nodes()) {
+      for (ir::ValueRef& in : node.inputs) in.index = new_index[static_cast<size_t>(in.node)][static_cast<size_t>(in.index)];
+    }
+    for (ir::ValueRef& r : roots_) r.index = new_index[static_cast<size_t>(r.node)][static_cast<size_t>(r.index)];
+  }
+
+  ir::Graph& g_;
+  std::vector<ir::ValueRef>& roots_;
+  std::vector<int> candidates_;  // reduce_sum / fused_reduce nodes, in id order
+  bool changed_ = false;
+};
+
+}  // namespace
+
+bool fuse_reductions(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                     std::vector<int>& keep) {
+  bool changed = false;
+  for (ir::Node& node : g.nodes()) {
+    for (ir::Region& r : node.regions) {
+      auto body = std::make_shared<ir::Graph>(*r.body);
+      std::vector<int> none;
+      std::vector<ir::ValueRef> results = r.results;
+      std::vector<int> params = r.params;
+      if (fuse_reductions(*body, results, none, params)) {
+        r.body = std::move(body);
+        r.results = std::move(results);
+        r.params = std::move(params);
+        changed = true;
+      }
+    }
+  }
+  if (Rewriter(g, roots).run()) {
+    eliminate_dead_code(g, roots, root_ops, keep);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace tg::passes
