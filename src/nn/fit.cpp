@@ -12,6 +12,7 @@
 #include "core/error_util.h"
 #include "nn/model_impl.h"
 #include "nn/progress.h"
+#include "runtime/compile.h"
 #include "tg/ops.h"
 
 namespace tg::nn {
@@ -30,23 +31,27 @@ Executable& executable(ModelState& s, ExeKind kind, int64_t batch) {
     shape[0] = batch;
     return std::make_pair(t, TensorType{shape, t.dtype()});
   };
-  const TensorType flag{{}, DType::bool_};
+  // is_training is bound at compile time (not fed): the if_else of every batch norm and dropout
+  // then folds to its branch on backends that fuse.
+  auto flag = [&](bool on) {
+    return runtime::BoundFeeds{{s.ctx->is_training, TensorData::from_vector<bool>({on}, {})}};
+  };
   Executable exe;
   std::vector<Tensor> metrics = {s.loss_value};
   if (s.num_correct.valid()) metrics.push_back(s.num_correct);
   switch (kind) {
     case ExeKind::train:
-      exe = g.compile(s.device, {typed(s.input.tensor()), typed(s.labels),
-                                 {s.learning_rate, {{}, DType::f32}}, {s.ctx->is_training, flag}},
-                      metrics, s.train_ops, s.compile_options);
+      exe = runtime::compile_graph(g.impl(), s.device,
+                                   {typed(s.input.tensor()), typed(s.labels), {s.learning_rate, {{}, DType::f32}}},
+                                   metrics, s.train_ops, s.compile_options, flag(true));
       break;
     case ExeKind::eval:
-      exe = g.compile(s.device, {typed(s.input.tensor()), typed(s.labels), {s.ctx->is_training, flag}},
-                      metrics, {}, s.compile_options);
+      exe = runtime::compile_graph(g.impl(), s.device, {typed(s.input.tensor()), typed(s.labels)}, metrics, {},
+                                   s.compile_options, flag(false));
       break;
     case ExeKind::predict:
-      exe = g.compile(s.device, {typed(s.input.tensor()), {s.ctx->is_training, flag}},
-                      {s.output.tensor()}, {}, s.compile_options);
+      exe = runtime::compile_graph(g.impl(), s.device, {typed(s.input.tensor())}, {s.output.tensor()}, {},
+                                   s.compile_options, flag(false));
       break;
   }
   return s.exes.emplace(key, std::move(exe)).first->second;
@@ -219,8 +224,6 @@ void shuffle(std::vector<int64_t>& v, uint64_t seed) {
   }
 }
 
-TensorData bool_scalar(bool v) { return TensorData::scalar(v); }
-
 void check_batch_size(int64_t batch_size, std::string_view op) {
   if (batch_size < 1) fail(ErrorCode::invalid_argument, op, "batch_size = {} must be >= 1", batch_size);
 }
@@ -239,8 +242,7 @@ Logs run_eval(ModelState& s, const TensorData& x_host, const TensorData& y_host,
   for (int64_t step = 0; step < steps; ++step) {
     const int64_t begin = step * batch_size, count = std::min(batch_size, n - begin);
     Executable& exe = detail::executable(s, ExeKind::eval, count);
-    auto outs = exe.run({batches.rows(x, order, begin, count), batches.rows(y, order, begin, count),
-                         bool_scalar(false)});
+    auto outs = exe.run({batches.rows(x, order, begin, count), batches.rows(y, order, begin, count)});
     totals.add(outs, count, per_example);
     if (!totals.pending.empty() && (totals.due() || step + 1 == steps)) totals.read();
     if (totals.pending.empty()) progress.update(step + 1, totals.seen, totals.logs());
@@ -335,7 +337,7 @@ History Model::fit(const TensorData& x, const TensorData& y, FitOptions o) {
       auto lr = static_cast<float>(learning_rate(s, step, total_steps));
       Executable& exe = detail::executable(s, ExeKind::train, count);
       auto outs = exe.run({batches.rows(train_x, order, begin, count), batches.rows(train_y, order, begin, count),
-                           TensorData::scalar(lr), bool_scalar(true)});
+                           TensorData::scalar(lr)});
       totals.add(outs, count, per_example);
       // On a GPU, callbacks and the progress bar see the logs of the steps read so far.
       if (!totals.pending.empty() && (totals.due() || i + 1 == steps)) totals.read();
@@ -375,7 +377,7 @@ TensorData Model::predict(const TensorData& x, int64_t batch_size) {
   if (!s.ctx && !x.empty()) ensure_built(Shape(x.shape().begin() + 1, x.shape().end()), x.dtype());
   const int64_t n = check_x(s, x, "predict");
   if (n <= batch_size) {  // one batch: x as it is (on any device)
-    return detail::executable(s, ExeKind::predict, n).run({x, bool_scalar(false)})[0].to(Device::cpu());
+    return detail::executable(s, ExeKind::predict, n).run({x})[0].to(Device::cpu());
   }
   TensorData hx = x.to(Device::cpu());
   const std::vector<int64_t> order = identity(n);
@@ -384,7 +386,7 @@ TensorData Model::predict(const TensorData& x, int64_t batch_size) {
   for (int64_t begin = 0; begin < n; begin += batch_size) {
     const int64_t count = std::min(batch_size, n - begin);
     Executable& exe = detail::executable(s, ExeKind::predict, count);
-    TensorData y = exe.run({take_rows(hx, order, begin, count), bool_scalar(false)})[0].to(Device::cpu());
+    TensorData y = exe.run({take_rows(hx, order, begin, count)})[0].to(Device::cpu());
     if (result.empty()) {
       Shape shape = y.shape();
       shape[0] = n;
@@ -407,8 +409,7 @@ Logs Model::train_on_batch(const TensorData& x, const TensorData& y, double lr) 
     fail(ErrorCode::invalid_argument, "train_on_batch", "learning rate {} must be finite and >= 0", lr);
   }
   Executable& exe = detail::executable(s, ExeKind::train, n);
-  auto outs = exe.run({x, labels, TensorData::scalar(static_cast<float>(lr)),
-                       bool_scalar(true)});
+  auto outs = exe.run({x, labels, TensorData::scalar(static_cast<float>(lr))});
   Totals totals;
   totals.add(outs, n, predictions_per_example(s));
   totals.read();

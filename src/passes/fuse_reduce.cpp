@@ -1,6 +1,9 @@
 // Reduction fusion and producer inlining, run after elementwise fusion (DESIGN.md §2 "fusion":
 // elementwise, broadcast and reduction chains into one kernel). With static shapes:
 //
+// 0. Fills: a fill (uniform value, e.g. zeros from autodiff) read only by programs becomes a
+//    scalar that the programs broadcast, instead of a full-size buffer; one-element fills become
+//    constants (uploaded once, no kernel per run).
 // 1. Views: a program input that is broadcast_to(u), or reshape(u) that only adds or drops
 //    leading 1s, reads u itself (programs broadcast their inputs NumPy-style, right-aligned).
 // 2. Producer inlining: a program input produced by another program (a fused_elementwise node or
@@ -21,7 +24,7 @@
 //
 // Inlined producers pass their control inputs on to the reader (they keep side-effect ops such as
 // batch norm's running-statistics assignments ordered and alive). Programs stay within the
-// elementwise pass' limits (kMaxSteps steps, kMaxInputs inputs). Region bodies are rewritten the
+// elementwise pass. Region bodies are rewritten the
 // same way (on copies). Programs with integer division (whose kernels check a flag) are not
 // inlined or reduced.
 #include <algorithm>
@@ -37,7 +40,7 @@ namespace tg::passes {
 namespace {
 
 constexpr size_t kMaxSteps = 96;
-constexpr size_t kMaxInputs = 12;
+constexpr size_t kMaxInputs = 24;  // scalars and per-channel values count too
 constexpr size_t kMaxSmallSteps = 8;
 
 int64_t numel(const Shape& s) {
@@ -151,6 +154,7 @@ class Rewriter {
   Rewriter(ir::Graph& g, std::vector<ir::ValueRef>& roots) : g_(g), roots_(roots) {}
 
   bool run() {
+    scalarize_fills();
     for (int id = 0; id < g_.size(); ++id) {
       ir::Node& n = g_.node(id);
       if (n.kind == ir::OpKind::reduce_sum) {
@@ -189,6 +193,45 @@ class Rewriter {
       if (std::find(to.control_inputs.begin(), to.control_inputs.end(), c) == to.control_inputs.end()) {
         to.control_inputs.push_back(c);
       }
+    }
+  }
+
+  // Rewrite 0: a fill read only by programs becomes a one-element fill (programs broadcast it;
+  // no full-size buffer written and read). Single elementwise readers become programs.
+  void scalarize_fills() {
+    std::vector<std::vector<int>> readers(static_cast<size_t>(g_.size()));
+    for (const ir::Node& node : g_.nodes()) {
+      for (const ir::ValueRef& in : node.inputs) readers[static_cast<size_t>(in.node)].push_back(node.id);
+    }
+    // A one-element fill is a constant: uploaded once, no kernel per run.
+    auto to_constant = [&](ir::Node& f) {
+      const double value = std::get<ir::FillAttrs>(f.attrs).value;
+      f.kind = ir::OpKind::constant;
+      f.attrs = ir::ConstantAttrs{TensorData::full(f.outputs[0].shape, f.outputs[0].dtype, value)};
+      changed_ = true;
+    };
+    for (ir::Node& f : g_.nodes()) {
+      if (f.kind != ir::OpKind::fill || !is_static(f.outputs[0].shape)) continue;
+      if (numel(f.outputs[0].shape) == 1) {
+        to_constant(f);
+        continue;
+      }
+      const auto& rd = readers[static_cast<size_t>(f.id)];
+      if (rd.empty() || std::find_if(roots_.begin(), roots_.end(), [&](ir::ValueRef r) { return r.node == f.id; }) != roots_.end()) {
+        continue;
+      }
+      const bool programs = std::all_of(rd.begin(), rd.end(), [&](int r) {
+        const ir::Node& n = g_.node(r);
+        return program_of(n).has_value() && n.kind != ir::OpKind::fused_reduce && is_static(n.outputs[0].shape);
+      });
+      if (!programs) continue;
+      f.outputs[0].shape = {};
+      to_constant(f);
+      for (int r : rd) {
+        ir::Node& n = g_.node(r);
+        if (n.kind != ir::OpKind::fused_elementwise) set_program(n, ir::OpKind::fused_elementwise, *program_of(n));
+      }
+      changed_ = true;
     }
   }
 

@@ -23,6 +23,17 @@ bool infer_types(ir::Graph& g);
 /// -> 0; then removes what became dead. Region bodies too (on copies). Run after infer_types.
 bool simplify(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops, std::vector<int>& keep);
 
+/// Inlines every if_else whose predicate is a bool constant (passes/inline_branches.cpp): the
+/// taken branch's nodes replace it; then dead-code elimination. Remaps `roots`, `root_ops`, `keep`.
+bool inline_constant_branches(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                              std::vector<int>& keep);
+
+/// Common-subexpression elimination (passes/cse.cpp) of pure nodes without regions whose
+/// attributes compare exactly (elementwise, reductions, views, casts, variable values); then
+/// dead-code elimination. Remaps `roots`, `root_ops`, `keep`.
+bool eliminate_common_subexpressions(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                                     std::vector<int>& keep);
+
 /// Elementwise fusion (passes/fuse_elementwise.cpp): replaces chains of elementwise nodes of one
 /// static output shape by fused_elementwise nodes and remaps `roots`, `root_ops` and `keep`.
 /// Run after infer_types. Returns true when it fused anything.

@@ -71,7 +71,8 @@ void check_supported(const backends::Backend& backend, Device device, const ir::
 
 Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
                          const FeedTypes& feed_types, const std::vector<Tensor>& targets,
-                         const std::vector<Operation>& target_ops, CompileOptions options) {
+                         const std::vector<Operation>& target_ops, CompileOptions options,
+                         const BoundFeeds& bound) {
   if (options.disable_type_inference) {
     fail(ErrorCode::unsupported, "compile",
          "disable_type_inference (compile once for symbolic dims) is not implemented yet");
@@ -108,6 +109,20 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     feeds.push_back(t.node_id());
   }
 
+  for (const auto& [t, value] : bound) {
+    check_owner(graph, t.graph_impl(), t.valid(), "a bound feed");
+    check_ref(*g, t.node_id(), t.index(), "a bound feed");
+    ir::Node& ph = g->node(t.node_id());
+    if (ph.kind != ir::OpKind::placeholder || std::find(feeds.begin(), feeds.end(), t.node_id()) != feeds.end()) {
+      fail(ErrorCode::invalid_argument, "compile", "bound feed %{} ({}) is not an unfed placeholder", t.node_id(),
+           ir::op_name(ph.kind));
+    }
+    check_feed_type(ph, value.type(), "compile");
+    ph.kind = ir::OpKind::constant;
+    ph.attrs = ir::ConstantAttrs{value.to(Device::cpu())};
+    ph.outputs[0] = value.type();
+  }
+
   passes::eliminate_dead_code(*g, roots, root_ops, feeds);
   for (const ir::Node& n : g->nodes()) {
     if (n.kind == ir::OpKind::placeholder &&
@@ -116,9 +131,13 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
            n.outputs[0].to_string());
     }
   }
+  // Backends that fuse (CUDA; any with TG_FUSION=1) also get branch inlining and CSE.
+  const bool fuse = env::fusion_override().value_or(backend.fuses_elementwise());
+  if (fuse) passes::inline_constant_branches(*g, roots, root_ops, feeds);
   passes::infer_types(*g);
   passes::simplify(*g, roots, root_ops, feeds);
-  if (env::fusion_override().value_or(backend.fuses_elementwise())) {
+  if (fuse) {
+    passes::eliminate_common_subexpressions(*g, roots, root_ops, feeds);
     passes::fuse_elementwise(*g, roots, root_ops, feeds);
     passes::fuse_reductions(*g, roots, root_ops, feeds);
   }

@@ -21,11 +21,19 @@ struct CompiledProgram {
 
 namespace runtime {
 
+/// Placeholders given a value at compile time (not fed at run time).
+using BoundFeeds = std::vector<std::pair<Tensor, TensorData>>;
+
 /// DCE -> type inference for the feeds -> checks (static shapes, backend support) -> buffer plan
-/// -> backend lowering. Errors as documented on tg::Graph::compile.
+/// -> backend lowering. Errors as documented on tg::Graph::compile. Each placeholder of `bound`
+/// becomes a constant holding its value (its type checked as a feed's), so the passes can fold
+/// it: an nn::Model compiles its training, evaluation and prediction executables with
+/// is_training bound, and the if_else of each batch norm or dropout is inlined on backends that
+/// fuse (passes::inline_constant_branches).
 Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
                          const FeedTypes& feed_types, const std::vector<Tensor>& targets,
-                         const std::vector<Operation>& target_ops, CompileOptions options);
+                         const std::vector<Operation>& target_ops, CompileOptions options,
+                         const BoundFeeds& bound = {});
 
 }  // namespace runtime
 }  // namespace tg

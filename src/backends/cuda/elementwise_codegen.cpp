@@ -255,8 +255,12 @@ const Entry& entry_for(const ElementwiseSpec& s, std::string_view kinds, int dev
   for (DType d : s.inputs) key += dtype_name(d), key += ',';
   key += '|';
   for (DType d : s.outputs) key += dtype_name(d), key += ',';
-  for (const auto& e : s.exprs) key += '|', key += e;
-  key += '|', key += s.prelude;
+  if (!s.key.empty()) {
+    key += "|#", key += s.key;
+  } else {
+    for (const auto& e : s.exprs) key += '|', key += e;
+    key += '|', key += s.prelude;
+  }
 
   static std::mutex mu;
   static auto* cache = new std::unordered_map<std::string, std::unique_ptr<Entry>>();

@@ -42,6 +42,9 @@ struct ElementwiseSpec {
   /// Device code placed before the kernels (helper functions the expressions call; fused.cpp
   /// puts a fused chain's program here).
   std::string prelude;
+  /// When set, stands for `exprs` and `prelude` in the kernel cache's key (a caller's unique
+  /// name for them, e.g. a fused program's key), so a launch does not hash the source.
+  std::string key;
 };
 
 /// Dtype groups an op accepts (as the CPU's dispatch).

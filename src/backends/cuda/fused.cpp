@@ -6,6 +6,10 @@
 // fused_reduce: fused_reduce.cpp.
 #include <fmt/format.h>
 
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/elementwise_codegen.h"
 #include "backends/cuda/elementwise_ops.h"
@@ -57,21 +61,72 @@ FusedProgramSource fused_program_source(const ir::FusedAttrs& a, std::span<const
 
 namespace {
 
-void fused_kernel(KernelContext& ctx) {
-  const auto& a = std::get<ir::FusedAttrs>(ctx.node.attrs);
-  const size_t n_in = ctx.inputs.size();
-  ElementwiseSpec spec;
-  for (size_t m = 0; m < n_in; ++m) spec.inputs.push_back(ctx.inputs[m].dtype());
-  FusedProgramSource prog = fused_program_source(a, spec.inputs, "fused_elementwise");
+/// Compact fingerprint of (program, input dtypes): the bytes of every dtype, step and output.
+std::string fingerprint(const ir::FusedAttrs& a, std::span<const DType> inputs) {
+  std::string f;
+  f.reserve(8 + inputs.size() + a.steps.size() * 8 + a.outputs.size() * 2);
+  auto put = [&](int v) {
+    f.push_back(static_cast<char>(v & 0xff));
+    f.push_back(static_cast<char>((v >> 8) & 0xff));
+  };
+  put(static_cast<int>(inputs.size()));
+  for (DType d : inputs) f.push_back(static_cast<char>(d));
+  put(static_cast<int>(a.steps.size()));
+  for (const ir::FusedStep& s : a.steps) {
+    put(static_cast<int>(s.kind));
+    f.push_back(static_cast<char>(s.dtype));
+    f.push_back(static_cast<char>(s.args.size()));
+    for (int v : s.args) put(v);
+  }
+  for (int v : a.outputs) put(v);
+  return f;
+}
+
+struct FusedCache {
+  std::mutex mu;
+  std::unordered_map<std::string, std::unique_ptr<FusedProgramSource>> programs;
+  std::unordered_map<std::string, std::unique_ptr<ElementwiseSpec>> specs;  // fused_elementwise's
+};
+
+FusedCache& fused_cache() {
+  static auto* c = new FusedCache();
+  return *c;
+}
+
+/// The elementwise spec of a fused_elementwise program (memoized like cached_fused_program).
+const ElementwiseSpec& cached_spec(const ir::FusedAttrs& a, std::span<const DType> inputs) {
+  FusedCache& c = fused_cache();
+  const std::string f = fingerprint(a, inputs);
+  {
+    std::lock_guard lock(c.mu);
+    if (auto it = c.specs.find(f); it != c.specs.end()) return *it->second;
+  }
+  const FusedProgramSource& prog = cached_fused_program(a, inputs, "fused_elementwise");
+  auto spec = std::make_unique<ElementwiseSpec>();
+  spec->inputs.assign(inputs.begin(), inputs.end());
+  const size_t n_in = inputs.size();
   std::string call_args;
   for (size_t m = 0; m < n_in; ++m) call_args += fmt::format("{}v{}", m ? ", " : "", m);
-  spec.outputs = prog.outputs;
+  spec->outputs = prog.outputs;
   for (size_t k = 0; k < a.outputs.size(); ++k) {
-    spec.exprs.push_back(fmt::format("tg_fused({}{}flag).o{}", call_args, n_in ? ", " : "", k));
+    spec->exprs.push_back(fmt::format("tg_fused({}{}flag).o{}", call_args, n_in ? ", " : "", k));
   }
-  spec.uses_flag = prog.uses_flag;
-  spec.prelude = std::move(prog.prelude);
+  spec->uses_flag = prog.uses_flag;
+  spec->prelude = prog.prelude;
+  spec->key = prog.key;
+  std::lock_guard lock(c.mu);
+  return *c.specs.emplace(f, std::move(spec)).first->second;
+}
+
+void fused_kernel(KernelContext& ctx) {
+  const auto& a = std::get<ir::FusedAttrs>(ctx.node.attrs);
+  DType in[64];
+  const size_t n_in = ctx.inputs.size();
+  if (n_in > 64) fail(ErrorCode::unsupported, "fused_elementwise", "{} inputs; at most 64", n_in);
+  for (size_t m = 0; m < n_in; ++m) in[m] = ctx.inputs[m].dtype();
+  const ElementwiseSpec& spec = cached_spec(a, std::span<const DType>(in, n_in));
   if (spec.uses_flag) {
+    const FusedProgramSource& prog = cached_fused_program(a, std::span<const DType>(in, n_in), "fused_elementwise");
     // Errors of an integer division name that step's op, as the unfused kernels do.
     ir::Node named = ctx.node;
     named.kind = prog.flag_op;
@@ -83,6 +138,24 @@ void fused_kernel(KernelContext& ctx) {
 }
 
 }  // namespace
+
+const FusedProgramSource& cached_fused_program(const ir::FusedAttrs& a, std::span<const DType> inputs,
+                                               std::string_view op) {
+  FusedCache& c = fused_cache();
+  const std::string f = fingerprint(a, inputs);
+  {
+    std::lock_guard lock(c.mu);
+    if (auto it = c.programs.find(f); it != c.programs.end()) return *it->second;
+  }
+  auto prog = std::make_unique<FusedProgramSource>(fused_program_source(a, inputs, op));
+  std::lock_guard lock(c.mu);
+  auto [it, added] = c.programs.emplace(f, nullptr);
+  if (added) {
+    prog->key = fmt::format("P{}", c.programs.size());
+    it->second = std::move(prog);
+  }
+  return *it->second;
+}
 
 void register_fused_kernels(KernelTable& t) {
   t.set(ir::OpKind::fused_elementwise, fused_kernel);

@@ -26,6 +26,9 @@ struct FusedProgramSource {
   bool uses_flag = false;      ///< some step is an integer division (writes *flag)
   /// The first step using the flag (errors of an integer division name that op).
   ir::OpKind flag_op = ir::OpKind::fused_elementwise;
+  /// Short key standing for (program, input dtypes) in kernel caches ("P<n>"; set by
+  /// cached_fused_program only).
+  std::string key;
 };
 
 /// The device code of `a`'s program for inputs of storage dtypes `inputs`. Raises the dtype errors
@@ -33,6 +36,12 @@ struct FusedProgramSource {
 /// that is not elementwise.
 FusedProgramSource fused_program_source(const ir::FusedAttrs& a, std::span<const DType> inputs,
                                         std::string_view op);
+
+/// fused_program_source memoized per (program, input dtypes), with FusedProgramSource::key set:
+/// a launch costs a lookup by a compact fingerprint instead of regenerating the source (the
+/// host time per fused kernel matters at batch 1). Thread-safe; entries live for the process.
+const FusedProgramSource& cached_fused_program(const ir::FusedAttrs& a, std::span<const DType> inputs,
+                                               std::string_view op);
 
 /// The CUDA kernel of fused_reduce (fused_reduce.cpp), registered by register_fused_kernels.
 void fused_reduce_kernel(backends::KernelContext& ctx);

@@ -21,7 +21,8 @@
 //   - column ('c', otherwise; NHWC batch norm: reduced [N*H*W], kept [C]): threadIdx.x over 32
 //     consecutive outputs (coalesced; fewer when O < 32, more when R < 8), threadIdx.y over
 //     power-of-two r-lanes; shared-memory tree over y.
-// blockIdx.x strides over output groups; gridDim.y splits r so that the grid has ~4 blocks per SM
+// A thread loads kUnroll elements before using them (memory-level parallelism), same order.
+// blockIdx.x strides over output groups; gridDim.y splits r so that the grid has ~8 blocks per SM
 // while each thread still runs >= ~16 iterations. With one split the block stores the outputs;
 // otherwise it writes partials [split][O] (accumulator type) to scratch and tg_fr_finish sums them
 // in split order. 32-bit index math when the shape has < 2^31 elements, else 64-bit.
@@ -47,6 +48,8 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kMaxDims = 4;
+constexpr int kUnroll = 4;      // elements a thread loads before using them
+constexpr int kBlocksPerSm = 8;  // target resident blocks (256 threads each) per SM
 constexpr size_t kMaxShared = 48 * 1024;
 
 /// Mirrors of tg_fr_dims and tg_fr_st of the generated source, passed by value.
@@ -185,25 +188,42 @@ std::string reduce_source(const FusedProgramSource& p, std::span<const DType> in
     if (pl.kinds[m] == 'k') src += fmt::format("      const {} v{} = x{}[b{}];\n", device_type(in[m]), m, m, m);
   }
   for (int j = 0; j < pl.nr; ++j) src += fmt::format("      I ri{0} = rs{0};\n", j);
-  src += "      for (I r = r0; r < R; r += step) {\n";
-  for (size_t m = 0; m < n; ++m) {
-    if (pl.kinds[m] != 'g') continue;
-    src += fmt::format("        const {} v{} = x{}[b{}", device_type(in[m]), m, m, m);
-    for (int j = 0; j < pl.nr; ++j) src += fmt::format(" + ri{0} * static_cast<I>(s{1}.r[{0}])", j, m);
-    src += "];\n";
-  }
-  src += "        const tg_fused_out f = tg_fused(";
-  for (size_t m = 0; m < n; ++m) src += fmt::format("v{}, ", m);
-  src += "nullptr);\n";
-  for (size_t k = 0; k < nout; ++k) {
-    src += fmt::format("        a{0} += static_cast<{1}>(tg_dev::cv(f.o{0}));\n", k, acc_type(p.outputs[k]));
-  }
+  // Loads of the per-element inputs at the current digits (names v<m><suffix>).
+  auto loads = [&](const std::string& suffix) {
+    std::string out;
+    for (size_t m = 0; m < n; ++m) {
+      if (pl.kinds[m] != 'g') continue;
+      out += fmt::format("        const {} v{}{} = x{}[b{}", device_type(in[m]), m, suffix, m, m);
+      for (int j = 0; j < pl.nr; ++j) out += fmt::format(" + ri{0} * static_cast<I>(s{1}.r[{0}])", j, m);
+      out += "];\n";
+    }
+    return out;
+  };
+  // Evaluation of the program on those loads and accumulation.
+  auto accumulate = [&](const std::string& suffix) {
+    std::string out = fmt::format("        {{\n          const tg_fused_out f = tg_fused(");
+    for (size_t m = 0; m < n; ++m) out += fmt::format("v{}{}, ", m, pl.kinds[m] == 'g' ? suffix : "");
+    out += "nullptr);\n";
+    for (size_t k = 0; k < nout; ++k) {
+      out += fmt::format("          a{0} += static_cast<{1}>(tg_dev::cv(f.o{0}));\n", k, acc_type(p.outputs[k]));
+    }
+    return out + "        }\n";
+  };
   // Advance the digits by the step (each digit + step digit + carry < 2 * dim: one subtraction).
+  std::string advance;
   for (int j = pl.nr - 1; j >= 1; --j) {
-    src += fmt::format("        ri{0} += sd{0};\n        if (ri{0} >= dr{0}) {{\n          ri{0} -= dr{0};\n"
-                       "          ++ri{1};\n        }}\n", j, j - 1);
+    advance += fmt::format("        ri{0} += sd{0};\n        if (ri{0} >= dr{0}) {{\n          ri{0} -= dr{0};\n"
+                           "          ++ri{1};\n        }}\n", j, j - 1);
   }
-  if (pl.nr > 0) src += "        ri0 += sd0;\n";
+  if (pl.nr > 0) advance += "        ri0 += sd0;\n";
+  // kUnroll elements a thread per iteration, their loads issued before any is used (memory-level
+  // parallelism); the sums see the same elements in the same order as the one-at-a-time tail.
+  src += "      I r = r0;\n";
+  src += fmt::format("      for (; r + {0} * step < R; r += {1} * step) {{\n", kUnroll - 1, kUnroll);
+  for (int u = 0; u < kUnroll; ++u) src += loads(fmt::format("_{}", u)) + advance;
+  for (int u = 0; u < kUnroll; ++u) src += accumulate(fmt::format("_{}", u));
+  src += "      }\n";
+  src += "      for (; r < R; r += step) {\n" + loads("") + accumulate("") + advance;
   src += "      }\n    }\n";
   for (size_t k = 0; k < nout; ++k) src += block_reduce(pl, k, p.outputs[k]);
   src += "    __syncthreads();\n  }\n}\n\n";
@@ -251,7 +271,7 @@ const Entry& entry_for(const FusedProgramSource& p, std::span<const DType> in, c
   for (DType d : in) key += dtype_name(d), key += ',';
   key += '|';
   for (DType d : p.outputs) key += dtype_name(d), key += ',';
-  key += '|', key += p.prelude;
+  key += '|', key += p.key.empty() ? p.prelude : p.key;
 
   static std::mutex mu;
   static auto* cache = new std::unordered_map<std::string, std::unique_ptr<Entry>>();
@@ -340,7 +360,7 @@ struct Launch {
 };
 
 /// Block shape (see the top): row mode 32..256 r-lanes (>= ~16 elements each) times outputs;
-/// column mode up to 32 outputs times power-of-two r-lanes. Splits of r for ~4 blocks per SM.
+/// column mode up to 32 outputs times power-of-two r-lanes. Splits of r for ~kBlocksPerSm blocks per SM.
 Launch launch_shape(const Plan& pl, int64_t sms) {
   const int64_t O = pl.dims.O, R = pl.dims.R;
   Launch l;
@@ -357,8 +377,8 @@ Launch launch_shape(const Plan& pl, int64_t sms) {
     l.block = dim3(oc, rc);
   }
   l.blocks = std::min<int64_t>((O + oc - 1) / oc, 65535LL * 32);
-  if (l.blocks < 4 * sms) {
-    l.splits = std::clamp<int64_t>(std::min((4 * sms + l.blocks - 1) / l.blocks, R / (rc * 16)), 1, 65535);
+  if (l.blocks < kBlocksPerSm * sms) {
+    l.splits = std::clamp<int64_t>(std::min((kBlocksPerSm * sms + l.blocks - 1) / l.blocks, R / (rc * 16)), 1, 65535);
   }
   return l;
 }
@@ -370,7 +390,7 @@ void fused_reduce_kernel(KernelContext& ctx) {
   const std::string_view op = ctx.op_name();
   std::vector<DType> in;
   for (const TensorData& x : ctx.inputs) in.push_back(x.dtype());
-  const FusedProgramSource prog = fused_program_source(a, in, op);
+  const FusedProgramSource& prog = cached_fused_program(a, in, op);
   if (prog.uses_flag) {
     fail(ErrorCode::unsupported, op, "integer division ({}) in a fused reduction", ir::op_name(prog.flag_op));
   }

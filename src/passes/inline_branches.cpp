@@ -1,0 +1,132 @@
+// Constant-predicate if_else inlining: an if_else whose predicate is a constant (a placeholder the
+// caller bound to a value at compile time, e.g. a model's is_training) is replaced by the body of
+// the branch it takes. The branch's nodes join the outer graph in the if_else's place: parameters
+// read the values the if_else bound them to, the if_else's results become the branch's results,
+// the if_else's control inputs order every inlined node, and a control edge on the if_else becomes
+// edges on the branch's result producers and side-effect nodes. Later passes then see across the
+// former region boundary (fusion of batch norm's apply with the relu after it, one copy of values
+// the forward and backward branches both compute, see passes::eliminate_common_subexpressions).
+#include <algorithm>
+
+#include "ir/regions.h"
+#include "passes/passes.h"
+
+namespace tg::passes {
+namespace {
+
+/// The branch (0 then, 1 else) a constant-predicate if_else takes, or -1.
+int taken_branch(const ir::Graph& g, const ir::Node& n) {
+  if (n.kind != ir::OpKind::if_else || n.inputs.empty() || n.regions.size() != 2) return -1;
+  const ir::Node& p = g.node(n.inputs[0].node);
+  if (p.kind != ir::OpKind::constant) return -1;
+  const TensorData& v = std::get<ir::ConstantAttrs>(p.attrs).value;
+  if (v.dtype() != DType::bool_ || v.num_elements() != 1) return -1;
+  return v.element_as_double(0) != 0 ? 0 : 1;
+}
+
+void inline_branch(ir::Graph& g, int target, int branch, std::vector<ir::ValueRef>& roots,
+                   std::vector<int>& root_ops, std::vector<int>& keep) {
+  const ir::Node ifn = g.node(target);  // a copy: the node list is rebuilt below
+  const ir::Region& region = ifn.regions[static_cast<size_t>(branch)];
+  const ir::Graph& body = *region.body;
+  const int n = g.size();
+
+  std::deque<ir::Node> out;
+  std::vector<int> remap(static_cast<size_t>(n), -1);  // outer node -> new node (not target)
+  auto outer = [&](ir::ValueRef v) { return ir::ValueRef{remap[static_cast<size_t>(v.node)], v.index}; };
+  for (int id = 0; id < target; ++id) {
+    ir::Node node = std::move(g.node(id));
+    node.id = static_cast<int>(out.size());
+    remap[static_cast<size_t>(id)] = node.id;
+    for (ir::ValueRef& in : node.inputs) in = outer(in);
+    for (int& c : node.control_inputs) c = remap[static_cast<size_t>(c)];
+    out.push_back(std::move(node));
+  }
+
+  // The branch: parameters bound to the if_else's inputs, other nodes appended.
+  std::vector<ir::ValueRef> param_value(static_cast<size_t>(body.size()), ir::ValueRef{-1, 0});
+  for (size_t p = 0; p < region.params.size(); ++p) {
+    const int src = ir::param_source(ifn, static_cast<size_t>(branch), p);
+    param_value[static_cast<size_t>(region.params[p])] = outer(ifn.inputs.at(static_cast<size_t>(src)));
+  }
+  std::vector<int> body_remap(static_cast<size_t>(body.size()), -1);
+  auto inner = [&](ir::ValueRef v) {
+    const ir::ValueRef pv = param_value[static_cast<size_t>(v.node)];
+    if (pv.node >= 0) return ir::ValueRef{pv.node, pv.index + v.index};
+    return ir::ValueRef{body_remap[static_cast<size_t>(v.node)], v.index};
+  };
+  std::vector<int> order_after;  // the if_else's control inputs, remapped
+  for (int c : ifn.control_inputs) order_after.push_back(remap[static_cast<size_t>(c)]);
+  std::vector<int> effects;  // inlined side-effect nodes
+  for (const ir::Node& bn : body.nodes()) {
+    if (param_value[static_cast<size_t>(bn.id)].node >= 0) continue;
+    ir::Node node = bn;
+    node.id = static_cast<int>(out.size());
+    body_remap[static_cast<size_t>(bn.id)] = node.id;
+    for (ir::ValueRef& in : node.inputs) in = inner(in);
+    for (int& c : node.control_inputs) {
+      const ir::ValueRef pv = param_value[static_cast<size_t>(c)];
+      c = pv.node >= 0 ? pv.node : body_remap[static_cast<size_t>(c)];
+    }
+    for (int c : order_after) {
+      if (std::find(node.control_inputs.begin(), node.control_inputs.end(), c) == node.control_inputs.end()) {
+        node.control_inputs.push_back(c);
+      }
+    }
+    if (ir::has_side_effects(node)) effects.push_back(node.id);
+    out.push_back(std::move(node));
+  }
+  std::vector<ir::ValueRef> results;
+  for (const ir::ValueRef& r : region.results) results.push_back(inner(r));
+  std::vector<int> done = effects;  // what a control edge on the if_else waits for
+  for (const ir::ValueRef& r : results) {
+    if (std::find(done.begin(), done.end(), r.node) == done.end()) done.push_back(r.node);
+  }
+
+  auto mapped = [&](ir::ValueRef v) {
+    return v.node == target ? results.at(static_cast<size_t>(v.index)) : outer(v);
+  };
+  auto mapped_ops = [&](const std::vector<int>& ops) {
+    std::vector<int> r;
+    for (int c : ops) {
+      const std::vector<int> to = c == target ? done : std::vector<int>{remap[static_cast<size_t>(c)]};
+      for (int t : to) {
+        if (std::find(r.begin(), r.end(), t) == r.end()) r.push_back(t);
+      }
+    }
+    return r;
+  };
+  for (int id = target + 1; id < n; ++id) {
+    ir::Node node = std::move(g.node(id));
+    node.id = static_cast<int>(out.size());
+    remap[static_cast<size_t>(id)] = node.id;
+    for (ir::ValueRef& in : node.inputs) in = mapped(in);
+    node.control_inputs = mapped_ops(node.control_inputs);
+    out.push_back(std::move(node));
+  }
+  g.nodes() = std::move(out);
+  for (ir::ValueRef& r : roots) r = mapped(r);
+  root_ops = mapped_ops(root_ops);
+  for (int& k : keep) k = remap[static_cast<size_t>(k)];
+}
+
+}  // namespace
+
+bool inline_constant_branches(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                              std::vector<int>& keep) {
+  bool changed = false;
+  for (bool again = true; again;) {
+    again = false;
+    for (const ir::Node& node : g.nodes()) {
+      const int branch = taken_branch(g, node);
+      if (branch < 0) continue;
+      inline_branch(g, node.id, branch, roots, root_ops, keep);
+      changed = again = true;
+      break;
+    }
+  }
+  if (changed) eliminate_dead_code(g, roots, root_ops, keep);
+  return changed;
+}
+
+}  // namespace tg::passes
