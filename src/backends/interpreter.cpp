@@ -209,7 +209,11 @@ class Interpreter final : public Program, public RegionRunner {
     }
     if (!dynamic) {
       outs.clear();
-      for (const TensorType& t : node.outputs) outs.emplace_back(t.shape, t.dtype, device_);
+      if (returns_outputs(node.kind)) {
+        outs.resize(node.outputs.size());  // the kernel hands out a stored value or a view
+      } else {
+        for (const TensorType& t : node.outputs) outs.emplace_back(t.shape, t.dtype, device_);
+      }
       KernelContext ctx{node, inputs, outs, variables, this, device_, plan_->precision, host_inputs};
       kernel(ctx);
       return;
@@ -223,6 +227,13 @@ class Interpreter final : public Program, public RegionRunner {
     for (const TensorType& t : concrete.outputs) outs.emplace_back(t.shape, t.dtype, device_);
     KernelContext ctx{concrete, inputs, outs, variables, this, device_, plan_->precision, host_inputs};
     kernel(ctx);
+  }
+
+  /// Kinds whose kernels set their outputs to existing data (constants, variable values, views)
+  /// on every backend: no output buffer is allocated for them.
+  static bool returns_outputs(ir::OpKind k) {
+    return k == ir::OpKind::constant || k == ir::OpKind::variable || k == ir::OpKind::read_variable ||
+           k == ir::OpKind::assign_variable || k == ir::OpKind::reshape;
   }
 
   static void check_control_outputs(const ir::Node& node, const std::vector<TensorData>& outs) {

@@ -13,8 +13,24 @@
 namespace tg::passes {
 namespace {
 
+constexpr size_t kMaxConstantBytes = 256;
+
+/// A small host constant's exact identity: dtype, shape and bytes.
+bool small_constant(const ir::Node& n) {
+  if (n.kind != ir::OpKind::constant) return false;
+  const TensorData& v = std::get<ir::ConstantAttrs>(n.attrs).value;
+  return v.device().is_cpu() && v.nbytes() <= kMaxConstantBytes;
+}
+
+std::string attrs_key(const ir::Node& n) {
+  if (!small_constant(n)) return ir::attrs_to_string(n.attrs);
+  const TensorData& v = std::get<ir::ConstantAttrs>(n.attrs).value;
+  return v.type().to_string() + std::string(static_cast<const char*>(v.storage_ptr()), v.nbytes());
+}
+
 bool comparable(const ir::Node& n) {
   if (!n.regions.empty() || ir::has_trait(n.kind, ir::kSideEffect)) return false;
+  if (small_constant(n)) return true;
   if (n.kind == ir::OpKind::placeholder || n.kind == ir::OpKind::constant || n.kind == ir::OpKind::fill) return false;
   return std::holds_alternative<ir::NoAttrs>(n.attrs) || std::holds_alternative<ReduceDesc>(n.attrs) ||
          std::holds_alternative<ir::CastAttrs>(n.attrs) || std::holds_alternative<ir::ReshapeAttrs>(n.attrs) ||
@@ -35,7 +51,7 @@ bool eliminate_common_subexpressions(ir::Graph& g, std::vector<ir::ValueRef>& ro
     for (ir::ValueRef& in : n.inputs) in.node = same[static_cast<size_t>(in.node)];
     for (int& c : n.control_inputs) c = same[static_cast<size_t>(c)];
     if (!comparable(n)) continue;
-    Key key{n.kind, ir::attrs_to_string(n.attrs), n.inputs, n.control_inputs};
+    Key key{n.kind, attrs_key(n), n.inputs, n.control_inputs};
     auto [it, added] = seen.emplace(std::move(key), n.id);
     if (added || g.node(it->second).outputs != n.outputs) continue;
     same[static_cast<size_t>(n.id)] = it->second;
