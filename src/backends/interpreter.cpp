@@ -33,8 +33,11 @@ class Profiler {
     return p;
   }
   void add(const std::string& device, ir::OpKind kind, double seconds, double bytes) {
+    add(device, std::string(ir::op_name(kind)), seconds, bytes);
+  }
+  void add(const std::string& device, const std::string& name, double seconds, double bytes) {
     std::lock_guard<std::mutex> lock(mu_);
-    Row& r = rows_[{device, std::string(ir::op_name(kind))}];
+    Row& r = rows_[{device, name}];
     r.calls++;
     r.seconds += seconds;
     r.bytes += bytes;
@@ -60,6 +63,16 @@ class Profiler {
   std::mutex mu_;
   std::map<std::pair<std::string, std::string>, Row> rows_;
 };
+
+// Kernels timed by device events in a profiled run (TG_PROFILE on a backend with record_event):
+// evaluated after the run, when the events have completed.
+struct Timed {
+  ir::OpKind kind;
+  double bytes;
+  void* start;
+  void* end;
+};
+thread_local std::vector<Timed> t_timed;
 
 // How to run one graph: the program's top level or a region body.
 struct GraphPlan {
@@ -121,6 +134,7 @@ class Interpreter final : public Program, public RegionRunner {
     // TG_PROFILE times runs after a program's first (which compiles kernels and picks algorithms).
     profile_run_ = env::profile() && runs_.fetch_add(1) > 0;
     std::vector<TensorData> result = execute(top_, on_device, variables, on_host);
+    if (profile_run_ && table_.record_event) collect_timed();
     variables.commit();  // only a run that got this far publishes its assignments
     return result;
   }
@@ -136,6 +150,23 @@ class Interpreter final : public Program, public RegionRunner {
   }
 
  private:
+  // Device time of each timed kernel, and the time the device sat idle between consecutive
+  // kernels (waiting for the host to queue the next: host-bound stretches).
+  void collect_timed() const {
+    table_.synchronize(device_);
+    const std::string dev = device_.to_string();
+    for (size_t i = 0; i < t_timed.size(); ++i) {
+      const Timed& t = t_timed[i];
+      Profiler::get().add(dev, t.kind, table_.event_ms(t.start, t.end) / 1e3, t.bytes);
+      if (i > 0) Profiler::get().add(dev, "(device idle between)", table_.event_ms(t_timed[i - 1].end, t.start) / 1e3, 0);
+    }
+    for (const Timed& t : t_timed) {
+      table_.release_event(t.start);
+      table_.release_event(t.end);
+    }
+    t_timed.clear();
+  }
+
   void add_region_plans(const ir::Graph& g) {
     for (const ir::Node& n : g.nodes()) {
       for (const ir::Region& r : n.regions) {
@@ -176,7 +207,16 @@ class Interpreter final : public Program, public RegionRunner {
         }
         const std::span<const TensorData> host_view =
             any_host ? std::span<const TensorData>(host_inputs) : std::span<const TensorData>();
-        if (profile_run_ && node.regions.empty()) {
+        if (profile_run_ && node.regions.empty() && table_.record_event) {
+          // Device events around the kernel: no waiting, so the queue stays as in a normal run.
+          void* start = table_.record_event(device_);
+          run_node(node, p.kernels[step], p.dynamic[step] != 0, inputs, outs, variables, host_view);
+          void* end = table_.record_event(device_);
+          double bytes = 0;
+          for (const TensorData& t : inputs) bytes += static_cast<double>(t.nbytes());
+          for (const TensorData& t : outs) bytes += static_cast<double>(t.nbytes());
+          t_timed.push_back({node.kind, bytes, start, end});
+        } else if (profile_run_ && node.regions.empty()) {
           if (table_.synchronize) table_.synchronize(device_);
           auto t0 = std::chrono::steady_clock::now();
           run_node(node, p.kernels[step], p.dynamic[step] != 0, inputs, outs, variables, host_view);

@@ -51,6 +51,12 @@ struct KernelTable {
   std::array<Kernel, ir::kNumOpKinds> kernels{};
   /// Waits for the device's queued work (asynchronous backends; used by TG_PROFILE timing).
   void (*synchronize)(Device device) = nullptr;
+  /// TG_PROFILE on asynchronous backends: records a timing event on the device's queue (an
+  /// opaque handle); event_ms gives the milliseconds between two recorded events once both have
+  /// completed (after synchronize); release_event returns a handle. Null where wall time is used.
+  void* (*record_event)(Device device) = nullptr;
+  double (*event_ms)(void* from, void* to) = nullptr;
+  void (*release_event)(void* event) = nullptr;
   void set(ir::OpKind kind, Kernel k) { kernels[static_cast<size_t>(kind)] = k; }
   Kernel get(ir::OpKind kind) const { return kernels[static_cast<size_t>(kind)]; }
 };

@@ -17,7 +17,9 @@ std::optional<bool> fusion_override();
 std::optional<std::string> kernel_cache_dir();
 
 /// TG_PROFILE=1: the interpreter times every kernel of every run after an executable's first
-/// (waiting for the GPU after each one) and prints a table per op kind to stderr at exit. Off when unset, empty or "0". Read once.
+/// (GPU: device events around each kernel, read after the run, plus the device's idle time
+/// between kernels; CPU: wall time) and prints a table per op kind to stderr at exit. Off when
+/// unset, empty or "0". Read once.
 bool profile();
 
 }  // namespace tg::env

@@ -11,7 +11,8 @@
 //    that adds at most one full-size input (the producer's inputs replace the value read; two
 //    when the reader is the value's only one, whose write then goes too), or
 //    when the value is smaller than the reader's shape (per-channel scales and the like) and takes
-//    at most kMaxSmallSteps steps. The producer's output is no longer written once nothing reads
+//    at most kMaxSmallSteps cheap steps (no division, roots or transcendental functions: those
+//    stay in their own small kernel instead of being repeated per element). The producer's output is no longer written once nothing reads
 //    it, and the producer disappears when none of its outputs is read. Batch norm's
 //    `x - mean` is then computed where it is used instead of written once and read three times.
 // 3. Reductions: reduce_sum (floating dtypes) of a program's value becomes fused_reduce, the
@@ -86,6 +87,26 @@ bool has_int_division(const ir::FusedAttrs& a) {
     if (division && is_integer(s.dtype)) return true;
   }
   return false;
+}
+
+/// Whether every step of `steps` (program values of p) is cheap enough to repeat per element of
+/// a larger program: no division, roots, transcendental functions or powers (a batch norm's
+/// rsqrt(var + eps) * gamma is computed once per channel by its own small kernel, not per element).
+bool cheap(const Prog& p, const std::set<int>& steps) {
+  for (int v : steps) {
+    switch (p.attrs.steps[static_cast<size_t>(v - p.num_inputs())].kind) {
+      case ir::OpKind::add: case ir::OpKind::sub: case ir::OpKind::mul: case ir::OpKind::neg:
+      case ir::OpKind::maximum: case ir::OpKind::minimum: case ir::OpKind::select: case ir::OpKind::cast:
+      case ir::OpKind::abs: case ir::OpKind::square: case ir::OpKind::equal: case ir::OpKind::not_equal:
+      case ir::OpKind::less: case ir::OpKind::less_equal: case ir::OpKind::greater:
+      case ir::OpKind::greater_equal: case ir::OpKind::logical_and: case ir::OpKind::logical_or:
+      case ir::OpKind::logical_not: case ir::OpKind::stop_gradient:
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
 }
 
 /// Input indices and step count of the cone of program value `v`.
@@ -282,7 +303,7 @@ class Rewriter {
         std::set<int> leaves, steps;
         cone(*pa, va, leaves, steps);
         const bool full = numel(type_of(u).shape) == size;
-        if (!full && steps.size() > kMaxSmallSteps) continue;
+        if (!full && (steps.size() > kMaxSmallSteps || !cheap(*pa, steps))) continue;
         if (full) {
           int added = 0;
           for (int l : leaves) {

@@ -157,7 +157,46 @@ Buf prepare_data(Env& e, const Setup& s, const void* src, const Dims& d,
 }
 
 // The op's weights (logical dims d) in cuDNN's filter layout and dtype.
-Buf prepare_weights(Env& e, const Setup& s, const void* src, const Dims& d) {
+// Weights as cuDNN reads them, cached per weight buffer: a layer's forward and backward-data
+// convolutions of one step (and every inference run) cast and permute its weights once. An entry
+// is valid while the weight buffer it was made from lives (weak reference; buffers are never
+// written after their kernel made them), and dropped when that buffer is gone.
+struct WeightKey {
+  const void* src;
+  int device;
+  DType rdt;
+  Axes from, to;
+  Dims d;
+  auto tie() const { return std::tie(src, device, rdt, from, to, d); }
+  bool operator<(const WeightKey& o) const { return tie() < o.tie(); }
+};
+struct WeightEntry {
+  std::weak_ptr<void> source;
+  std::shared_ptr<void> prepared;
+};
+std::mutex g_weights_mu;
+std::map<WeightKey, WeightEntry> g_weights;
+
+Buf prepare_weights_uncached(Env& e, const Setup& s, const void* src, const Dims& d);
+
+Buf prepare_weights(Env& e, const Setup& s, const TensorData& w, const Dims& d) {
+  if (!s.cast && s.user_w == s.filter_axes()) return Buf{w.storage_ptr(), nullptr};
+  const WeightKey key{w.storage_ptr(), e.dc.device, s.rdt, s.user_w, s.filter_axes(), d};
+  {
+    std::lock_guard<std::mutex> lock(g_weights_mu);
+    auto it = g_weights.find(key);
+    if (it != g_weights.end() && it->second.source.lock() == w.storage()) {
+      return Buf{it->second.prepared.get(), it->second.prepared};
+    }
+  }
+  Buf made = prepare_weights_uncached(e, s, w.storage_ptr(), d);
+  std::lock_guard<std::mutex> lock(g_weights_mu);
+  std::erase_if(g_weights, [](const auto& kv) { return kv.second.source.expired(); });
+  g_weights[key] = WeightEntry{w.storage(), made.hold};
+  return made;
+}
+
+Buf prepare_weights_uncached(Env& e, const Setup& s, const void* src, const Dims& d) {
   Buf cur{src, nullptr};
   if (s.cast) {
     Buf next;
@@ -429,12 +468,12 @@ bool run(Env& e, const Problem& pr, const Setup& s) {
   switch (pr.pass) {
     case Pass::forward:
       a = prepare_data(e, s, in0, xd, pr.extra);
-      b = prepare_weights(e, s, in1, wd);
+      b = prepare_weights(e, s, e.ctx.inputs[1], wd);
       out_dims = yd;
       break;
     case Pass::backward_data:
       a = prepare_data(e, s, in0, yd, no_pad);
-      b = prepare_weights(e, s, in1, wd);
+      b = prepare_weights(e, s, e.ctx.inputs[1], wd);
       out_dims = xp;
       break;
     case Pass::backward_weights:
