@@ -11,8 +11,10 @@
 //    that adds at most one full-size input (the producer's inputs replace the value read; two
 //    when the reader is the value's only one, whose write then goes too), or
 //    when the value is smaller than the reader's shape (per-channel scales and the like) and takes
-//    at most kMaxSmallSteps cheap steps (no division, roots or transcendental functions: those
-//    stay in their own small kernel instead of being repeated per element). The producer's output is no longer written once nothing reads
+//    at most kMaxSmallSteps steps, cheap ones when the reader has more than kRepeatLimit elements
+//    (no division, roots or transcendental functions: at batch 128 a batch norm's
+//    rsqrt(var + eps) * gamma runs once per channel in its own small kernel instead of per
+//    element; at batch 1 it is repeated, which saves the launch). The producer's output is no longer written once nothing reads
 //    it, and the producer disappears when none of its outputs is read. Batch norm's
 //    `x - mean` is then computed where it is used instead of written once and read three times.
 // 3. Reductions: reduce_sum (floating dtypes) of a program's value becomes fused_reduce, the
@@ -21,7 +23,9 @@
 //    keep_dims that read a common full-size input merge into one node with several outputs (one
 //    pass over the data: batch norm's backward sums of dy and dy * x_hat); the merged node takes
 //    the later one's place when every reader of the earlier one comes after it, else the
-//    earlier one's when everything the later one reads comes before that.
+//    earlier one's when everything the later one reads comes before that. fused_elementwise
+//    siblings of one shape merge the same way (a common full-size input, or any common input for
+//    small programs such as a batch norm's per-channel scales: one launch instead of several).
 //
 // Inlined producers pass their control inputs on to the reader (they keep side-effect ops such as
 // batch norm's running-statistics assignments ordered and alive). Programs stay within the
@@ -43,6 +47,8 @@ namespace {
 constexpr size_t kMaxSteps = 96;
 constexpr size_t kMaxInputs = 24;  // scalars and per-channel values count too
 constexpr size_t kMaxSmallSteps = 8;
+constexpr int64_t kSmallProgram = 1 << 16;  // elements: launch-bound rather than memory-bound
+constexpr int64_t kRepeatLimit = 1 << 20;   // elements up to which any small producer is repeated
 
 int64_t numel(const Shape& s) {
   int64_t n = 1;
@@ -182,6 +188,7 @@ class Rewriter {
         reduce_to_fused(n);
       } else if (program_of(n) && is_static(n.outputs[0].shape)) {
         inline_producers(n);
+        if (n.kind == ir::OpKind::fused_elementwise) candidates_.push_back(n.id);
       }
     }
     merge_sibling_reductions();
@@ -303,7 +310,7 @@ class Rewriter {
         std::set<int> leaves, steps;
         cone(*pa, va, leaves, steps);
         const bool full = numel(type_of(u).shape) == size;
-        if (!full && (steps.size() > kMaxSmallSteps || !cheap(*pa, steps))) continue;
+        if (!full && (steps.size() > kMaxSmallSteps || (size > kRepeatLimit && !cheap(*pa, steps)))) continue;
         if (full) {
           int added = 0;
           for (int l : leaves) {
@@ -388,16 +395,21 @@ class Rewriter {
       for (size_t j = i + 1; j < candidates_.size(); ++j) {
         const int late = candidates_[j];
         if (merged[static_cast<size_t>(late)]) continue;
-        const Prog pe = reduction_program(g_.node(early)), pl = reduction_program(g_.node(late));
+        const bool elementwise = g_.node(early).kind == ir::OpKind::fused_elementwise;
+        if (elementwise != (g_.node(late).kind == ir::OpKind::fused_elementwise)) continue;
+        const Prog pe = elementwise ? *program_of(g_.node(early)) : reduction_program(g_.node(early));
+        const Prog pl = elementwise ? *program_of(g_.node(late)) : reduction_program(g_.node(late));
         if (pe.attrs.shape != pl.attrs.shape || pe.attrs.reduce_axes != pl.attrs.reduce_axes ||
             pe.attrs.keep_dims != pl.attrs.keep_dims) {
           continue;
         }
+        // A common full-size input (read once instead of twice), or for small programs any common
+        // input (one launch instead of two).
         const int64_t size = numel(pe.attrs.shape);
         bool shared = false;
         for (const ir::ValueRef& v : pe.inputs) {
-          shared = shared || (numel(type_of(v).shape) == size &&
-                              std::find(pl.inputs.begin(), pl.inputs.end(), v) != pl.inputs.end());
+          const bool counts = numel(type_of(v).shape) == size || (elementwise && size <= kSmallProgram);
+          shared = shared || (counts && std::find(pl.inputs.begin(), pl.inputs.end(), v) != pl.inputs.end());
         }
         // The merged node takes the late one's place when every reader of the early one comes
         // after it, else the early one's when everything the late one reads comes before it.
@@ -424,7 +436,7 @@ class Rewriter {
         types.insert(types.end(), late_types.begin(), late_types.end());
         ir::Node& tn = g_.node(target);
         add_control_inputs(tn, g_.node(other));
-        set_program(tn, ir::OpKind::fused_reduce, b.finish(pe.attrs, outs));
+        set_program(tn, elementwise ? ir::OpKind::fused_elementwise : ir::OpKind::fused_reduce, b.finish(pe.attrs, outs));
         tn.outputs = std::move(types);
         // Outputs: the early node's, then the late node's.
         auto move = [&](ir::ValueRef& v) {
@@ -486,7 +498,7 @@ class Rewriter {
 
   ir::Graph& g_;
   std::vector<ir::ValueRef>& roots_;
-  std::vector<int> candidates_;  // reduce_sum / fused_reduce nodes, in id order
+  std::vector<int> candidates_;  // reduce_sum / fused_reduce / fused_elementwise nodes, in id order
   bool changed_ = false;
 };
 
