@@ -50,21 +50,7 @@ bool fuse_elementwise(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vecto
                       std::vector<int>& keep) {
   // Region bodies first (each on its own copy: bodies may be shared with the user's graph), then
   // this graph.
-  bool changed = false;
-  for (ir::Node& node : g.nodes()) {
-    for (ir::Region& r : node.regions) {
-      auto body = std::make_shared<ir::Graph>(*r.body);
-      std::vector<int> none;
-      std::vector<ir::ValueRef> results = r.results;
-      std::vector<int> params = r.params;
-      if (fuse_elementwise(*body, results, none, params)) {
-        r.body = std::move(body);
-        r.results = std::move(results);
-        r.params = std::move(params);
-        changed = true;
-      }
-    }
-  }
+  bool changed = run_on_region_bodies(g, fuse_elementwise);
   return fuse_graph(g, roots, root_ops, keep) || changed;
 }
 

@@ -6,6 +6,14 @@
 
 namespace tg::passes {
 
+/// A pass over a graph: rewrites it and remaps `roots`, `root_ops` and `keep`; true when changed.
+using GraphPass = bool (*)(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                           std::vector<int>& keep);
+
+/// Runs `pass` on a copy of every region body of g's nodes (results and parameters as roots and
+/// kept nodes) and puts back the copies it changed. True when any changed.
+bool run_on_region_bodies(ir::Graph& g, GraphPass pass);
+
 /// Dead-code elimination: keeps exactly the nodes that `roots` (values) and `root_ops` reach
 /// through data and control edges, compacts ids (order kept) and remaps `roots`/`root_ops` (and
 /// `keep`, nodes to keep as well, e.g. fed placeholders) in place.

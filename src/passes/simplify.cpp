@@ -180,21 +180,7 @@ bool simplify_graph(ir::Graph& g, std::vector<ir::ValueRef>& roots) {
 }  // namespace
 
 bool simplify(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops, std::vector<int>& keep) {
-  bool changed = false;
-  for (ir::Node& node : g.nodes()) {
-    for (ir::Region& r : node.regions) {
-      auto body = std::make_shared<ir::Graph>(*r.body);
-      std::vector<int> none;
-      std::vector<ir::ValueRef> results = r.results;
-      std::vector<int> params = r.params;
-      if (simplify(*body, results, none, params)) {
-        r.body = std::move(body);
-        r.results = std::move(results);
-        r.params = std::move(params);
-        changed = true;
-      }
-    }
-  }
+  bool changed = run_on_region_bodies(g, simplify);
   if (simplify_graph(g, roots)) {
     eliminate_dead_code(g, roots, root_ops, keep);
     changed = true;
