@@ -11,12 +11,13 @@
 //    that adds at most one full-size input (the producer's inputs replace the value read; two
 //    when the reader is the value's only one, whose write then goes too), or
 //    when the value is smaller than the reader's shape (per-channel scales and the like) and takes
-//    at most kMaxSmallSteps steps, cheap ones when the reader has more than kRepeatLimit elements
-//    (no division, roots or transcendental functions: at batch 128 a batch norm's
+//    at most kMaxSmallSteps steps, only cheap ones when the reader has more than kRepeatLimit
+//    elements (no division, roots or transcendental functions: at batch 128 a batch norm's
 //    rsqrt(var + eps) * gamma runs once per channel in its own small kernel instead of per
-//    element; at batch 1 it is repeated, which saves the launch). The producer's output is no longer written once nothing reads
-//    it, and the producer disappears when none of its outputs is read. Batch norm's
-//    `x - mean` is then computed where it is used instead of written once and read three times.
+//    element; at batch 1 it is repeated, which saves the launch). The producer's output is no
+//    longer written once nothing reads it, and the producer disappears when none of its outputs
+//    is read. Batch norm's `x - mean` is then computed where it is used instead of written once
+//    and read three times.
 // 3. Reductions: reduce_sum (floating dtypes) of a program's value becomes fused_reduce, the
 //    program's cone for that value summed in one kernel, when the cone reads at most two
 //    full-size inputs. fused_reduce nodes (and plain reduce_sums) of one shape, axes and
@@ -28,10 +29,9 @@
 //    small programs such as a batch norm's per-channel scales: one launch instead of several).
 //
 // Inlined producers pass their control inputs on to the reader (they keep side-effect ops such as
-// batch norm's running-statistics assignments ordered and alive). Programs stay within the
-// elementwise pass. Region bodies are rewritten the
-// same way (on copies). Programs with integer division (whose kernels check a flag) are not
-// inlined or reduced.
+// batch norm's running-statistics assignments ordered and alive). Programs stay within kMaxSteps
+// steps and kMaxInputs inputs. Region bodies are rewritten the same way (on copies). Programs
+// with integer division (whose kernels check a flag) are not inlined or reduced.
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -50,11 +50,7 @@ constexpr size_t kMaxSmallSteps = 8;
 constexpr int64_t kSmallProgram = 1 << 16;  // elements: launch-bound rather than memory-bound
 constexpr int64_t kRepeatLimit = 1 << 20;   // elements up to which any small producer is repeated
 
-int64_t numel(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
+int64_t numel(const Shape& s) { return num_elements(s); }
 
 Shape strip_leading_ones(const Shape& s) {
   size_t k = 0;
@@ -191,7 +187,7 @@ class Rewriter {
         if (n.kind == ir::OpKind::fused_elementwise) candidates_.push_back(n.id);
       }
     }
-    merge_sibling_reductions();
+    merge_siblings();
     if (changed_) drop_unread_outputs();
     return changed_;
   }
@@ -224,8 +220,8 @@ class Rewriter {
     }
   }
 
-  // Rewrite 0: a fill read only by programs becomes a one-element fill (programs broadcast it;
-  // no full-size buffer written and read). Single elementwise readers become programs.
+  // Rewrite 0: a fill read only by programs becomes a scalar constant (programs broadcast it; no
+  // full-size buffer written and read). Single elementwise readers become programs.
   void scalarize_fills() {
     std::vector<std::vector<int>> readers(static_cast<size_t>(g_.size()));
     for (const ir::Node& node : g_.nodes()) {
@@ -266,19 +262,18 @@ class Rewriter {
   // Rewrite 1.
   void read_through_views(ir::Node& n) {
     Prog p = *program_of(n);
-    const Prog& prog = p;
     bool through = false;
     for (ir::ValueRef& in : p.inputs) {
       for (;;) {
-        const ir::Node& p = g_.node(in.node);
-        if (p.inputs.empty() || !is_static(type_of(p.inputs[0]).shape)) break;
+        const ir::Node& src = g_.node(in.node);
+        if (src.inputs.empty() || !is_static(type_of(src.inputs[0]).shape)) break;
+        const Shape& u = type_of(src.inputs[0]).shape;
         // u must broadcast to the program's shape: not of higher rank.
-        if (type_of(p.inputs[0]).shape.size() > prog.attrs.shape.size()) break;
-        const bool view = p.kind == ir::OpKind::broadcast_to ||
-                          (p.kind == ir::OpKind::reshape &&
-                           strip_leading_ones(type_of(p.inputs[0]).shape) == strip_leading_ones(p.outputs[0].shape));
+        if (u.size() > p.attrs.shape.size()) break;
+        const bool view = src.kind == ir::OpKind::broadcast_to ||
+                          (src.kind == ir::OpKind::reshape && strip_leading_ones(u) == strip_leading_ones(src.outputs[0].shape));
         if (!view) break;
-        in = p.inputs[0];
+        in = src.inputs[0];
         through = true;
       }
     }
@@ -382,7 +377,7 @@ class Rewriter {
     return p;
   }
 
-  void merge_sibling_reductions() {
+  void merge_siblings() {
     std::vector<std::vector<int>> readers(static_cast<size_t>(g_.size()));
     for (const ir::Node& node : g_.nodes()) {
       for (const ir::ValueRef& in : node.inputs) readers[static_cast<size_t>(in.node)].push_back(node.id);
