@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "tg/tg.h"
 #include "tg/model.h"
 
@@ -33,35 +34,21 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "missing value after %s\n", k.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (k == "--batch") a.batch = std::stoll(next());
-    else if (k == "--size") a.size = std::stoll(next());
-    else if (k == "--steps") a.steps = std::stoll(next());
-    else if (k == "--warmup") a.warmup = std::stoll(next());
-    else if (k == "--layout") a.layout = next();
-    else if (k == "--torch-layout") a.torch_layout = next();
-    else if (k == "--no-peer") a.peer = false;
-    else {
-      std::fprintf(stderr, "unknown argument %s\n", k.c_str());
-      std::exit(2);
-    }
+  tg::bench::Flags f(argc, argv);
+  while (f.next()) {
+    if (f.is("--batch")) a.batch = std::stoll(f.value());
+    else if (f.is("--size")) a.size = std::stoll(f.value());
+    else if (f.is("--steps")) a.steps = std::stoll(f.value());
+    else if (f.is("--warmup")) a.warmup = std::stoll(f.value());
+    else if (f.is("--layout")) a.layout = f.value();
+    else if (f.is("--torch-layout")) a.torch_layout = f.value();
+    else if (f.is("--no-peer")) a.peer = false;
+    else f.unknown();
   }
   return a;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using tg::bench::median;
 
 // Runs the PyTorch script; returns its median step time in ms (or -1).
 double run_peer(const Args& a, int threads) {

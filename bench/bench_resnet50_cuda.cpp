@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "tg/model.h"
+#include "bench_util.h"
 #include "tg/tg.h"
 
 namespace {
@@ -38,35 +39,22 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "missing value after %s\n", k.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (k == "--jobs") a.jobs = next();
-    else if (k == "--batch") a.batch = std::stoll(next());
-    else if (k == "--steps") a.steps = std::stoll(next());
-    else if (k == "--iters") a.iters = std::stoll(next());
-    else if (k == "--no-peer") a.peer = false;
-    else {
-      std::fprintf(stderr, "unknown argument %s\n", k.c_str());
-      std::exit(2);
-    }
+  tg::bench::Flags f(argc, argv);
+  while (f.next()) {
+    if (f.is("--jobs")) a.jobs = f.value();
+    else if (f.is("--batch")) a.batch = std::stoll(f.value());
+    else if (f.is("--steps")) a.steps = std::stoll(f.value());
+    else if (f.is("--iters")) a.iters = std::stoll(f.value());
+    else if (f.is("--no-peer")) a.peer = false;
+    else f.unknown();
   }
   return a;
 }
 
+using tg::bench::median;
+
 double ms_since(clock_type::time_point t) {
   return std::chrono::duration<double, std::milli>(clock_type::now() - t).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // PyTorch's median ms for the job, or -1.

@@ -26,6 +26,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/dispatch.h"
 #include "backends/cpu/parallel.h"
+#include "backends/reduce_util.h"
 
 namespace tg::cpu {
 namespace {
@@ -459,20 +460,12 @@ void value_kernel(KernelContext& ctx) {
 
 template <OpKind K>
 void arg_kernel(KernelContext& ctx) {
-  const auto& desc = std::get<ArgReduceDesc>(ctx.node.attrs);
   const TensorData& in = ctx.inputs[0];
-  const Shape& s = in.shape();
-  if (desc.axis < 0 || desc.axis >= in.rank() || s[desc.axis] == 0) {
-    fail(ErrorCode::invalid_argument, ctx.op_name(), "cannot reduce axis {} of {}", desc.axis,
-         in.type().to_string());
-  }
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < desc.axis; ++d) outer *= s[d];
-  for (int64_t d = desc.axis + 1; d < in.rank(); ++d) inner *= s[d];
-  if (outer * inner == 0) return;
+  const backends::ArgReduceGeometry geo = backends::arg_reduce_geometry(ctx);
+  if (geo.outer * geo.inner == 0) return;
   dispatch<DTypeGroup::all>(in.dtype(), ctx.op_name(), [&](auto tag) {
     using T = decltype(tag);
-    run_pass<ArgOp<K, T>>(typed<T>(in), typed<int64_t>(ctx.outputs[0]), outer, s[desc.axis], inner);
+    run_pass<ArgOp<K, T>>(typed<T>(in), typed<int64_t>(ctx.outputs[0]), geo.outer, geo.axis, geo.inner);
   });
 }
 

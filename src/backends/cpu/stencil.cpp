@@ -12,6 +12,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/dispatch.h"
 #include "backends/cpu/parallel.h"
+#include "backends/stencil_util.h"
 
 namespace tg::cpu {
 namespace {
@@ -60,25 +61,9 @@ void plan_dim(Plan& p, const StencilDesc& d, int i, int64_t in, const char* op) 
 Plan make_plan(const StencilDesc& d, const Shape& xs, const Shape& ws, const Shape& ys,
                const char* op) {
   Plan p;
-  p.k = static_cast<int>(ws.size());
   p.mode = d.boundary_mode;
-  TG_CHECK_INTERNAL(
-      p.k >= 1 && p.k <= kMaxWindowRank && xs.size() >= ws.size() && ys.size() == xs.size(),
-      "stencil kernel: bad ranks");
+  backends::stencil_geometry(p, xs, ws, ys, kMaxWindowRank);
   const size_t lead = xs.size() - ws.size();
-  for (size_t i = 0; i < lead; ++i) p.batch *= xs[i];
-  int64_t stride = 1;
-  for (int i = p.k - 1; i >= 0; --i) {
-    p.src_stride[i] = stride;
-    stride *= xs[lead + i];
-  }
-  p.in_block = stride;
-  for (int i = 0; i < p.k; ++i) {
-    p.out[i] = ys[lead + i];
-    p.win[i] = ws[i];
-    p.out_block *= p.out[i];
-    p.window *= p.win[i];
-  }
   if (p.batch * p.out_block == 0) return p;  // nothing to compute
   for (int i = 0; i < p.k; ++i) plan_dim(p, d, i, xs[lead + i], op);
   p.offsets.resize(static_cast<size_t>(p.window));

@@ -126,8 +126,9 @@ struct Setup {
 
 // The op's data tensor `src` (logical dims d) as cuDNN reads it: cast, permuted, padded by
 // (top, bottom, left, right).
-Buf prepare_data(Env& e, const Setup& s, const void* src, const Dims& d,
-                 const std::array<int64_t, 4>& pad) {
+// `src` (logical dims d, layout `from`) cast to the compute dtype when the policy asks for it and
+// permuted to layout `to`: the tensor itself when neither applies.
+Buf cast_and_permute(Env& e, const Setup& s, const void* src, const Dims& d, const Axes& from, const Axes& to) {
   Buf cur{src, nullptr};
   if (s.cast) {
     Buf next;
@@ -138,13 +139,19 @@ Buf prepare_data(Env& e, const Setup& s, const void* src, const Dims& d,
     next.p = p;
     cur = std::move(next);
   }
-  if (s.user_nhwc != s.nhwc) {
+  if (from != to) {
     Buf next;
     void* p = scratch(e, next, static_cast<size_t>(count(d)) * s.esize());
-    permute(e, cur.p, p, d, s.user_data_axes(), s.data_axes(), s.esize());
+    permute(e, cur.p, p, d, from, to, s.esize());
     next.p = p;
     cur = std::move(next);
   }
+  return cur;
+}
+
+Buf prepare_data(Env& e, const Setup& s, const void* src, const Dims& d,
+                 const std::array<int64_t, 4>& pad) {
+  Buf cur = cast_and_permute(e, s, src, d, s.user_data_axes(), s.data_axes());
   if (pad[0] + pad[1] + pad[2] + pad[3] > 0) {
     const Dims pd{d[0], d[1], d[2] + pad[0] + pad[1], d[3] + pad[2] + pad[3]};
     Buf next;
@@ -177,8 +184,6 @@ struct WeightEntry {
 std::mutex g_weights_mu;
 std::map<WeightKey, WeightEntry> g_weights;
 
-Buf prepare_weights_uncached(Env& e, const Setup& s, const void* src, const Dims& d);
-
 Buf prepare_weights(Env& e, const Setup& s, const TensorData& w, const Dims& d) {
   if (!s.cast && s.user_w == s.filter_axes()) return Buf{w.storage_ptr(), nullptr};
   const WeightKey key{w.storage_ptr(), e.dc.device, s.rdt, s.user_w, s.filter_axes(), d};
@@ -189,33 +194,13 @@ Buf prepare_weights(Env& e, const Setup& s, const TensorData& w, const Dims& d) 
       return Buf{it->second.prepared.get(), it->second.prepared};
     }
   }
-  Buf made = prepare_weights_uncached(e, s, w.storage_ptr(), d);
+  Buf made = cast_and_permute(e, s, w.storage_ptr(), d, s.user_w, s.filter_axes());
   std::lock_guard<std::mutex> lock(g_weights_mu);
   std::erase_if(g_weights, [](const auto& kv) { return kv.second.source.expired(); });
   g_weights[key] = WeightEntry{w.storage(), made.hold};
   return made;
 }
 
-Buf prepare_weights_uncached(Env& e, const Setup& s, const void* src, const Dims& d) {
-  Buf cur{src, nullptr};
-  if (s.cast) {
-    Buf next;
-    void* p = scratch(e, next, static_cast<size_t>(count(d)) * 2);
-    kernels::launch_f32_to_lowp(static_cast<const float*>(cur.p), p, count(d), s.rdt == DType::bf16,
-                                e.stream);
-    check_launch(e.op, "f32_to_lowp");
-    next.p = p;
-    cur = std::move(next);
-  }
-  if (s.user_w != s.filter_axes()) {
-    Buf next;
-    void* p = scratch(e, next, static_cast<size_t>(count(d)) * s.esize());
-    permute(e, cur.p, p, d, s.user_w, s.filter_axes(), s.esize());
-    next.p = p;
-    cur = std::move(next);
-  }
-  return cur;
-}
 
 // ---- cuDNN plans ----------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@
 #include "backends/cuda/context.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/scalar_type.h"
+#include "backends/reduce_util.h"
 #include "core/error_util.h"
 
 namespace tg::cuda {
@@ -79,21 +80,13 @@ void value_kernel(KernelContext& ctx) {
 
 template <ReduceKind K>
 void arg_kernel(KernelContext& ctx) {
-  const auto& desc = std::get<ArgReduceDesc>(ctx.node.attrs);
   const TensorData& in = ctx.inputs[0];
-  const Shape& s = in.shape();
-  if (desc.axis < 0 || desc.axis >= in.rank() || s[desc.axis] == 0) {
-    fail(ErrorCode::invalid_argument, ctx.op_name(), "cannot reduce axis {} of {}", desc.axis,
-         in.type().to_string());
-  }
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < desc.axis; ++d) outer *= s[d];
-  for (int64_t d = desc.axis + 1; d < in.rank(); ++d) inner *= s[d];
-  if (outer * inner == 0) return;
+  const backends::ArgReduceGeometry geo = backends::arg_reduce_geometry(ctx);
+  if (geo.outer * geo.inner == 0) return;
   cpu::dispatch<cpu::DTypeGroup::all>(in.dtype(), ctx.op_name(), [](auto) {});
   Scratch scratch{ctx.device.index, {}};
   kernels::reduce(K, scalar_type(in.dtype()), ptr(in), ptr(ctx.outputs[0]),
-                  {{outer, false}, {s[desc.axis], true}, {inner, false}}, context_of(ctx).sm_count,
+                  {{geo.outer, false}, {geo.axis, true}, {geo.inner, false}}, context_of(ctx).sm_count,
                   scratch.fn(), stream_of(ctx));
   check_launch(ctx.op_name(), "reduce");
 }

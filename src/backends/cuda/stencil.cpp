@@ -12,6 +12,7 @@
 #include "backends/cuda/context.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/scalar_type.h"
+#include "backends/stencil_util.h"
 #include "core/error_util.h"
 #include "ops/boundary.h"
 
@@ -41,7 +42,6 @@ void stencil_kernel(KernelContext& ctx) {
   const Shape &xs = ctx.inputs[0].shape(), &ws = ctx.inputs[1].shape(),
               &ys = ctx.outputs[0].shape();
   kernels::StencilParams p;
-  p.k = static_cast<int>(ws.size());
   p.mode = static_cast<int>(d.boundary_mode);
   p.reduction = static_cast<int>(d.reduction);
   static_assert(static_cast<int>(BoundaryMode::zero) == 0 &&
@@ -56,23 +56,8 @@ void stencil_kernel(KernelContext& ctx) {
                 static_cast<int>(StencilReduction::max) == 3 &&
                 static_cast<int>(StencilReduction::argmin) == 4 &&
                 static_cast<int>(StencilReduction::argmax) == 5);
-  TG_CHECK_INTERNAL(p.k >= 1 && p.k <= kernels::kMaxStencilRank && xs.size() >= ws.size() &&
-                        ys.size() == xs.size(),
-                    "stencil kernel: bad ranks");
+  backends::stencil_geometry(p, xs, ws, ys, kernels::kMaxStencilRank);
   const size_t lead = xs.size() - ws.size();
-  for (size_t i = 0; i < lead; ++i) p.batch *= xs[i];
-  int64_t stride = 1;
-  for (int i = p.k - 1; i >= 0; --i) {
-    p.src_stride[i] = stride;
-    stride *= xs[lead + i];
-  }
-  p.in_block = stride;
-  for (int i = 0; i < p.k; ++i) {
-    p.out[i] = ys[lead + i];
-    p.win[i] = ws[i];
-    p.out_block *= p.out[i];
-    p.window *= p.win[i];
-  }
   if (p.batch * p.out_block == 0) return;
   for (int i = 0; i < p.k; ++i) {
     const int64_t in = xs[lead + i];
