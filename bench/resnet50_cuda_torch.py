@@ -6,6 +6,8 @@ invocation on the same GPU. Mirrors ../shared/anchors/gpu_baselines.py:
                             channels-last); Adam, cross-entropy, synthetic data, cudnn.benchmark.
   infer  BATCH ITERS MODE   MODE: tf32 (float32 model, TF32 allowed) or f16 (half model,
                             channels-last); eval, no_grad.
+  profile BATCH STEPS MODE  the train job under torch.profiler: GPU kernel time per step by kernel
+                            name (top 30), to compare with TG_PROFILE's table.
 Prints one JSON line: {"peer": "pytorch", "job": ..., "mode": ..., "batch": B, "ms": median}
 (train: ms per step; infer: ms per forward), timed with CUDA events after warm-up steps.
 """
@@ -32,6 +34,24 @@ def cuda_time(f, iters, warm):
     return times[len(times) // 2]
 
 
+def profile(step, steps):
+    for _ in range(5):
+        step()
+    torch.cuda.synchronize()
+    acts = [torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=acts) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    rows = [(e.device_time_total, e.count, e.key) for e in prof.key_averages()
+            if e.device_time_total > 0]
+    rows.sort(reverse=True)
+    total = sum(r[0] for r in rows)
+    print(f"[torch profile] GPU kernel time per step: {total / 1e3 / steps:.3f} ms")
+    for t, n, name in rows[:30]:
+        print(f"[torch profile] {t / 1e3 / steps:8.3f} ms {n // steps:5d}x  {name[:110]}")
+
+
 def main():
     job, batch, iters, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     dev = torch.device("cuda")
@@ -42,7 +62,7 @@ def main():
     torch.manual_seed(0)
     m = torchvision.models.resnet50(weights=None).to(dev)
     mf = torch.contiguous_format if mode == "f32" else torch.channels_last
-    if job == "train":
+    if job in ("train", "profile"):
         m = m.to(memory_format=mf)
         opt = torch.optim.Adam(m.parameters(), lr=1e-3)
         x = torch.randn(batch, 3, 224, 224, device=dev).to(memory_format=mf)
@@ -56,6 +76,8 @@ def main():
             loss.backward()
             opt.step()
 
+        if job == "profile":
+            return profile(step, iters)
         ms = cuda_time(step, iters, warm=5)
     else:
         m = m.eval()

@@ -32,9 +32,6 @@ class Profiler {
     static Profiler p;
     return p;
   }
-  void add(const std::string& device, ir::OpKind kind, double seconds, double bytes) {
-    add(device, std::string(ir::op_name(kind)), seconds, bytes);
-  }
   void add(const std::string& device, const std::string& name, double seconds, double bytes) {
     std::lock_guard<std::mutex> lock(mu_);
     Row& r = rows_[{device, name}];
@@ -64,10 +61,20 @@ class Profiler {
   std::map<std::pair<std::string, std::string>, Row> rows_;
 };
 
+// The profile row of a node: its op kind; with TG_PROFILE=shapes also its operand types.
+template <typename Values>
+std::string profile_row(const ir::Node& node, const Values& inputs, const Values& outs) {
+  std::string row(ir::op_name(node.kind));
+  if (!env::profile_shapes()) return row;
+  for (size_t i = 0; i < inputs.size(); ++i) row += (i ? ", " : " ") + inputs[i].type().to_string();
+  for (size_t i = 0; i < outs.size(); ++i) row += (i ? ", " : " -> ") + outs[i].type().to_string();
+  return row;
+}
+
 // Kernels timed by device events in a profiled run (TG_PROFILE on a backend with record_event):
 // evaluated after the run, when the events have completed.
 struct Timed {
-  ir::OpKind kind;
+  std::string name;  ///< the row: op kind (TG_PROFILE=shapes: and operand types)
   double bytes;
   void* start;
   void* end;
@@ -157,7 +164,7 @@ class Interpreter final : public Program, public RegionRunner {
     const std::string dev = device_.to_string();
     for (size_t i = 0; i < t_timed.size(); ++i) {
       const Timed& t = t_timed[i];
-      Profiler::get().add(dev, t.kind, table_.event_ms(t.start, t.end) / 1e3, t.bytes);
+      Profiler::get().add(dev, t.name, table_.event_ms(t.start, t.end) / 1e3, t.bytes);
       if (i > 0) Profiler::get().add(dev, "(device idle between)", table_.event_ms(t_timed[i - 1].end, t.start) / 1e3, 0);
     }
     for (const Timed& t : t_timed) {
@@ -215,7 +222,7 @@ class Interpreter final : public Program, public RegionRunner {
           double bytes = 0;
           for (const TensorData& t : inputs) bytes += static_cast<double>(t.nbytes());
           for (const TensorData& t : outs) bytes += static_cast<double>(t.nbytes());
-          t_timed.push_back({node.kind, bytes, start, end});
+          t_timed.push_back({profile_row(node, inputs, outs), bytes, start, end});
         } else if (profile_run_ && node.regions.empty()) {
           if (table_.synchronize) table_.synchronize(device_);
           auto t0 = std::chrono::steady_clock::now();
@@ -225,7 +232,7 @@ class Interpreter final : public Program, public RegionRunner {
           double bytes = 0;
           for (const TensorData& t : inputs) bytes += static_cast<double>(t.nbytes());
           for (const TensorData& t : outs) bytes += static_cast<double>(t.nbytes());
-          Profiler::get().add(device_.to_string(), node.kind, secs, bytes);
+          Profiler::get().add(device_.to_string(), profile_row(node, inputs, outs), secs, bytes);
         } else {
           run_node(node, p.kernels[step], p.dynamic[step] != 0, inputs, outs, variables, host_view);
         }

@@ -31,4 +31,12 @@ bool profile() {
   return on;
 }
 
+bool profile_shapes() {
+  static const bool on = [] {
+    const char* v = std::getenv("TG_PROFILE");
+    return v != nullptr && std::string(v) == "shapes";
+  }();
+  return on;
+}
+
 }  // namespace tg::env

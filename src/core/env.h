@@ -19,7 +19,9 @@ std::optional<std::string> kernel_cache_dir();
 /// TG_PROFILE=1: the interpreter times every kernel of every run after an executable's first
 /// (GPU: device events around each kernel, read after the run, plus the device's idle time
 /// between kernels; CPU: wall time) and prints a table per op kind to stderr at exit. Off when
-/// unset, empty or "0". Read once.
+/// unset, empty or "0". Read once. TG_PROFILE=shapes: one row per op kind and operand types
+/// (e.g. each convolution shape on its own row).
 bool profile();
+bool profile_shapes();
 
 }  // namespace tg::env
