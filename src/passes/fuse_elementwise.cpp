@@ -23,6 +23,19 @@ constexpr size_t kMaxInputs = 12;
 
 }  // namespace
 
+namespace {
+
+// A cast from a 16-bit float to a wider type: passes::autocast's widened reads of values stored in
+// 16 bits. It starts its own group (its readers join it) instead of joining its input's group,
+// where the widened value would be written out for the readers.
+bool widens_16bit_float(const ir::Graph& g, const ir::Node& n) {
+  if (n.kind != ir::OpKind::cast || n.inputs.size() != 1) return false;
+  const DType from = g.type(n.inputs[0]).dtype;
+  return (from == DType::bf16 || from == DType::f16) && dtype_size(n.outputs[0].dtype) > 2;
+}
+
+}  // namespace
+
 bool is_fusible_elementwise(const ir::Node& n) {
   const ir::OpFamily f = ir::op_info(n.kind).family;
   if (f != ir::OpFamily::unary && f != ir::OpFamily::binary && f != ir::OpFamily::ternary &&
@@ -83,7 +96,7 @@ bool fuse_graph(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>
   for (const ir::Node& node : g.nodes()) {
     if (!is_fusible_elementwise(node)) continue;
     int best = -1, best_producer = -1;
-    for (const ir::ValueRef& in : node.inputs) {
+    for (const ir::ValueRef& in : widens_16bit_float(g, node) ? std::vector<ir::ValueRef>{} : node.inputs) {
       int gi = group_of[in.node];
       if (gi >= 0 && groups[gi].shape == node.outputs[0].shape && in.node > best_producer) {
         best = gi;

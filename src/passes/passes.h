@@ -1,5 +1,6 @@
 // Graph passes. Each is a small unit returning whether it changed the graph.
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "ir/graph.h"
@@ -7,12 +8,12 @@
 namespace tg::passes {
 
 /// A pass over a graph: rewrites it and remaps `roots`, `root_ops` and `keep`; true when changed.
-using GraphPass = bool (*)(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
-                           std::vector<int>& keep);
+using GraphPass = std::function<bool(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                                     std::vector<int>& keep)>;
 
 /// Runs `pass` on a copy of every region body of g's nodes (results and parameters as roots and
 /// kept nodes) and puts back the copies it changed. True when any changed.
-bool run_on_region_bodies(ir::Graph& g, GraphPass pass);
+bool run_on_region_bodies(ir::Graph& g, const GraphPass& pass);
 
 /// Dead-code elimination: keeps exactly the nodes that `roots` (values) and `root_ops` reach
 /// through data and control edges, compacts ids (order kept) and remaps `roots`/`root_ops` (and
@@ -41,6 +42,14 @@ bool inline_constant_branches(ir::Graph& g, std::vector<ir::ValueRef>& roots, st
 /// dead-code elimination. Remaps `roots`, `root_ops`, `keep`.
 bool eliminate_common_subexpressions(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
                                      std::vector<int>& keep);
+
+/// Autocast (passes/autocast.cpp), for CompileOptions::precision bf16/f16 (`low`): conv2d, its
+/// backward ops and matmul of float32 operands take `low` operands and give a `low` result, cast
+/// nodes around them; a float32 value an elementwise op computes for them is kept only in `low`
+/// (its other readers read it rounded). Region bodies too (on copies). Run before CSE and fusion.
+/// Remaps `roots`, `root_ops`, `keep`; true when it rewrote anything.
+bool autocast(ir::Graph& g, DType low, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+              std::vector<int>& keep);
 
 /// Elementwise fusion (passes/fuse_elementwise.cpp): replaces chains of elementwise nodes of one
 /// static output shape by fused_elementwise nodes and remaps `roots`, `root_ops` and `keep`.

@@ -3,7 +3,7 @@
 
 namespace tg::passes {
 
-bool run_on_region_bodies(ir::Graph& g, GraphPass pass) {
+bool run_on_region_bodies(ir::Graph& g, const GraphPass& pass) {
   bool changed = false;
   for (ir::Node& node : g.nodes()) {
     for (ir::Region& r : node.regions) {

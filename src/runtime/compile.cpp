@@ -137,6 +137,10 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
   passes::infer_types(*g);
   passes::simplify(*g, roots, root_ops, feeds);
   if (fuse) {
+    if (options.precision == ComputePrecision::bf16 || options.precision == ComputePrecision::f16) {
+      const DType low = options.precision == ComputePrecision::bf16 ? DType::bf16 : DType::f16;
+      passes::autocast(*g, low, roots, root_ops, feeds);
+    }
     passes::eliminate_common_subexpressions(*g, roots, root_ops, feeds);
     passes::fuse_elementwise(*g, roots, root_ops, feeds);
     passes::fuse_reductions(*g, roots, root_ops, feeds);
