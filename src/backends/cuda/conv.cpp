@@ -1,6 +1,8 @@
 // CUDA kernels of the conv family: conv2d, conv2d_backward_data, conv2d_backward_weights
 // (conv_transpose2d is built from conv2d_backward_data in the graph), with the CPU backend's
-// semantics (backends/cpu/conv.cpp), on cuDNN 9's legacy convolution API.
+// semantics (backends/cpu/conv.cpp), on cuDNN 9: tensor-core problems (bf16/f16, TF32) through the
+// graph API (cudnn_conv_graph.cpp: the legacy API misses the sm90 engines), the rest (true f32,
+// f64, grouped) through the legacy convolution API.
 //
 // Algorithm:
 //  - Physical layout: NHWC data with KRSC (OHWI) filters when the data is nhwc, NCHW with KCRS
@@ -18,7 +20,8 @@
 //    and widens the (16-bit) result back to f32. f16/bf16 tensors: f32 compute, tensor cores.
 //    f64: double compute, NCHW.
 //  - The algorithm is chosen once per (device, pass, shapes, layout, dtype, math) by measurement
-//    (cudnnFind*AlgorithmEx on the real buffers, at most 256 MiB of workspace) and cached with
+//    (graph API: heuristics' candidates timed; legacy: cudnnFind*AlgorithmEx; on the real
+//    buffers, at most 256 MiB of workspace) and cached with
 //    its descriptors in a mutex-protected map. While the stream is being captured into a CUDA
 //    graph (Find would synchronize) the heuristic cudnnGet*Algorithm_v7 answer is used, not
 //    cached. Workspace from the device context; scratch buffers from the caching allocator.
@@ -34,6 +37,7 @@
 
 #include "backends/cuda/context.h"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cudnn_conv_graph.h"
 #include "backends/cuda/kernels/conv_layout.h"
 #include "backends/cuda/kernels/lowp_cast.h"
 #include "core/error_util.h"
@@ -221,8 +225,9 @@ struct PlanKey {
   bool nhwc;
   Dims x, w, y;  // cuDNN's (padded) input, filter and output dims, logical order
   int64_t groups, ph, pw, sh, sw, dh, dw;
+  bool graph;  // through cuDNN's graph API (cudnn_conv_graph.h), else the legacy API
   auto tie() const {
-    return std::tie(device, pass, rdt, math, nhwc, x, w, y, groups, ph, pw, sh, sw, dh, dw);
+    return std::tie(device, pass, rdt, math, nhwc, x, w, y, groups, ph, pw, sh, sw, dh, dw, graph);
   }
   bool operator<(const PlanKey& o) const { return tie() < o.tie(); }
 };
@@ -232,6 +237,7 @@ struct Plan {
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
   bool ok = false;  // false: cuDNN has no algorithm for this key
+  std::shared_ptr<cudnn_graph::ConvPlan> graph;  // set: run through the graph API
   int algo = 0;
   size_t workspace = 0;
   Plan() = default;
@@ -319,6 +325,29 @@ void pick(Plan& p, const PlanKey& k, const Perf* perf, int n, size_t max_workspa
 void choose(Env& e, Plan& p, const PlanKey& k, const void* a, const void* b, void* out,
             bool measure) {
   cudnnHandle_t h = e.dc.cudnn();
+  if (k.graph) {
+    cudnn_graph::ConvSpec spec;
+    spec.pass = static_cast<cudnn_graph::ConvPass>(k.pass);
+    spec.io = cudnn_type(k.rdt);
+    spec.nhwc = k.nhwc;
+    spec.x = k.x;
+    spec.w = k.w;
+    spec.y = k.y;
+    spec.pad_h = k.ph;
+    spec.pad_w = k.pw;
+    spec.stride_h = k.sh;
+    spec.stride_w = k.sw;
+    spec.dil_h = k.dh;
+    spec.dil_w = k.dw;
+    p.graph = cudnn_graph::make_conv_plan(h, e.stream, spec, a, b, out,
+                                          [&](size_t bytes) { return e.dc.workspace(bytes); }, kFindWorkspace,
+                                          measure, e.op);
+    if (p.graph) {
+      p.ok = true;
+      p.workspace = cudnn_graph::workspace_size(*p.graph);
+      return;
+    }
+  }
   constexpr int kMax = 16;
   int n = 0;
   void* ws = measure ? e.dc.workspace(kFindWorkspace) : nullptr;
@@ -359,6 +388,10 @@ void choose(Env& e, Plan& p, const PlanKey& k, const void* a, const void* b, voi
 void execute(Env& e, const Plan& p, Pass pass, DType rdt, const void* a, const void* b, void* out) {
   cudnnHandle_t h = e.dc.cudnn();
   void* ws = p.workspace > 0 ? e.dc.workspace(p.workspace) : nullptr;
+  if (p.graph) {
+    cudnn_graph::execute(h, *p.graph, a, b, out, ws, e.op);
+    return;
+  }
   const float af = 1.0f, bf = 0.0f;
   const double ad = 1.0, bd = 0.0;
   const void* alpha = rdt == DType::f64 ? static_cast<const void*>(&ad) : &af;
@@ -431,8 +464,17 @@ bool run(Env& e, const Problem& pr, const Setup& s) {
   const Dims yd{g.y.n, g.y.c, g.y.h, g.y.w};
   const Dims wd{g.w.o, g.w.i, g.w.kh, g.w.kw};
   const bool padded = xp != xd;
-  PlanKey key{e.dc.device, pr.pass, s.rdt, math_of(s, e.ctx.precision), s.nhwc, xp, wd, yd,
-              g.groups, pr.ph, pr.pw, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w};
+  const void* in0 = ptr(e.ctx.inputs[0]);
+  const void* in1 = ptr(e.ctx.inputs[1]);
+  void* user_out = ptr(e.ctx.outputs[0]);
+  const cudnnMathType_t math = math_of(s, e.ctx.precision);
+  // Tensor-core problems go through the graph API (the legacy API misses the sm90 engines);
+  // its plans assume 16-byte aligned buffers (scratch buffers always are).
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const bool graph = g.groups == 1 && math != CUDNN_FMA_MATH && s.rdt != DType::f64 && aligned(in0) &&
+                     aligned(in1) && aligned(user_out);
+  PlanKey key{e.dc.device, pr.pass, s.rdt, math, s.nhwc, xp, wd, yd,
+              g.groups, pr.ph, pr.pw, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, graph};
   Plan* plan = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_plans_mu);
@@ -442,9 +484,6 @@ bool run(Env& e, const Problem& pr, const Setup& s) {
       plan = it->second.get();
     }
   }
-  const void* in0 = ptr(e.ctx.inputs[0]);
-  const void* in1 = ptr(e.ctx.inputs[1]);
-  void* user_out = ptr(e.ctx.outputs[0]);
   const std::array<int64_t, 4> no_pad{0, 0, 0, 0};
   // Operands as cuDNN reads them (a, b as in choose()) and the buffer cuDNN writes.
   Buf a, b;

@@ -1,0 +1,254 @@
+// cuDNN graph-API convolutions (cudnn_conv_graph.h).
+#include "backends/cuda/cudnn_conv_graph.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "backends/cuda/context.h"
+#include "tg/error.h"
+
+namespace tg::cuda::cudnn_graph {
+namespace {
+
+constexpr int64_t kX = 1, kW = 2, kY = 3;  // unique ids of the operation's tensors
+constexpr size_t kMaxCandidates = 12;      // engine configurations timed per problem
+
+/// An owned backend descriptor.
+struct Desc {
+  cudnnBackendDescriptor_t d = nullptr;
+  Desc(cudnnBackendDescriptorType_t type, const char* op) {
+    check(cudnnBackendCreateDescriptor(type, &d), op, "cudnnBackendCreateDescriptor");
+  }
+  ~Desc() {
+    if (d) cudnnBackendDestroyDescriptor(d);
+  }
+  Desc(const Desc&) = delete;
+  Desc& operator=(const Desc&) = delete;
+};
+
+void set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
+         int64_t count, const void* values, const char* op) {
+  check(cudnnBackendSetAttribute(d, name, type, count, values), op, "cudnnBackendSetAttribute");
+}
+
+std::array<int64_t, 4> strides_of(const std::array<int64_t, 4>& d, bool nhwc) {
+  if (nhwc) return {d[1] * d[2] * d[3], 1, d[3] * d[1], d[1]};
+  return {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1};
+}
+
+std::shared_ptr<Desc> tensor(const std::array<int64_t, 4>& dims, bool nhwc, cudnnDataType_t type, int64_t uid,
+                             const char* op) {
+  auto t = std::make_shared<Desc>(CUDNN_BACKEND_TENSOR_DESCRIPTOR, op);
+  const std::array<int64_t, 4> strides = strides_of(dims, nhwc);
+  const int64_t alignment = 16;
+  set(t->d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type, op);
+  set(t->d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data(), op);
+  set(t->d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data(), op);
+  set(t->d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, op);
+  set(t->d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment, op);
+  check(cudnnBackendFinalize(t->d), op, "cudnnBackendFinalize(tensor)");
+  return t;
+}
+
+// Whether an engine configuration keeps the requested arithmetic: no down-conversion of f32
+// inputs below TF32, no reduced-precision accumulation.
+bool arithmetic_ok(cudnnBackendDescriptor_t cfg, cudnnDataType_t io, const char* op) {
+  Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR, op);
+  int64_t n = 0;
+  if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
+                               &engine.d) != CUDNN_STATUS_SUCCESS) {
+    return false;
+  }
+  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+  if (cudnnBackendGetAttribute(engine.d, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                               CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes) != CUDNN_STATUS_SUCCESS) {
+    return false;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) return false;
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS && io == CUDNN_DATA_FLOAT) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+class ConvPlan {
+ public:
+  ConvPass pass;
+  std::vector<std::shared_ptr<Desc>> keep;  // descriptors the plan was built from
+  std::shared_ptr<Desc> plan;
+  size_t workspace = 0;
+};
+
+size_t workspace_size(const ConvPlan& plan) { return plan.workspace; }
+
+void execute(cudnnHandle_t handle, const ConvPlan& p, const void* a, const void* b, void* out, void* ws,
+             const char* op) {
+  const void* x = a;
+  const void* w = b;
+  const void* y = out;
+  if (p.pass == ConvPass::backward_data) {
+    y = a;
+    x = out;
+  } else if (p.pass == ConvPass::backward_weights) {
+    y = b;
+    w = out;
+  }
+  void* ptrs[3] = {const_cast<void*>(x), const_cast<void*>(w), const_cast<void*>(y)};
+  const int64_t uids[3] = {kX, kW, kY};
+  Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, op);
+  set(pack.d, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs, op);
+  set(pack.d, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids, op);
+  set(pack.d, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws, op);
+  check(cudnnBackendFinalize(pack.d), op, "cudnnBackendFinalize(variant pack)");
+  check(cudnnBackendExecute(handle, p.plan->d, pack.d), op, "cudnnBackendExecute");
+}
+
+std::shared_ptr<ConvPlan> make_conv_plan(cudnnHandle_t handle, cudaStream_t stream, const ConvSpec& s,
+                                         const void* a, const void* b, void* out,
+                                         const std::function<void*(size_t)>& workspace,
+                                         size_t max_workspace, bool measure, const char* op) {
+  std::vector<std::shared_ptr<Desc>> keep;
+  auto x = tensor(s.x, s.nhwc, s.io, kX, op);
+  auto w = tensor(s.w, s.nhwc, s.io, kW, op);
+  auto y = tensor(s.y, s.nhwc, s.io, kY, op);
+  keep.insert(keep.end(), {x, w, y});
+
+  auto conv = std::make_shared<Desc>(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, op);
+  keep.push_back(conv);
+  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  const int64_t spatial = 2;
+  const int64_t pad[2] = {s.pad_h, s.pad_w}, stride[2] = {s.stride_h, s.stride_w}, dil[2] = {s.dil_h, s.dil_w};
+  set(conv->d, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute, op);
+  set(conv->d, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode, op);
+  set(conv->d, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial, op);
+  set(conv->d, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad, op);
+  set(conv->d, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad, op);
+  set(conv->d, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride, op);
+  set(conv->d, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dil, op);
+  check(cudnnBackendFinalize(conv->d), op, "cudnnBackendFinalize(convolution)");
+
+  cudnnBackendDescriptorType_t kind = CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR;
+  cudnnBackendAttributeName_t ax = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X;
+  cudnnBackendAttributeName_t aw = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W;
+  cudnnBackendAttributeName_t ay = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y;
+  cudnnBackendAttributeName_t ac = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC;
+  cudnnBackendAttributeName_t aa = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA;
+  cudnnBackendAttributeName_t ab = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA;
+  if (s.pass == ConvPass::backward_data) {
+    kind = CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR;
+    ax = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX;
+    aw = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W;
+    ay = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY;
+    ac = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC;
+    aa = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA;
+    ab = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA;
+  } else if (s.pass == ConvPass::backward_weights) {
+    kind = CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
+    ax = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X;
+    aw = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW;
+    ay = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY;
+    ac = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC;
+    aa = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA;
+    ab = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA;
+  }
+  auto operation = std::make_shared<Desc>(kind, op);
+  keep.push_back(operation);
+  const float alpha = 1.0f, beta = 0.0f;
+  set(operation->d, ax, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x->d, op);
+  set(operation->d, aw, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w->d, op);
+  set(operation->d, ay, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y->d, op);
+  set(operation->d, ac, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv->d, op);
+  set(operation->d, aa, CUDNN_TYPE_FLOAT, 1, &alpha, op);
+  set(operation->d, ab, CUDNN_TYPE_FLOAT, 1, &beta, op);
+  if (cudnnBackendFinalize(operation->d) != CUDNN_STATUS_SUCCESS) return nullptr;
+
+  auto graph = std::make_shared<Desc>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, op);
+  keep.push_back(graph);
+  set(graph->d, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, op);
+  set(graph->d, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &operation->d, op);
+  if (cudnnBackendFinalize(graph->d) != CUDNN_STATUS_SUCCESS) return nullptr;
+
+  Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, op);
+  const cudnnBackendHeurMode_t heur_mode = CUDNN_HEUR_MODE_A;
+  set(heur.d, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph->d, op);
+  set(heur.d, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &heur_mode, op);
+  if (cudnnBackendFinalize(heur.d) != CUDNN_STATUS_SUCCESS) return nullptr;
+  int64_t count = 0;
+  check(cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
+                                 nullptr),
+        op, "cudnnBackendGetAttribute(heuristics count)");
+  if (count <= 0) return nullptr;
+  std::vector<std::shared_ptr<Desc>> cfgs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < count; ++i) {
+    cfgs.push_back(std::make_shared<Desc>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, op));
+    raw.push_back(cfgs.back()->d);
+  }
+  int64_t got = 0;
+  check(cudnnBackendGetAttribute(heur.d, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
+                                 raw.data()),
+        op, "cudnnBackendGetAttribute(heuristics)");
+
+  // Usable plans in the heuristics' order (best guess first).
+  std::vector<std::shared_ptr<ConvPlan>> plans;
+  for (int64_t i = 0; i < got && plans.size() < (measure ? kMaxCandidates : 1); ++i) {
+    if (!arithmetic_ok(raw[i], s.io, op)) continue;
+    auto plan = std::make_shared<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, op);
+    set(plan->d, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, op);
+    set(plan->d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw[i], op);
+    if (cudnnBackendFinalize(plan->d) != CUDNN_STATUS_SUCCESS) continue;
+    int64_t ws = 0, n = 0;
+    check(cudnnBackendGetAttribute(plan->d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws),
+          op, "cudnnBackendGetAttribute(workspace size)");
+    if (ws < 0 || static_cast<size_t>(ws) > max_workspace) continue;
+    auto p = std::make_shared<ConvPlan>();
+    p->pass = s.pass;
+    p->keep = keep;
+    p->keep.push_back(cfgs[static_cast<size_t>(i)]);
+    p->plan = std::move(plan);
+    p->workspace = static_cast<size_t>(ws);
+    plans.push_back(std::move(p));
+  }
+  if (plans.empty()) return nullptr;
+  if (!measure || plans.size() == 1) return plans.front();
+
+  // Time each candidate (one warm-up run, then the best of two) on the real buffers.
+  cudaEvent_t start = nullptr, stop = nullptr;
+  check(cudaEventCreate(&start), op, "cudaEventCreate");
+  check(cudaEventCreate(&stop), op, "cudaEventCreate");
+  std::shared_ptr<ConvPlan> best;
+  float best_ms = std::numeric_limits<float>::max();
+  for (const auto& p : plans) {
+    void* ws = p->workspace > 0 ? workspace(p->workspace) : nullptr;
+    float ms = std::numeric_limits<float>::max();
+    bool ok = true;
+    for (int rep = 0; rep < 3 && ok; ++rep) {
+      check(cudaEventRecord(start, stream), op, "cudaEventRecord");
+      try {
+        execute(handle, *p, a, b, out, ws, op);
+      } catch (const Error&) {
+        ok = false;  // an engine that fails at run time is not a candidate
+        cudaGetLastError();
+        break;
+      }
+      check(cudaEventRecord(stop, stream), op, "cudaEventRecord");
+      check(cudaEventSynchronize(stop), op, "cudaEventSynchronize");
+      float t = 0;
+      check(cudaEventElapsedTime(&t, start, stop), op, "cudaEventElapsedTime");
+      if (rep > 0) ms = std::min(ms, t);
+    }
+    if (ok && ms < best_ms) {
+      best_ms = ms;
+      best = p;
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return best;
+}
+
+}  // namespace tg::cuda::cudnn_graph

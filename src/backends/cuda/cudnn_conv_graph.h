@@ -1,0 +1,50 @@
+// Convolutions through cuDNN's graph (backend) API, for the tensor-core cases (bf16/f16 data, or
+// f32 data with TF32 allowed): on Hopper the legacy cudnnConvolution* API does not reach cuDNN's
+// sm90 engines (warpgroup MMA, TMA), which run ResNet-50's convolutions several times faster.
+// One operation graph per convolution problem; engine configurations from the heuristics (mode A)
+// are finalized into execution plans and, outside stream capture, timed on the real buffers
+// (like torch.backends.cudnn.benchmark); the fastest is kept. Reference: cuDNN 9 "Graph API"
+// (backend descriptor types, CUDNN_BACKEND_OPERATION_CONVOLUTION_*_DESCRIPTOR).
+#pragma once
+#include <cudnn.h>
+#include <cuda_runtime.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace tg::cuda::cudnn_graph {
+
+enum class ConvPass : int { forward, backward_data, backward_weights };
+
+/// A 2-D convolution problem. Dims are logical: data (n, c, h, w), filter (k, c/groups, r, s);
+/// memory order NHWC/KRSC when `nhwc`, else NCHW/KCRS; symmetric padding.
+struct ConvSpec {
+  ConvPass pass = ConvPass::forward;
+  cudnnDataType_t io = CUDNN_DATA_FLOAT;  ///< dtype of x, w and y
+  bool nhwc = true;
+  std::array<int64_t, 4> x{}, w{}, y{};
+  int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
+};
+
+class ConvPlan;
+
+/// Builds the plan of `s`: nullptr when no engine supports it. With `measure`, times each
+/// candidate on the buffers (a, b: x and w forward, dy and w backward data, x and dy backward
+/// weights; `out` is overwritten) on `stream`, with `workspace(bytes)` giving scratch memory of at
+/// most `max_workspace` bytes; else takes the heuristics' first usable plan. Raises tg::Error on
+/// cuDNN failures other than "not supported".
+std::shared_ptr<ConvPlan> make_conv_plan(cudnnHandle_t handle, cudaStream_t stream, const ConvSpec& s,
+                                         const void* a, const void* b, void* out,
+                                         const std::function<void*(size_t)>& workspace,
+                                         size_t max_workspace, bool measure, const char* op);
+
+/// Workspace bytes `plan` needs.
+size_t workspace_size(const ConvPlan& plan);
+
+/// Runs `plan` on a, b -> out (as in make_conv_plan), with `ws` of workspace_size(plan) bytes.
+void execute(cudnnHandle_t handle, const ConvPlan& plan, const void* a, const void* b, void* out, void* ws,
+             const char* op);
+
+}  // namespace tg::cuda::cudnn_graph
