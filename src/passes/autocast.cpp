@@ -11,6 +11,8 @@
 //    narrow/widen are casts to/from the 16-bit dtype. Rounding is the same as the kernels' own
 //    (operands rounded, float32 accumulation, result rounded once), so the op's value is unchanged.
 //  - narrow(widen(y16)) -> y16 (exact): a tensor-core result read by another one is not re-cast.
+//  - A max_pool2d whose result such an op reads runs on the 16-bit value (exact: rounding is
+//    monotonic), and so does the max_pool2d_backward of its input (gradient rounded).
 //  - Storage demotion: a float32 value that an elementwise op computes and a tensor-core op reads
 //    is kept only in 16 bits: its other readers read widen(narrow(value)). This is the one place
 //    where values change: those readers see the rounded value, as they do under torch.autocast
@@ -18,6 +20,7 @@
 //    that are results of the executable, variables, placeholders and non-elementwise outputs keep
 //    their float32 value.
 // Region bodies are rewritten the same way (on copies).
+#include <algorithm>
 #include <map>
 
 #include "passes/passes.h"
@@ -30,9 +33,9 @@ bool is_tensor_core_op(ir::OpKind k) {
          k == ir::OpKind::conv2d_backward_weights || k == ir::OpKind::matmul;
 }
 
-/// A tensor-core op this pass rewrites: float32 operands and result of static shapes.
-bool narrows(const ir::Graph& g, const ir::Node& n) {
-  if (!is_tensor_core_op(n.kind) || n.outputs.size() != 1 || !n.regions.empty()) return false;
+/// Float32 operands and result of static shapes, no regions.
+bool all_f32(const ir::Graph& g, const ir::Node& n) {
+  if (n.outputs.size() != 1 || !n.regions.empty()) return false;
   if (n.outputs[0].dtype != DType::f32 || !is_static(n.outputs[0].shape)) return false;
   for (const ir::ValueRef& in : n.inputs) {
     const TensorType& t = g.type(in);
@@ -41,16 +44,42 @@ bool narrows(const ir::Graph& g, const ir::Node& n) {
   return true;
 }
 
+/// The nodes that run in the 16-bit dtype: tensor-core ops of float32 operands; a max_pool2d a
+/// rewritten node reads (the maximum of rounded values is the rounded maximum: exact); the
+/// max_pool2d_backward of such a pool's input (its gradient rounded, as when torch.autocast runs
+/// the pool in bf16).
+std::vector<char> low_nodes(const ir::Graph& g) {
+  const int n = g.size();
+  std::vector<char> low(static_cast<size_t>(n), 0);
+  std::vector<std::vector<int>> readers(static_cast<size_t>(n));
+  for (const ir::Node& node : g.nodes()) {
+    for (const ir::ValueRef& in : node.inputs) readers[in.node].push_back(node.id);
+    low[node.id] = is_tensor_core_op(node.kind) && all_f32(g, node);
+  }
+  for (int id = n - 1; id >= 0; --id) {  // readers first
+    const ir::Node& node = g.node(id);
+    if (node.kind != ir::OpKind::max_pool2d || !all_f32(g, node)) continue;
+    for (int r : readers[id]) low[id] = low[id] || low[r];
+  }
+  for (const ir::Node& node : g.nodes()) {
+    if (node.kind != ir::OpKind::max_pool2d_backward || !all_f32(g, node)) continue;
+    const ir::ValueRef x = node.inputs[1];
+    for (int r : readers[x.node]) {
+      const ir::Node& pool = g.node(r);
+      if (pool.kind == ir::OpKind::max_pool2d && low[r] && pool.inputs[0] == x &&
+          ir::attrs_to_string(pool.attrs) == ir::attrs_to_string(node.attrs)) {
+        low[node.id] = 1;
+      }
+    }
+  }
+  return low;
+}
+
 bool rewrite(ir::Graph& g, DType low, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
              std::vector<int>& keep) {
   const int n = g.size();
-  std::vector<char> any(static_cast<size_t>(n), 0);
-  bool found = false;
-  for (const ir::Node& node : g.nodes()) {
-    any[node.id] = narrows(g, node) ? 1 : 0;
-    found = found || any[node.id];
-  }
-  if (!found) return false;
+  const std::vector<char> any = low_nodes(g);
+  if (std::find(any.begin(), any.end(), 1) == any.end()) return false;
 
   // Values a rewritten op reads, and which of them are demoted.
   std::map<std::pair<int, int>, bool> wanted;  // (node, index) -> demote

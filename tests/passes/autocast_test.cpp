@@ -135,6 +135,34 @@ TEST(Autocast, GradientsStayCloseToFloat32) {
   }
 }
 
+TEST(Autocast, MaxPoolBeforeAConvolutionRunsOnTheRoundedValues) {
+  // p = max_pool2d(relu(x)) feeds a convolution: the pool and its backward run in bf16, so relu(x)
+  // is stored only in bf16; p equals the rounded f32 pool exactly (rounding is monotonic).
+  Graph g;
+  Tensor x = g.placeholder({1, 4, 4, 2}, DType::f32, "x");
+  Tensor w = g.variable(TensorData::random_normal({1, 1, 2, 3}, 0.f, 0.7f, 3), "w");
+  Pool2dDesc pd{.kernel_size = {2, 2}, .strides = {2, 2}};
+  Tensor p = max_pool2d(relu(x), pd);
+  Tensor z = conv2d(p, w);
+  std::vector<Tensor> gr = gradients(reduce_sum(square(z)), {x});
+  TensorData xv = x_value();
+  ScopedFusion f("1");
+  Executable exe = g.compile(Device::cpu(), {{x, xv.type()}}, {p, gr[0]}, {}, {.precision = ComputePrecision::bf16});
+  const std::string text = exe.to_string();
+  EXPECT_NE(text.find("data_layout=nhwc} : bf16[1,2,2,2]"), std::string::npos) << text;  // max_pool2d
+  EXPECT_NE(text.find("data_layout=nhwc} : bf16[1,4,4,2]"), std::string::npos) << text;  // its backward
+  std::vector<TensorData> r = exe.run({xv});
+  const std::vector<float> xs = values_of(xv), got = values_of(r[0]);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j)
+      for (int c = 0; c < 2; ++c) {
+        float m = 0;  // relu
+        for (int a = 0; a < 2; ++a)
+          for (int b = 0; b < 2; ++b) m = std::max(m, xs[((2 * i + a) * 4 + 2 * j + b) * 2 + c]);
+        EXPECT_EQ(got[(i * 2 + j) * 2 + c], round_bf16(m)) << i << j << c;
+      }
+}
+
 TEST(Autocast, MatmulUnderF16AndNothingElseChanges) {
   Graph g;
   Tensor a = g.placeholder({3, 4}, DType::f32, "a");
