@@ -19,8 +19,10 @@
 //     threadIdx.x over 32..256 consecutive r (coalesced; ~R/16 lanes), threadIdx.y over the block's
 //     outputs; warp shuffles, then one shared-memory slot per warp summed in order.
 //   - column ('c', otherwise; NHWC batch norm: reduced [N*H*W], kept [C]): threadIdx.x over 32
-//     consecutive outputs (coalesced; fewer when O < 32, more when R < 8), threadIdx.y over
-//     power-of-two r-lanes; shared-memory tree over y.
+//     consecutive output groups (coalesced; fewer when there are fewer groups, more when R < 8),
+//     threadIdx.y over power-of-two r-lanes; shared-memory tree over y. A group is one output, or
+//     2-4 consecutive outputs read with one 8-byte vector load per input and element of r when the
+//     layout allows (vector_width: 16-bit data of 64 channels would otherwise load 64 bytes a warp).
 // A thread loads kUnroll elements before using them (memory-level parallelism), same order.
 // blockIdx.x strides over output groups; gridDim.y splits r so that the grid has ~8 blocks per SM
 // while each thread still runs >= ~16 iterations. With one split the block stores the outputs;
@@ -66,6 +68,7 @@ struct InStrides {
 struct Plan {
   std::string kinds;  ///< per input: 's' scalar, 'k' constant over r, 'g' general
   char mode = 'c';    ///< 'r' row, 'c' column (see the top)
+  int vec = 1;        ///< column mode: consecutive outputs a thread sums (vector loads), else 1
   int nk = 0, nr = 0;
   Dims dims;
   std::vector<InStrides> strides;  ///< per input
@@ -104,31 +107,41 @@ std::string param_list(const FusedProgramSource& p, std::span<const DType> in, c
   return s;
 }
 
-/// The reduction over a block's r-lanes of output k's accumulator a<k> and its store by rlane 0.
+/// Name of output k's accumulator for the thread's output j (of Plan::vec).
+std::string acc_name(const Plan& pl, size_t k, int j) {
+  return pl.vec == 1 ? fmt::format("a{}", k) : fmt::format("a{}_{}", k, j);
+}
+
+/// The reduction over a block's r-lanes of output k's accumulators and their stores by rlane 0.
 std::string block_reduce(const Plan& pl, size_t k, DType out) {
-  const std::string sh = fmt::format("tg_sh{}", k), acc = fmt::format("a{}", k);
+  const std::string sh = fmt::format("tg_sh{}", k);
   std::string s;
-  const std::string store = fmt::format(
-      "        if (gridDim.y == 1) y{0}[o] = tg_dev::st<{1}>(static_cast<{2}>(w));\n"
-      "        else q{0}[static_cast<I>(blockIdx.y) * O + o] = w;\n",
-      k, device_type(out), compute_type(out));
-  if (pl.mode == 'r') {
-    // Warp shuffles (a warp lies within one output's r-lanes), then the warps' sums in order.
-    s += "#pragma unroll\n    for (int off = 16; off > 0; off >>= 1) " + acc + " += __shfl_down_sync(0xffffffffu, " +
-         acc + ", off);\n";
-    s += "    if ((rlane & 31) == 0) " + sh + "[(rlane >> 5) * ocount + olane] = " + acc + ";\n";
-    s += "    __syncthreads();\n    if (rlane == 0 && o < O) {\n";
-    s += fmt::format("      {} w = {}[olane];\n", acc_type(out), sh);
-    s += "      for (I j = 1; j < (rcount >> 5); ++j) w += " + sh + "[j * ocount + olane];\n";
-  } else {
-    // Tree over the (power of two) r-lanes.
-    s += "    " + sh + "[rlane * ocount + olane] = " + acc + ";\n    __syncthreads();\n";
-    s += "    for (I h = rcount >> 1; h > 0; h >>= 1) {\n";
-    s += "      if (rlane < h) " + sh + "[rlane * ocount + olane] += " + sh + "[(rlane + h) * ocount + olane];\n";
-    s += "      __syncthreads();\n    }\n    if (rlane == 0 && o < O) {\n";
-    s += fmt::format("      const {} w = {}[olane];\n", acc_type(out), sh);
+  for (int j = 0; j < pl.vec; ++j) {
+    const std::string acc = acc_name(pl, k, j);
+    const std::string oj = pl.vec == 1 ? "o" : fmt::format("(o + {})", j);
+    const std::string store = fmt::format(
+        "        if (gridDim.y == 1) y{0}[{3}] = tg_dev::st<{1}>(static_cast<{2}>(w));\n"
+        "        else q{0}[static_cast<I>(blockIdx.y) * O + {3}] = w;\n",
+        k, device_type(out), compute_type(out), oj);
+    if (pl.mode == 'r') {
+      // Warp shuffles (a warp lies within one output's r-lanes), then the warps' sums in order.
+      s += "#pragma unroll\n    for (int off = 16; off > 0; off >>= 1) " + acc + " += __shfl_down_sync(0xffffffffu, " +
+           acc + ", off);\n";
+      s += "    if ((rlane & 31) == 0) " + sh + "[(rlane >> 5) * ocount + olane] = " + acc + ";\n";
+      s += "    __syncthreads();\n    if (rlane == 0 && og < OG) {\n";
+      s += fmt::format("      {} w = {}[olane];\n", acc_type(out), sh);
+      s += "      for (I j = 1; j < (rcount >> 5); ++j) w += " + sh + "[j * ocount + olane];\n";
+    } else {
+      // Tree over the (power of two) r-lanes.
+      s += "    " + sh + "[rlane * ocount + olane] = " + acc + ";\n    __syncthreads();\n";
+      s += "    for (I h = rcount >> 1; h > 0; h >>= 1) {\n";
+      s += "      if (rlane < h) " + sh + "[rlane * ocount + olane] += " + sh + "[(rlane + h) * ocount + olane];\n";
+      s += "      __syncthreads();\n    }\n    if (rlane == 0 && og < OG) {\n";
+      s += fmt::format("      const {} w = {}[olane];\n", acc_type(out), sh);
+    }
+    s += "      {\n" + store + "      }\n    }\n";
+    if (j + 1 < pl.vec) s += "    __syncthreads();\n";  // before the slot is written again
   }
-  s += "      {\n" + store + "      }\n    }\n";
   return s;
 }
 
@@ -146,6 +159,7 @@ std::string reduce_source(const FusedProgramSource& p, std::span<const DType> in
     src += fmt::format("  __shared__ {} tg_sh{}[{}];\n", acc_type(p.outputs[k]), k, kThreads);
   }
   src += "  const I O = static_cast<I>(d.O), R = static_cast<I>(d.R);\n";
+  src += fmt::format("  const I OG = O / {};  // output groups of {} consecutive outputs\n", pl.vec, pl.vec);
   src += pl.mode == 'r'
              ? "  const I rlane = threadIdx.x, rcount = blockDim.x, olane = threadIdx.y, ocount = blockDim.y;\n"
              : "  const I olane = threadIdx.x, ocount = blockDim.x, rlane = threadIdx.y, rcount = blockDim.y;\n";
@@ -166,10 +180,12 @@ std::string reduce_source(const FusedProgramSource& p, std::span<const DType> in
     src += fmt::format("    {}0 = t;\n  }}\n", v);
   }
   for (int j = 1; j < pl.nk; ++j) src += fmt::format("  const I dk{0} = static_cast<I>(d.k[{0}]);\n", j);
-  src += "  for (I ob = static_cast<I>(blockIdx.x) * ocount; ob < O; ob += static_cast<I>(gridDim.x) * ocount) {\n";
-  src += "    const I o = ob + olane;\n";
-  for (size_t k = 0; k < nout; ++k) src += fmt::format("    {} a{} = 0;\n", acc_type(p.outputs[k]), k);
-  src += "    if (o < O) {\n";
+  src += "  for (I ob = static_cast<I>(blockIdx.x) * ocount; ob < OG; ob += static_cast<I>(gridDim.x) * ocount) {\n";
+  src += fmt::format("    const I og = ob + olane, o = og * {};\n", pl.vec);
+  for (size_t k = 0; k < nout; ++k) {
+    for (int j = 0; j < pl.vec; ++j) src += fmt::format("    {} {} = 0;\n", acc_type(p.outputs[k]), acc_name(pl, k, j));
+  }
+  src += "    if (og < OG) {\n";
   // Kept part of the offsets (b<m>), once per output.
   for (size_t m = 0; m < n; ++m) {
     if (pl.kinds[m] != 's') src += fmt::format("      I b{} = 0;\n", m);
@@ -185,7 +201,15 @@ std::string reduce_source(const FusedProgramSource& p, std::span<const DType> in
     src += "      }\n";
   }
   for (size_t m = 0; m < n; ++m) {
-    if (pl.kinds[m] == 'k') src += fmt::format("      const {} v{} = x{}[b{}];\n", device_type(in[m]), m, m, m);
+    if (pl.kinds[m] != 'k') continue;
+    if (pl.vec == 1) {
+      src += fmt::format("      const {} v{} = x{}[b{}];\n", device_type(in[m]), m, m, m);
+      continue;
+    }
+    for (int j = 0; j < pl.vec; ++j) {  // stride 1 or 0 over the outputs of a group
+      src += fmt::format("      const {0} v{1}_{2} = x{1}[b{1} + {2} * static_cast<I>(s{1}.k[{3}])];\n",
+                         device_type(in[m]), m, j, pl.nk - 1);
+    }
   }
   for (int j = 0; j < pl.nr; ++j) src += fmt::format("      I ri{0} = rs{0};\n", j);
   // Loads of the per-element inputs at the current digits (names v<m><suffix>).
@@ -193,21 +217,39 @@ std::string reduce_source(const FusedProgramSource& p, std::span<const DType> in
     std::string out;
     for (size_t m = 0; m < n; ++m) {
       if (pl.kinds[m] != 'g') continue;
-      out += fmt::format("        const {} v{}{} = x{}[b{}", device_type(in[m]), m, suffix, m, m);
-      for (int j = 0; j < pl.nr; ++j) out += fmt::format(" + ri{0} * static_cast<I>(s{1}.r[{0}])", j, m);
-      out += "];\n";
+      std::string at = fmt::format("b{}", m);
+      for (int j = 0; j < pl.nr; ++j) at += fmt::format(" + ri{0} * static_cast<I>(s{1}.r[{0}])", j, m);
+      if (pl.vec == 1) {
+        out += fmt::format("        const {} v{}{} = x{}[{}];\n", device_type(in[m]), m, suffix, m, at);
+      } else {  // the group's outputs are consecutive elements: one aligned vector load
+        out += fmt::format("        const tg_dev::Pack<{0}, {1}> v{2}{3} = *reinterpret_cast<const tg_dev::Pack<{0}, {1}>*>(x{2} + ({4}));\n",
+                           device_type(in[m]), pl.vec, m, suffix, at);
+      }
     }
     return out;
   };
   // Evaluation of the program on those loads and accumulation.
   auto accumulate = [&](const std::string& suffix) {
-    std::string out = fmt::format("        {{\n          const tg_fused_out f = tg_fused(");
-    for (size_t m = 0; m < n; ++m) out += fmt::format("v{}{}, ", m, pl.kinds[m] == 'g' ? suffix : "");
-    out += "nullptr);\n";
-    for (size_t k = 0; k < nout; ++k) {
-      out += fmt::format("          a{0} += static_cast<{1}>(tg_dev::cv(f.o{0}));\n", k, acc_type(p.outputs[k]));
+    std::string out;
+    for (int j = 0; j < pl.vec; ++j) {
+      out += "        {\n          const tg_fused_out f = tg_fused(";
+      for (size_t m = 0; m < n; ++m) {
+        if (pl.vec == 1 || pl.kinds[m] == 's') {
+          out += fmt::format("v{}{}, ", m, pl.kinds[m] == 'g' ? suffix : "");
+        } else if (pl.kinds[m] == 'g') {
+          out += fmt::format("v{}{}.v[{}], ", m, suffix, j);
+        } else {
+          out += fmt::format("v{}_{}, ", m, j);
+        }
+      }
+      out += "nullptr);\n";
+      for (size_t k = 0; k < nout; ++k) {
+        out += fmt::format("          {} += static_cast<{}>(tg_dev::cv(f.o{}));\n", acc_name(pl, k, j),
+                           acc_type(p.outputs[k]), k);
+      }
+      out += "        }\n";
     }
-    return out + "        }\n";
+    return out;
   };
   // Advance the digits by the step (each digit + step digit + carry < 2 * dim: one subtraction).
   std::string advance;
@@ -267,7 +309,7 @@ struct Entry {
 const Entry& entry_for(const FusedProgramSource& p, std::span<const DType> in, const Plan& pl, int device,
                        std::string_view op) {
   const DeviceContext& dc = activate(device);
-  std::string key = fmt::format("{}{}|{}|{}|{}|{}|", dc.cc_major, dc.cc_minor, pl.mode, pl.nk, pl.nr, pl.kinds);
+  std::string key = fmt::format("{}{}|{}{}|{}|{}|{}|", dc.cc_major, dc.cc_minor, pl.mode, pl.vec, pl.nk, pl.nr, pl.kinds);
   for (DType d : in) key += dtype_name(d), key += ',';
   key += '|';
   for (DType d : p.outputs) key += dtype_name(d), key += ',';
@@ -346,6 +388,34 @@ Plan plan_reduce(const ir::FusedAttrs& a, std::span<const TensorData> inputs, st
   return pl;
 }
 
+/// Column mode: how many consecutive outputs a thread sums, so that each per-element input is read
+/// with 8-byte vector loads (4 bf16/f16, 2 f32): the innermost kept dim is contiguous in every such
+/// input, its size and every other stride are multiples of the width, and the buffers are aligned.
+/// 1 otherwise (and in row mode).
+int vector_width(const Plan& pl, std::span<const TensorData> inputs) {
+  if (pl.mode != 'c' || pl.nk == 0) return 1;
+  size_t widest = 0;
+  for (size_t m = 0; m < inputs.size(); ++m) {
+    if (pl.kinds[m] == 'g') widest = std::max(widest, dtype_size(inputs[m].dtype()));
+  }
+  if (widest == 0 || widest > 4) return 1;
+  const int inner = pl.nk - 1;
+  for (int v = static_cast<int>(8 / widest); v > 1; v /= 2) {
+    bool ok = pl.dims.k[inner] % v == 0;
+    for (size_t m = 0; m < inputs.size() && ok; ++m) {
+      const InStrides& st = pl.strides[m];
+      if (pl.kinds[m] == 'k') ok = st.k[inner] == 0 || st.k[inner] == 1;
+      if (pl.kinds[m] != 'g') continue;
+      ok = st.k[inner] == 1 &&
+           reinterpret_cast<uintptr_t>(inputs[m].storage_ptr()) % (v * dtype_size(inputs[m].dtype())) == 0;
+      for (int j = 0; j < inner; ++j) ok = ok && st.k[j] % v == 0;
+      for (int j = 0; j < pl.nr; ++j) ok = ok && st.r[j] % v == 0;
+    }
+    if (ok) return v;
+  }
+  return 1;
+}
+
 /// Smallest power of two >= n, at most cap (a power of two).
 int pow2_ceil(int64_t n, int cap) {
   int p = 1;
@@ -362,7 +432,7 @@ struct Launch {
 /// Block shape (see the top): row mode 32..256 r-lanes (>= ~16 elements each) times outputs;
 /// column mode up to 32 outputs times power-of-two r-lanes. Splits of r for ~kBlocksPerSm blocks per SM.
 Launch launch_shape(const Plan& pl, int64_t sms) {
-  const int64_t O = pl.dims.O, R = pl.dims.R;
+  const int64_t O = pl.dims.O / pl.vec, R = pl.dims.R;  // column mode: output groups
   Launch l;
   int rc, oc;
   if (pl.mode == 'r') {
@@ -429,6 +499,7 @@ void fused_reduce_kernel(KernelContext& ctx) {
     return;
   }
   Plan pl = plan_reduce(a, ctx.inputs, op);  // checks broadcasting
+  pl.vec = vector_width(pl, ctx.inputs);
   const Entry& e = entry_for(prog, in, pl, ctx.device.index, op);
 
   const Launch l = launch_shape(pl, dc.sm_count > 0 ? dc.sm_count : 132);
