@@ -73,11 +73,16 @@ using FeedTypes = std::vector<std::pair<Tensor, TensorType>>;
 
 /// Options for Graph::compile.
 /// Arithmetic of conv2d (and its backward ops), conv_transpose2d and matmul on float32 tensors on
-/// the CUDA backend; the CPU backend always computes in float32. f32: IEEE float32 throughout (the
-/// default). tf32: TensorFloat-32 tensor-core multiplies (10-bit mantissa inputs) with float32
-/// accumulation, like torch.backends.cuda.matmul.allow_tf32. bf16 / f16: inputs rounded to
-/// bfloat16 / float16, float32 accumulation, float32 results, weights kept in float32 (like
-/// torch.autocast). Tensors of other dtypes compute in their own dtype.
+/// the CUDA backend; the CPU backend computes in float32 (unless TG_FUSION=1 forces the fusing
+/// pipeline, where bf16/f16 apply as on CUDA). f32: IEEE float32 throughout (the default). tf32:
+/// TensorFloat-32 tensor-core multiplies (10-bit mantissa inputs) with float32 accumulation, like
+/// torch.backends.cuda.matmul.allow_tf32. bf16 / f16 (like torch.autocast; passes::autocast,
+/// docs/design/0004): operands rounded to bfloat16 / float16, float32 accumulation, the result
+/// rounded to 16 bits once and read as float32; weights kept in float32 (cast per run); an
+/// elementwise value computed for such an op (a relu before a convolution) is stored in 16 bits, so
+/// its other readers see it rounded (elementwise values that are results of the executable keep
+/// float32); a max pool between them runs on the rounded values. Other dtypes compute in their own
+/// dtype.
 enum class ComputePrecision { f32, tf32, bf16, f16 };
 
 struct CompileOptions {
