@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <mutex>
 #include <vector>
 
 #include "backends/cuda/context.h"
@@ -80,30 +81,41 @@ class ConvPlan {
   std::vector<std::shared_ptr<Desc>> keep;  // descriptors the plan was built from
   std::shared_ptr<Desc> plan;
   size_t workspace = 0;
+  // The last variant pack and its pointers (x, w, y, workspace): the caching allocator hands a
+  // layer the same buffers run after run, so most calls reuse it (no descriptor work per call).
+  std::mutex mu;
+  std::array<void*, 4> last{};
+  std::unique_ptr<Desc> pack;
 };
 
 size_t workspace_size(const ConvPlan& plan) { return plan.workspace; }
 
-void execute(cudnnHandle_t handle, const ConvPlan& p, const void* a, const void* b, void* out, void* ws,
+void execute(cudnnHandle_t handle, ConvPlan& plan, const void* a, const void* b, void* out, void* ws,
              const char* op) {
   const void* x = a;
   const void* w = b;
   const void* y = out;
-  if (p.pass == ConvPass::backward_data) {
+  if (plan.pass == ConvPass::backward_data) {
     y = a;
     x = out;
-  } else if (p.pass == ConvPass::backward_weights) {
+  } else if (plan.pass == ConvPass::backward_weights) {
     y = b;
     w = out;
   }
   void* ptrs[3] = {const_cast<void*>(x), const_cast<void*>(w), const_cast<void*>(y)};
-  const int64_t uids[3] = {kX, kW, kY};
-  Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, op);
-  set(pack.d, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs, op);
-  set(pack.d, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids, op);
-  set(pack.d, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws, op);
-  check(cudnnBackendFinalize(pack.d), op, "cudnnBackendFinalize(variant pack)");
-  check(cudnnBackendExecute(handle, p.plan->d, pack.d), op, "cudnnBackendExecute");
+  const std::array<void*, 4> key{ptrs[0], ptrs[1], ptrs[2], ws};
+  std::lock_guard<std::mutex> lock(plan.mu);
+  if (!plan.pack || plan.last != key) {
+    const int64_t uids[3] = {kX, kW, kY};
+    auto pack = std::make_unique<Desc>(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, op);
+    set(pack->d, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs, op);
+    set(pack->d, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids, op);
+    set(pack->d, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws, op);
+    check(cudnnBackendFinalize(pack->d), op, "cudnnBackendFinalize(variant pack)");
+    plan.pack = std::move(pack);
+    plan.last = key;
+  }
+  check(cudnnBackendExecute(handle, plan.plan->d, plan.pack->d), op, "cudnnBackendExecute");
 }
 
 std::shared_ptr<ConvPlan> make_conv_plan(cudnnHandle_t handle, cudaStream_t stream, const ConvSpec& s,

@@ -43,8 +43,9 @@ std::shared_ptr<ConvPlan> make_conv_plan(cudnnHandle_t handle, cudaStream_t stre
 /// Workspace bytes `plan` needs.
 size_t workspace_size(const ConvPlan& plan);
 
-/// Runs `plan` on a, b -> out (as in make_conv_plan), with `ws` of workspace_size(plan) bytes.
-void execute(cudnnHandle_t handle, const ConvPlan& plan, const void* a, const void* b, void* out, void* ws,
+/// Runs `plan` on a, b -> out (as in make_conv_plan), with `ws` of workspace_size(plan) bytes. The
+/// plan keeps its last variant pack (reused while the buffers are the same); thread-safe.
+void execute(cudnnHandle_t handle, ConvPlan& plan, const void* a, const void* b, void* out, void* ws,
              const char* op);
 
 }  // namespace tg::cuda::cudnn_graph
