@@ -15,6 +15,27 @@ namespace {
 constexpr int64_t kX = 1, kW = 2, kY = 3;  // unique ids of the operation's tensors
 constexpr size_t kMaxCandidates = 12;      // engine configurations timed per problem
 
+/// The operation descriptor of each pass and its attribute names for x (dx), w (dw), y (dy), the
+/// convolution descriptor, alpha and beta; indexed by ConvPass.
+struct OperationAttrs {
+  cudnnBackendDescriptorType_t kind;
+  cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+};
+constexpr OperationAttrs kOperations[3] = {
+    {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA},
+    {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA},
+    {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA},
+};
+
 /// An owned backend descriptor.
 struct Desc {
   cudnnBackendDescriptor_t d = nullptr;
@@ -143,39 +164,16 @@ std::shared_ptr<ConvPlan> make_conv_plan(cudnnHandle_t handle, cudaStream_t stre
   set(conv->d, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dil, op);
   check(cudnnBackendFinalize(conv->d), op, "cudnnBackendFinalize(convolution)");
 
-  cudnnBackendDescriptorType_t kind = CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR;
-  cudnnBackendAttributeName_t ax = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X;
-  cudnnBackendAttributeName_t aw = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W;
-  cudnnBackendAttributeName_t ay = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y;
-  cudnnBackendAttributeName_t ac = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC;
-  cudnnBackendAttributeName_t aa = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA;
-  cudnnBackendAttributeName_t ab = CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA;
-  if (s.pass == ConvPass::backward_data) {
-    kind = CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR;
-    ax = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX;
-    aw = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W;
-    ay = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY;
-    ac = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC;
-    aa = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA;
-    ab = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA;
-  } else if (s.pass == ConvPass::backward_weights) {
-    kind = CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR;
-    ax = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X;
-    aw = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW;
-    ay = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY;
-    ac = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC;
-    aa = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA;
-    ab = CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA;
-  }
-  auto operation = std::make_shared<Desc>(kind, op);
+  const OperationAttrs& names = kOperations[static_cast<int>(s.pass)];
+  auto operation = std::make_shared<Desc>(names.kind, op);
   keep.push_back(operation);
   const float alpha = 1.0f, beta = 0.0f;
-  set(operation->d, ax, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x->d, op);
-  set(operation->d, aw, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w->d, op);
-  set(operation->d, ay, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y->d, op);
-  set(operation->d, ac, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv->d, op);
-  set(operation->d, aa, CUDNN_TYPE_FLOAT, 1, &alpha, op);
-  set(operation->d, ab, CUDNN_TYPE_FLOAT, 1, &beta, op);
+  set(operation->d, names.x, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x->d, op);
+  set(operation->d, names.w, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w->d, op);
+  set(operation->d, names.y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y->d, op);
+  set(operation->d, names.conv, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv->d, op);
+  set(operation->d, names.alpha, CUDNN_TYPE_FLOAT, 1, &alpha, op);
+  set(operation->d, names.beta, CUDNN_TYPE_FLOAT, 1, &beta, op);
   if (cudnnBackendFinalize(operation->d) != CUDNN_STATUS_SUCCESS) return nullptr;
 
   auto graph = std::make_shared<Desc>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, op);
