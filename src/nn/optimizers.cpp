@@ -189,14 +189,17 @@ std::vector<Operation> sgd_step(Graph& g, const std::vector<Tensor>& params,
     const Tensor& p = params[i];
     Tensor d = o.maximize ? neg(grads[i]) : grads[i];
     if (o.weight_decay != 0) d = d + p * o.weight_decay;
+    Tensor buf, next_buf;
     if (use_momentum) {
-      Tensor buf = zeros_variable(g, p, names.per_param[i][0]);
+      buf = zeros_variable(g, p, names.per_param[i][0]);
       Tensor blended = buf * o.momentum + (o.dampening == 0 ? d : d * (1.0 - o.dampening));
-      Tensor next_buf = select(first, d, blended);  // PyTorch: the buffer starts as the gradient
-      state_updates.push_back(assign_variable(buf, next_buf));
+      next_buf = select(first, d, blended);  // PyTorch: the buffer starts as the gradient
       d = o.nesterov ? d + next_buf * o.momentum : next_buf;
     }
-    updates.push_back(assign_variable(p, sub(p, mul(lr.as(p.dtype()), d))));
+    Tensor p_next = sub(p, mul(lr.as(p.dtype()), d));
+    // Assignments after every value of the update (one fused kernel computes them all).
+    if (use_momentum) state_updates.push_back(assign_variable(buf, next_buf));
+    updates.push_back(assign_variable(p, p_next));
   }
   updates.insert(updates.end(), state_updates.begin(), state_updates.end());
   updates.push_back(step.assign);
@@ -237,16 +240,19 @@ std::vector<Operation> adam_step(Graph& g, const std::vector<Tensor>& params,
     Tensor v = zeros_variable(g, p, names.per_param[i][1]);
     Tensor m_next = m * o.beta1 + d * (1.0 - o.beta1);
     Tensor v_next = v * o.beta2 + d * d * (1.0 - o.beta2);
-    state_updates.push_back(assign_variable(m, m_next));
-    state_updates.push_back(assign_variable(v, v_next));
-    Tensor v_used = v_next;
+    Tensor v_used = v_next, v_max;
     if (o.amsgrad) {
-      Tensor v_max = zeros_variable(g, p, names.per_param[i][2]);
+      v_max = zeros_variable(g, p, names.per_param[i][2]);
       v_used = maximum(v_max, v_next);
-      state_updates.push_back(assign_variable(v_max, v_used));
     }
     Tensor denom = sqrt(v_used) / bc2_sqrt.as(dt) + o.epsilon;
-    updates.push_back(assign_variable(p, sub(base, mul(step_size.as(dt), div(m_next, denom)))));
+    Tensor p_next = sub(base, mul(step_size.as(dt), div(m_next, denom)));
+    // Assignments after every value of the update, so elementwise fusion computes m, v and p in
+    // one kernel (an assignment between them would split it).
+    state_updates.push_back(assign_variable(m, m_next));
+    state_updates.push_back(assign_variable(v, v_next));
+    if (o.amsgrad) state_updates.push_back(assign_variable(v_max, v_used));
+    updates.push_back(assign_variable(p, p_next));
   }
   updates.insert(updates.end(), state_updates.begin(), state_updates.end());
   updates.push_back(step.assign);

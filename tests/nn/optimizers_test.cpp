@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "ir/graph.h"
+#include "passes/fusion_test_util.h"
 #include "test_util.h"
 #include "tg/nn.h"
 
@@ -143,6 +144,32 @@ TEST(NnOptimizers, AdamMatchesFloat64Reference) {
     ref_adam(b, kCB, c.options);
     expect_matches_reference(got, w, b);
   }
+}
+
+// With elementwise fusion (the GPU's pipeline; TG_FUSION=1 here), a parameter's whole update (its
+// state and the parameter itself) is one fused kernel: the step assigns only after computing every
+// value, and still matches the reference.
+TEST(NnOptimizers, OneFusedUpdatePerParameter) {
+  testing::ScopedFusion fusion("1");
+  auto check = [](const char* label, auto make_step) {
+    SCOPED_TRACE(label);
+    Problem pr;
+    std::vector<Operation> step = make_step(pr);
+    Executable exe = pr.g.compile(Device::cpu(), {{pr.lr, TensorType{{}, DType::f64}}}, {}, step);
+    const std::string text = exe.to_string();
+    // w [2,2] and b [2]: one program each (the gradient folds into it too).
+    EXPECT_EQ(testing::count(text, "= fused_elementwise(") - testing::count(text, "{shape=[]"), 2) << text;
+  };
+  check("adam", [](Problem& pr) { return adam_step(pr.g, {pr.w, pr.b}, pr.grads(), pr.lr, {}); });
+  check("amsgrad", [](Problem& pr) { return adam_step(pr.g, {pr.w, pr.b}, pr.grads(), pr.lr, {.amsgrad = true}); });
+  check("sgd momentum", [](Problem& pr) { return sgd_step(pr.g, {pr.w, pr.b}, pr.grads(), pr.lr, {.momentum = 0.9}); });
+
+  Problem pr;
+  auto got = pr.train(adam_step(pr.g, {pr.w, pr.b}, pr.grads(), pr.lr, {.amsgrad = true}));
+  std::vector<double> w = kW0, b = kB0;
+  ref_adam(w, kCW, {.amsgrad = true});
+  ref_adam(b, kCB, {.amsgrad = true});
+  expect_matches_reference(got, w, b);
 }
 
 TEST(NnOptimizers, AdamWUsesDecoupledDecayAndItsDefault) {
