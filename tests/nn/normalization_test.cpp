@@ -181,6 +181,33 @@ TEST(NnBatchNorm, MatchesFloat64ReferenceStaticAndDynamic) {
   }
 }
 
+// float32 data far from zero (mean ~1e4, spread ~0.1): the batch statistics keep their accuracy
+// (E[x^2] - E[x]^2 in float32 would lose every digit of the variance; batch_norm subtracts the
+// mean before squaring). Guards any one-pass rewrite of the statistics.
+TEST(NnBatchNorm, F32StatisticsOfDataFarFromZero) {
+  const Shape shape{6, 3, 3, 4};
+  std::vector<double> xs = random_values(shape, -0.2f, 0.2f, 31);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(1e4 + 37.0 * static_cast<double>(i % 4) + xs[i]);
+  for (Shape ph : {shape, Shape{-1, 3, 3, 4}}) {
+    SCOPED_TRACE(shape_to_string(ph));
+    Graph g;
+    Tensor x = g.placeholder(ph, DType::f32, "x");
+    Tensor training = g.placeholder({}, DType::bool_, "training");
+    Tensor mean_v = g.variable(TensorData::zeros({4}), "mean");
+    Tensor var_v = g.variable(TensorData::full({4}, DType::f32, 1.0), "var");
+    Tensor ones = g.constant(TensorData::full({4}, DType::f32, 1.0));
+    Tensor zeros = g.constant(TensorData::zeros({4}));
+    Tensor y = batch_norm(x, ones, zeros, mean_v, var_v, training, {.momentum = 1.0, .epsilon = 0});
+    std::vector<float> xf(xs.begin(), xs.end());
+    TensorData got = run1(g, y, {{x, TensorData::from_vector<float>(xf, shape)}, {training, flag(true)}});
+    BnStats st = bn_stats(xs, shape, 3);
+    expect_close(got, bn_apply(xs, shape, 3, st.mean, st.var, {1, 1, 1, 1}, {0, 0, 0, 0}, 0), shape, 2e-2, 2e-2);
+    std::vector<double> unbiased(4);
+    for (int k = 0; k < 4; ++k) unbiased[k] = st.var[k] * st.n / (st.n - 1);
+    expect_close(g.variable_value(var_v), unbiased, {4}, 2e-3, 0);  // ~0.013: every digit counts
+  }
+}
+
 TEST(NnBatchNorm, F32ConstantFlagAndSingleValuePerChannel) {
   Graph g;
   const Shape shape{8, 3};
