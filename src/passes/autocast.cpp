@@ -129,7 +129,7 @@ bool rewrite(ir::Graph& g, DType low, std::vector<ir::ValueRef>& roots, std::vec
     const int size = static_cast<int>(node.outputs.size());
     out.push_back(std::move(node));
     const int at = remap[id];
-    if (op) {  // the 16-bit result; readers other than tensor-core ops read it widened
+    if (op) {  // the 16-bit result; readers that are not rewritten read it widened
       narrow[{id, 0}] = {at, 0};
       wide[{id, 0}] = emit_cast({at, 0}, DType::f32, shape0, name);
       continue;
@@ -158,7 +158,9 @@ bool autocast(ir::Graph& g, DType low, std::vector<ir::ValueRef>& roots, std::ve
                                                std::vector<int>& o, std::vector<int>& k) {
     return rewrite(body, low, r, o, k);
   });
-  return rewrite(g, low, roots, root_ops, keep) || changed;
+  if (!rewrite(g, low, roots, root_ops, keep)) return changed;
+  eliminate_dead_code(g, roots, root_ops, keep);  // widened results no one reads
+  return true;
 }
 
 }  // namespace tg::passes

@@ -163,6 +163,24 @@ TEST(Autocast, MaxPoolBeforeAConvolutionRunsOnTheRoundedValues) {
       }
 }
 
+TEST(Autocast, ChainedMatmulsPassTheir16BitResultOn) {
+  // (a @ b) @ c: the inner result feeds the outer matmul in f16 directly (no cast back and forth,
+  // no unused widening); casts: a, b, c narrowed and the final result widened.
+  Graph g;
+  Tensor a = g.placeholder({2, 3}, DType::f32, "a");
+  Tensor b = g.placeholder({3, 4}, DType::f32, "b");
+  Tensor c = g.placeholder({4, 2}, DType::f32, "c");
+  Tensor y = matmul(matmul(a, b), c);
+  ScopedFusion f("1");
+  Executable exe = g.compile(Device::cpu(), {{a, a.type()}, {b, b.type()}, {c, c.type()}}, {y}, {},
+                             {.precision = ComputePrecision::f16});
+  const std::string text = exe.to_string();
+  EXPECT_EQ(count(text, "= cast("), 4) << text;
+  EXPECT_EQ(count(text, "= matmul("), 2) << text;
+  EXPECT_NE(text.find("= matmul(%"), std::string::npos) << text;
+  EXPECT_EQ(exe.output_types()[0], (TensorType{{2, 2}, DType::f32}));
+}
+
 TEST(Autocast, MatmulUnderF16AndNothingElseChanges) {
   Graph g;
   Tensor a = g.placeholder({3, 4}, DType::f32, "a");
