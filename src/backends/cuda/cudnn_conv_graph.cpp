@@ -227,9 +227,12 @@ std::shared_ptr<ConvPlan> make_conv_plan(cudnnHandle_t handle, cudaStream_t stre
   if (!measure || plans.size() == 1) return plans.front();
 
   // Time each candidate (one warm-up run, then the best of two) on the real buffers.
-  cudaEvent_t start = nullptr, stop = nullptr;
-  check(cudaEventCreate(&start), op, "cudaEventCreate");
-  check(cudaEventCreate(&stop), op, "cudaEventCreate");
+  struct Event {
+    cudaEvent_t e = nullptr;
+    explicit Event(const char* op) { check(cudaEventCreate(&e), op, "cudaEventCreate"); }
+    ~Event() { cudaEventDestroy(e); }
+  } start_event(op), stop_event(op);
+  cudaEvent_t start = start_event.e, stop = stop_event.e;
   std::shared_ptr<ConvPlan> best;
   float best_ms = std::numeric_limits<float>::max();
   for (const auto& p : plans) {
@@ -256,8 +259,6 @@ std::shared_ptr<ConvPlan> make_conv_plan(cudnnHandle_t handle, cudaStream_t stre
       best = p;
     }
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
   return best;
 }
 
