@@ -6,6 +6,7 @@
 #include <array>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <mutex>
 #include <unordered_map>
 
@@ -28,9 +29,11 @@ struct Strided {
 
 // ---- source generation ----------------------------------------------------------------------------
 
-/// True for inputs read through strides: 'b' (innermost merged stride 0) and 'r' (stride 1).
-bool strided_kind(char k) { return k == 'b' || k == 'r'; }
-bool has_strided(std::string_view kinds) { return kinds.find_first_of("br") != std::string_view::npos; }
+/// True for inputs read through strides: 'b' (innermost merged stride 0), 'r' (stride 1) and 'h'
+/// (stride 1, every other stride 0: a per-channel vector along the rows, loaded once per thread
+/// by the vectorized kernel, whose grid keeps each thread on the same columns).
+bool strided_kind(char k) { return k == 'b' || k == 'r' || k == 'h'; }
+bool has_strided(std::string_view kinds) { return kinds.find_first_of("brh") != std::string_view::npos; }
 
 /// Pack width of the vectorized kernels: 16 bytes of the widest operand read or written as packs
 /// (outputs and the inputs of the kinds in `packed`).
@@ -132,13 +135,16 @@ std::string contiguous_source(const ElementwiseSpec& s, std::string_view kinds) 
 }
 
 /// Code computing the offsets o<m> of the strided inputs for flat output index `index` (type I).
-std::string offsets_code(const ElementwiseSpec& s, std::string_view kinds, std::string_view index) {
+/// Only inputs of the kinds in `which`; empty when there are none.
+std::string offsets_code(const ElementwiseSpec& s, std::string_view kinds, std::string_view index,
+                         std::string_view which = "brh") {
   size_t first = 0;
-  while (!strided_kind(kinds[first])) ++first;
+  while (first < kinds.size() && which.find(kinds[first]) == std::string_view::npos) ++first;
+  if (first == kinds.size()) return "";
   // The multi-index over the merged dims, innermost first; no division for the outermost dim.
   std::string offs, accum, last;
   for (size_t m = 0; m < s.inputs.size(); ++m) {
-    if (!strided_kind(kinds[m])) continue;
+    if (which.find(kinds[m]) == std::string_view::npos) continue;
     offs += fmt::format("    I o{} = 0;\n", m);
     accum += fmt::format("          o{0} += c * static_cast<I>(s{0}.strides[d]);\n", m);
     last += fmt::format("      o{0} += rem * static_cast<I>(s{0}.strides[0]);\n", m);
@@ -191,10 +197,19 @@ std::string strided_source(const ElementwiseSpec& s, std::string_view kinds) {
       "  typedef unsigned int I;\n"
       "  const I npack = static_cast<I>(n_) / VEC;\n"
       "  const I stride = static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x);\n"
-      "  for (I pk = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x); pk < npack;\n"
-      "       pk += stride) {\n"
+      "  const I pk0 = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x);\n";
+  // 'h' inputs: the host makes stride * VEC a multiple of the row, so a thread's columns never change.
+  for (size_t m = 0; m < s.inputs.size(); ++m) {
+    if (kinds[m] != 'h') continue;
+    src += fmt::format(
+        "  const tg_dev::Pack<{0}, VEC> q{1} = *reinterpret_cast<const tg_dev::Pack<{0}, VEC>*>(\n"
+        "      x{1} + (pk0 * VEC) % static_cast<I>(s{1}.dims[s{1}.rank - 1]));\n",
+        device_type(s.inputs[m]), m);
+  }
+  src +=
+      "  for (I pk = pk0; pk < npack; pk += stride) {\n"
       "    const I i0 = pk * VEC;\n";
-  src += offsets_code(s, kinds, "i0");
+  src += offsets_code(s, kinds, "i0", "br");
   for (size_t m = 0; m < s.inputs.size(); ++m) {
     const char* t = device_type(s.inputs[m]);
     if (kinds[m] == 'c') {
@@ -212,7 +227,9 @@ std::string strided_source(const ElementwiseSpec& s, std::string_view kinds) {
       "      const I i = i0 + j;\n"
       "      (void)i;\n";
   for (size_t m = 0; m < s.inputs.size(); ++m) {
-    if (kinds[m] == 'c' || kinds[m] == 'r') src += fmt::format("      const {} v{} = q{}.v[j];\n", device_type(s.inputs[m]), m, m);
+    if (kinds[m] == 'c' || kinds[m] == 'r' || kinds[m] == 'h') {
+      src += fmt::format("      const {} v{} = q{}.v[j];\n", device_type(s.inputs[m]), m, m);
+    }
   }
   for (size_t j = 0; j < s.outputs.size(); ++j) src += fmt::format("      r{}.v[j] = ({});\n", j, s.exprs[j]);
   src += "    }\n";
@@ -235,7 +252,7 @@ std::string strided_source(const ElementwiseSpec& s, std::string_view kinds) {
       "extern \"C\" __global__ void __launch_bounds__({}) tg_ew_s64({}) {{ tg_body<long long>({}); }}\n",
       kThreads, kparams, args);
   src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) tg_ew_svec({}) {{ tg_body_vec<{}>({}); }}\n",
-                     kThreads, kparams, vec_width(s, kinds, "cr"), args);
+                     kThreads, kparams, vec_width(s, kinds, "crh"), args);
   return src;
 }
 
@@ -276,7 +293,7 @@ const Entry& entry_for(const ElementwiseSpec& s, std::string_view kinds, int dev
     e->vec_kernel = e->program->kernel("tg_ew_svec", op);
     e->fast = e->program->kernel("tg_ew_s32", op);
     e->slow = e->program->kernel("tg_ew_s64", op);
-    e->vec = vec_width(s, kinds, "cr");
+    e->vec = vec_width(s, kinds, "crh");
   } else {
     e->vec_kernel = e->program->kernel("tg_ew_vec", op);
     e->fast = e->slow = e->program->kernel("tg_ew_1", op);
@@ -409,6 +426,9 @@ void run_elementwise(const backends::KernelContext& ctx, const ElementwiseSpec& 
     for (size_t m = 0; m < inputs.size(); ++m) {
       if (kinds[m] != 'b') continue;
       kinds[m] = st[m].back() == 1 ? 'r' : 'b';  // innermost stride: 1 (row read as packs) or 0
+      if (kinds[m] == 'r' && std::all_of(st[m].begin(), st[m].end() - 1, [](int64_t v) { return v == 0; })) {
+        kinds[m] = 'h';  // the same row for every row: a per-channel vector
+      }
       shapes[m].rank = static_cast<int>(dims.size());
       for (size_t d = 0; d < dims.size(); ++d) {
         shapes[m].dims[d] = dims[d];
@@ -448,14 +468,32 @@ void run_elementwise(const backends::KernelContext& ctx, const ElementwiseSpec& 
   bool vec_ok = e.vec > 1;
   if (strided) vec_ok = vec_ok && n < (int64_t{1} << 31) && inner % e.vec == 0;
   for (size_t m = 0; m < inputs.size() && vec_ok; ++m) {
-    if (kinds[m] == 'c' || kinds[m] == 'r') vec_ok = aligned(inputs[m].storage_ptr(), e.vec * dtype_size(inputs[m].dtype()));
+    if (kinds[m] == 'c' || kinds[m] == 'r' || kinds[m] == 'h') {
+      vec_ok = aligned(inputs[m].storage_ptr(), e.vec * dtype_size(inputs[m].dtype()));
+    }
   }
   for (size_t j = 0; j < outputs.size() && vec_ok; ++j) {
     vec_ok = aligned(outputs[j].storage_ptr(), e.vec * dtype_size(outputs[j].dtype()));
   }
-  cudaKernel_t kernel = vec_ok ? e.vec_kernel : n < (int64_t{1} << 31) ? e.fast : e.slow;
   const int64_t units = vec_ok ? std::max<int64_t>(n / e.vec, 1) : n;
-  nvrtc::launch(kernel, dim3(grid_for(units, kThreads)), dim3(kThreads), args.data(), dc.stream, op);
+  int64_t blocks = grid_for(units, kThreads);
+  if (vec_ok && kinds.find('h') != std::string::npos) {
+    // 'h' inputs are loaded once per thread: a thread must stay on its columns, so the grid's
+    // stride (blocks * kThreads * VEC elements) is a multiple of the row, or one pass covers all.
+    // About 8 blocks per SM, each thread then running several rows with the same per-channel values.
+    const int64_t per_block = int64_t{kThreads} * e.vec;
+    const int64_t q = inner / std::gcd(inner, per_block);  // blocks must be a multiple of q
+    const int64_t target = int64_t{8} * (dc.sm_count > 0 ? dc.sm_count : 132);
+    const int64_t need = (units + kThreads - 1) / kThreads;
+    if (need > target) {
+      blocks = (target + q - 1) / q * q;
+      if (blocks >= need) blocks = need;
+      if (blocks > 65535LL * 32) vec_ok = false;  // the rows are too long for that: element by element
+    }
+    if (!vec_ok) blocks = grid_for(n, kThreads);
+  }
+  cudaKernel_t kernel = vec_ok ? e.vec_kernel : n < (int64_t{1} << 31) ? e.fast : e.slow;
+  nvrtc::launch(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), args.data(), dc.stream, op);
 
   if (spec.uses_flag) {
     // The one host synchronization of these kernels: integer division by zero must raise (the

@@ -19,7 +19,9 @@
 //   - broadcast inputs: when the innermost merged dim is a multiple of VEC, n < 2^31 and the
 //     pointers are aligned, VEC elements of one row a step: offsets computed once per pack, inputs
 //     that are contiguous along the row ('r') read as packs, inputs broadcast along it ('b') read
-//     once (bias adds, batch-norm scales, softmax's x - max); otherwise element by element,
+//     once (bias adds, batch-norm scales, softmax's x - max); a row vector broadcast over every
+//     other dim ('h': a per-channel bias or scale in NHWC) is loaded once per thread, the grid
+//     (~8 blocks per SM) keeping each thread on the same columns; otherwise element by element,
 //     decomposing i into the merged dims (32-bit index math when n < 2^31, else 64-bit).
 // Zero-element outputs launch nothing. Limits: 8 merged dims (tg_dev::kMaxRank).
 #pragma once
