@@ -23,6 +23,14 @@ std::optional<std::string> kernel_cache_dir() {
   return std::nullopt;
 }
 
+bool cudnn_graph_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("TG_CUDNN_GRAPH");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
+
 bool profile() {
   static const bool on = [] {
     const char* v = std::getenv("TG_PROFILE");

@@ -12,6 +12,10 @@ std::optional<std::string> device_override();
 /// empty: the backend decides (on for CUDA). Read at every compile.
 std::optional<bool> fusion_override();
 
+/// TG_CUDNN_GRAPH=0: every CUDA convolution through cuDNN's legacy API (for comparisons; default:
+/// tensor-core convolutions through the graph API, backends/cuda/cudnn_conv_graph.h). Read once.
+bool cudnn_graph_enabled();
+
 /// Where generated GPU kernels are cached on disk: TG_KERNEL_CACHE_DIR, else
 /// $XDG_CACHE_HOME/tg/kernels, else $HOME/.cache/tg/kernels; nullopt when none is set.
 std::optional<std::string> kernel_cache_dir();

@@ -40,6 +40,7 @@
 #include "backends/cuda/cudnn_conv_graph.h"
 #include "backends/cuda/kernels/conv_layout.h"
 #include "backends/cuda/kernels/lowp_cast.h"
+#include "core/env.h"
 #include "core/error_util.h"
 #include "ir/attrs.h"
 #include "ops/conv_geometry.h"
@@ -471,8 +472,8 @@ bool run(Env& e, const Problem& pr, const Setup& s) {
   // Tensor-core problems go through the graph API (the legacy API misses the sm90 engines);
   // its plans assume 16-byte aligned buffers (scratch buffers always are).
   auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  const bool graph = g.groups == 1 && math != CUDNN_FMA_MATH && s.rdt != DType::f64 && aligned(in0) &&
-                     aligned(in1) && aligned(user_out);
+  const bool graph = env::cudnn_graph_enabled() && g.groups == 1 && math != CUDNN_FMA_MATH &&
+                     s.rdt != DType::f64 && aligned(in0) && aligned(in1) && aligned(user_out);
   PlanKey key{e.dc.device, pr.pass, s.rdt, math, s.nhwc, xp, wd, yd,
               g.groups, pr.ph, pr.pw, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, graph};
   Plan* plan = nullptr;
