@@ -21,10 +21,6 @@ namespace {
 constexpr size_t kMaxSteps = 96;
 constexpr size_t kMaxInputs = 12;
 
-}  // namespace
-
-namespace {
-
 // A cast from a 16-bit float to a wider type: passes::autocast's widened reads of values stored in
 // 16 bits. It starts its own group (its readers join it) instead of joining its input's group,
 // where the widened value would be written out for the readers.
@@ -96,7 +92,9 @@ bool fuse_graph(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>
   for (const ir::Node& node : g.nodes()) {
     if (!is_fusible_elementwise(node)) continue;
     int best = -1, best_producer = -1;
-    for (const ir::ValueRef& in : widens_16bit_float(g, node) ? std::vector<ir::ValueRef>{} : node.inputs) {
+    const bool may_join_producer = !widens_16bit_float(g, node);
+    for (const ir::ValueRef& in : node.inputs) {
+      if (!may_join_producer) break;
       int gi = group_of[in.node];
       if (gi >= 0 && groups[gi].shape == node.outputs[0].shape && in.node > best_producer) {
         best = gi;
