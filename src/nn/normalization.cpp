@@ -155,9 +155,11 @@ Tensor batch_norm(Tensor x, Tensor gamma, Tensor beta, Tensor running_mean, Tens
     Tensor mean = reduce_mean(x, {.axes = axes, .keep_dims = true});
     Tensor centered = x - mean;
     Tensor var = reduce_mean(square(centered), {.axes = axes, .keep_dims = true});
-    Tensor new_mean = running_mean * (1 - m) + reshape(mean, {-1}) * m;
-    Tensor unbiased = reshape(var, {-1}) * unbiased_factor(x, axis);
-    Tensor new_var = running_var * (1 - m) + unbiased * m;
+    // Computed in the statistics' broadcast shape (then viewed as [C]), so fusion can merge it
+    // with the other per-channel program of the step.
+    Tensor new_mean = reshape(bc(running_mean) * (1 - m) + mean * m, {-1});
+    Tensor unbiased = var * unbiased_factor(x, axis);
+    Tensor new_var = reshape(bc(running_var) * (1 - m) + unbiased * m, {-1});
     Operation assign_mean = assign_variable(running_mean, new_mean);
     Operation assign_var = assign_variable(running_var, new_var);
     Tensor scaled = centered * (bc(gamma) * rsqrt(var + options.epsilon));
