@@ -41,6 +41,16 @@ TG_CONFORMANCE_CASES(fused) {
   nhwc.tolerance = kSumTolerance;
   cases.push_back(nhwc);
 
+  // Many rows a channel: the CUDA kernel splits the rows over blocks (128-256 splits) and sums the
+  // partials in its finish kernel (split lanes, unrolled loads, a tree); 40 channels leave a
+  // partial block of outputs.
+  OpCase many_rows;
+  many_rows.name = "fused_normalize_nhwc_many_rows";
+  many_rows.inputs = {InputSpec{{32, 32, 32, 40}, DType::f32, -1, 2}, InputSpec{{40}, DType::f32, 0.5, 1.5}};
+  many_rows.build = [](tg::Graph&, const std::vector<Tensor>& in) { return normalize(in[0], in[1], {0, 1, 2}); };
+  many_rows.tolerance = kSumTolerance;
+  cases.push_back(many_rows);
+
   OpCase nchw;
   nchw.name = "fused_normalize_nchw";
   nchw.inputs = {InputSpec{{6, 12, 9, 11}, DType::f32, -1, 2}, InputSpec{{12, 1, 1}, DType::f32, 0.5, 1.5}};

@@ -222,7 +222,10 @@ std::vector<TensorData> run_graph(const OpCase& c, const std::vector<TensorData>
     feeds.emplace_back(placeholders.back(), inputs[i]);
   }
   std::vector<Tensor> outputs = c.build(g, placeholders);
-  return g.run(feeds, outputs, {}, device);
+  std::vector<TensorData> results = g.run(feeds, outputs, {}, device);
+  // Compared element by element on the host: one copy each (not one per element read).
+  for (TensorData& r : results) r = r.to(Device::cpu());
+  return results;
 }
 
 Tolerance tolerance_for(const OpCase& c, DType dtype) {
