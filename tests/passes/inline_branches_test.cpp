@@ -4,6 +4,9 @@
 // binds is_training) becomes a constant, so the if_else it drives folds to one branch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "passes/fusion_test_util.h"
 #include "runtime/compile.h"
 #include "test_util.h"
@@ -88,6 +91,73 @@ TEST(Cse, RepeatedExpressionsAreComputedOnce) {
   const double s = 1 + std::exp(1.0);
   testing::expect_close(r[0], {2 * s}, {}, 1e-6, 0);
   testing::expect_close(r[1], {s}, {1}, 1e-6, 0);
+}
+
+// A node ordered after a side effect (control inputs) that repeats an earlier unordered node is
+// replaced by it; its readers take over the ordering, so the assignment still runs.
+TEST(Cse, AReplacedNodesControlInputsMoveToItsReaders) {
+  ScopedFusion f("1");
+  Graph g;
+  Tensor x = g.placeholder({3}, DType::f32, "x");
+  Tensor v = g.variable(TensorData::zeros({3}), "v");
+  Tensor early = exp(x);
+  Operation set = assign_variable(v, x + 1.0);
+  Tensor late = g.control_dependency({set}, [&] { return std::vector<Tensor>{exp(x)}; })[0];
+  Executable exe = g.compile(Device::cpu(), {{x, {{3}, DType::f32}}}, {early + late});
+  const std::string text = exe.to_string();
+  EXPECT_EQ(count(text, "add(1,1)"), 1) << text;        // the add reads one exp twice
+  EXPECT_EQ(count(text, "assign_variable"), 1) << text;  // kept only through `late` before
+  EXPECT_EQ(count(text, "after(%"), 1) << text;          // the add is ordered after it
+  std::vector<TensorData> r = exe.run({TensorData::from_vector<float>({0, 1, 2}, {3})});
+  testing::expect_close(r[0], {2, 2 * std::exp(1.0), 2 * std::exp(2.0)}, {3}, 1e-6, 0);
+  testing::expect_equal(g.variable_value(v), {1, 2, 3}, {3});
+}
+
+// Batch norm's training step with is_training bound (as nn::Model compiles it): the backward
+// branch, inlined after the forward's running-statistics updates, recomputes the statistics; CSE
+// merges them with the forward's (counts are fills: the batch dim is dynamic when built).
+// Sums left: forward sum(x) and sum((x - mean)^2), the loss, and the backward's sum(dy),
+// sum(dy * (x - mean)) and the sum of the centered gradient (for the mean's gradient): 6.
+TEST(Cse, BatchNormBackwardReusesTheForwardStatistics) {
+  TensorData xv = TensorData::random_normal({4, 3, 3, 8}, 0.5f, 2.f, 11);
+  auto run = [&](const char* fusion, std::string* text) {
+    ScopedFusion f(fusion);
+    Graph g;
+    Tensor x = g.placeholder({-1, 3, 3, 8}, DType::f32, "x");
+    Tensor training = g.placeholder({}, DType::bool_, "training");
+    Tensor gamma = g.variable(TensorData::full({8}, DType::f32, 1.5), "gamma");
+    Tensor beta = g.variable(TensorData::full({8}, DType::f32, 0.1), "beta");
+    Tensor mean = g.variable(TensorData::zeros({8}), "mean");
+    Tensor var = g.variable(TensorData::full({8}, DType::f32, 1.0), "var");
+    Tensor y = relu(batch_norm(x, gamma, beta, mean, var, training, {.axis = -1}));
+    Tensor loss = reduce_sum(y * y * 0.5);
+    std::vector<Tensor> grads = gradients(loss, {x, gamma, beta});
+    Executable exe = runtime::compile_graph(g.impl(), Device::cpu(), {{x, xv.type()}},
+                                            {loss, grads[0], grads[1], grads[2]}, {}, {},
+                                            {{training, TensorData::from_vector<bool>({true}, {})}});
+    *text = exe.to_string();
+    std::vector<TensorData> r = exe.run({xv});
+    r.push_back(g.variable_value(mean));
+    r.push_back(g.variable_value(var));
+    return r;
+  };
+  std::string plain_text, fused_text;
+  std::vector<TensorData> plain = run("0", &plain_text);
+  std::vector<TensorData> fused = run("1", &fused_text);
+  int sums = count(fused_text, "reduce_sum(");
+  for (size_t p = fused_text.find("outputs=["); p != std::string::npos; p = fused_text.find("outputs=[", p + 1)) {
+    const size_t end = fused_text.find(']', p);
+    if (fused_text.compare(end, 16, "], reduce_axes=[") != 0) continue;  // fused_elementwise
+    sums += 1 + static_cast<int>(std::count(fused_text.begin() + static_cast<std::ptrdiff_t>(p),
+                                            fused_text.begin() + static_cast<std::ptrdiff_t>(end), ','));
+  }
+  EXPECT_EQ(sums, 6) << fused_text;
+  ASSERT_EQ(plain.size(), fused.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    std::vector<float> p = plain[i].to_vector<float>(), q = fused[i].to_vector<float>();
+    ASSERT_EQ(p.size(), q.size()) << i;
+    for (size_t k = 0; k < p.size(); ++k) EXPECT_NEAR(q[k], p[k], 1e-5 * (1 + std::abs(p[k]))) << i << " " << k;
+  }
 }
 
 }  // namespace
