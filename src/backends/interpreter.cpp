@@ -233,6 +233,15 @@ class Interpreter final : public Program, public RegionRunner {
           for (const TensorData& t : inputs) bytes += static_cast<double>(t.nbytes());
           for (const TensorData& t : outs) bytes += static_cast<double>(t.nbytes());
           Profiler::get().add(device_.to_string(), profile_row(node, inputs, outs), secs, bytes);
+        } else if (env::trace()) {
+          // One line per node before it runs, then a wait for the device: a kernel that fails or
+          // never finishes is the last line printed.
+          std::string row = fmt::format("[tg trace] {} %{} {}", device_.to_string(), node.id, ir::op_name(node.kind));
+          for (size_t i = 0; i < inputs.size(); ++i) row += (i ? ", " : " ") + inputs[i].type().to_string();
+          std::fprintf(stderr, "%s\n", row.c_str());
+          std::fflush(stderr);
+          run_node(node, p.kernels[step], p.dynamic[step] != 0, inputs, outs, variables, host_view);
+          if (table_.synchronize) table_.synchronize(device_);
         } else {
           run_node(node, p.kernels[step], p.dynamic[step] != 0, inputs, outs, variables, host_view);
         }

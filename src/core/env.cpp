@@ -39,6 +39,14 @@ bool profile() {
   return on;
 }
 
+bool trace() {
+  static const bool on = [] {
+    const char* v = std::getenv("TG_TRACE");
+    return v != nullptr && *v != '\0' && std::string(v) != "0";
+  }();
+  return on;
+}
+
 bool profile_shapes() {
   static const bool on = [] {
     const char* v = std::getenv("TG_PROFILE");

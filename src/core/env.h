@@ -28,4 +28,9 @@ std::optional<std::string> kernel_cache_dir();
 bool profile();
 bool profile_shapes();
 
+/// TG_TRACE=1: the interpreter prints each node (id, op kind, input types) to stderr before it
+/// runs and waits for the device after it, so the last line names a kernel that fails or hangs.
+/// Slow: for debugging. Off when unset, empty or "0". Read once; TG_PROFILE takes precedence.
+bool trace();
+
 }  // namespace tg::env
