@@ -1,8 +1,17 @@
-// Helpers of the fusion pass tests: TG_FUSION set for a scope, counting op names in printed IR.
+// Helpers of the fusion pass tests: TG_FUSION set for a scope, counting op names in printed IR,
+// comparing a fused run with the unfused one.
 #pragma once
+#include <gtest/gtest.h>
+
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "tg/autodiff.h"
+#include "tg/nn.h"
+#include "tg/tg.h"
 
 namespace tg::testing {
 
@@ -29,6 +38,44 @@ inline int count(const std::string& text, const std::string& what) {
   int n = 0;
   for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
   return n;
+}
+
+/// An NHWC batch-norm training step on 8 channels: y = relu(batch_norm(x)), loss = sum(y^2 / 2),
+/// its gradients by x, gamma and beta; `training` is a bool placeholder (fed, or bound at compile
+/// time); the running statistics start at 0 and 1.
+struct BatchNormStep {
+  Graph g;
+  Tensor x, training, gamma, beta, mean, var, loss;
+  std::vector<Tensor> grads;
+  BatchNormStep(const Shape& x_shape, const TensorData& gamma_init, const TensorData& beta_init) {
+    x = g.placeholder(x_shape, DType::f32, "x");
+    training = g.placeholder({}, DType::bool_, "training");
+    gamma = g.variable(gamma_init, "gamma");
+    beta = g.variable(beta_init, "beta");
+    mean = g.variable(TensorData::zeros({8}), "mean");
+    var = g.variable(TensorData::full({8}, DType::f32, 1.0), "var");
+    Tensor y = relu(batch_norm(x, gamma, beta, mean, var, training, {.axis = -1}));
+    loss = reduce_sum(y * y * 0.5);
+    grads = gradients(loss, {x, gamma, beta});
+  }
+  /// The loss and the three gradients.
+  std::vector<Tensor> targets() const { return {loss, grads[0], grads[1], grads[2]}; }
+  /// `r` followed by the running statistics' values after the run.
+  std::vector<TensorData> with_statistics(std::vector<TensorData> r) const {
+    r.push_back(g.variable_value(mean));
+    r.push_back(g.variable_value(var));
+    return r;
+  }
+};
+
+/// Every value of the fused run within 1e-5 (relative, plus 1e-5 absolute) of the unfused run's.
+inline void expect_matches_unfused(const std::vector<TensorData>& plain, const std::vector<TensorData>& fused) {
+  ASSERT_EQ(plain.size(), fused.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    std::vector<float> p = plain[i].to_vector<float>(), q = fused[i].to_vector<float>();
+    ASSERT_EQ(p.size(), q.size()) << i;
+    for (size_t k = 0; k < p.size(); ++k) EXPECT_NEAR(q[k], p[k], 1e-5 * (1 + std::abs(p[k]))) << i << " " << k;
+  }
 }
 
 }  // namespace tg::testing

@@ -122,24 +122,11 @@ TEST(Cse, BatchNormBackwardReusesTheForwardStatistics) {
   TensorData xv = TensorData::random_normal({4, 3, 3, 8}, 0.5f, 2.f, 11);
   auto run = [&](const char* fusion, std::string* text) {
     ScopedFusion f(fusion);
-    Graph g;
-    Tensor x = g.placeholder({-1, 3, 3, 8}, DType::f32, "x");
-    Tensor training = g.placeholder({}, DType::bool_, "training");
-    Tensor gamma = g.variable(TensorData::full({8}, DType::f32, 1.5), "gamma");
-    Tensor beta = g.variable(TensorData::full({8}, DType::f32, 0.1), "beta");
-    Tensor mean = g.variable(TensorData::zeros({8}), "mean");
-    Tensor var = g.variable(TensorData::full({8}, DType::f32, 1.0), "var");
-    Tensor y = relu(batch_norm(x, gamma, beta, mean, var, training, {.axis = -1}));
-    Tensor loss = reduce_sum(y * y * 0.5);
-    std::vector<Tensor> grads = gradients(loss, {x, gamma, beta});
-    Executable exe = runtime::compile_graph(g.impl(), Device::cpu(), {{x, xv.type()}},
-                                            {loss, grads[0], grads[1], grads[2]}, {}, {},
-                                            {{training, TensorData::from_vector<bool>({true}, {})}});
+    testing::BatchNormStep s({-1, 3, 3, 8}, TensorData::full({8}, DType::f32, 1.5), TensorData::full({8}, DType::f32, 0.1));
+    Executable exe = runtime::compile_graph(s.g.impl(), Device::cpu(), {{s.x, xv.type()}}, s.targets(), {}, {},
+                                            {{s.training, TensorData::from_vector<bool>({true}, {})}});
     *text = exe.to_string();
-    std::vector<TensorData> r = exe.run({xv});
-    r.push_back(g.variable_value(mean));
-    r.push_back(g.variable_value(var));
-    return r;
+    return s.with_statistics(exe.run({xv}));
   };
   std::string plain_text, fused_text;
   std::vector<TensorData> plain = run("0", &plain_text);
@@ -152,12 +139,7 @@ TEST(Cse, BatchNormBackwardReusesTheForwardStatistics) {
                                             fused_text.begin() + static_cast<std::ptrdiff_t>(end), ','));
   }
   EXPECT_EQ(sums, 6) << fused_text;
-  ASSERT_EQ(plain.size(), fused.size());
-  for (size_t i = 0; i < plain.size(); ++i) {
-    std::vector<float> p = plain[i].to_vector<float>(), q = fused[i].to_vector<float>();
-    ASSERT_EQ(p.size(), q.size()) << i;
-    for (size_t k = 0; k < p.size(); ++k) EXPECT_NEAR(q[k], p[k], 1e-5 * (1 + std::abs(p[k]))) << i << " " << k;
-  }
+  testing::expect_matches_unfused(plain, fused);
 }
 
 }  // namespace
