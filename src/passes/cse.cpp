@@ -1,8 +1,8 @@
 // Common-subexpression elimination: a node that repeats an earlier node (same op, attributes,
 // inputs and outputs, no side effects, no regions) is replaced by it when the earlier node's
 // control inputs are among its own; the control inputs the earlier node lacks move to the
-// replaced node's readers (a target's go to the root ops), so every ordering and every side
-// effect that kept stays. This merges the statistics an inlined backward branch recomputes: its
+// replaced node's readers (a target's go to the root ops), so every ordering stays and every side
+// effect it kept alive still runs. This merges the statistics an inlined backward branch recomputes: its
 // nodes are all ordered after the forward branch's side effects.
 // Covers small host constants and fills (compared by exact value) and the op families whose
 // attributes compare exactly through their printed form (elementwise ops, reductions, shape

@@ -38,8 +38,10 @@ bool inline_constant_branches(ir::Graph& g, std::vector<ir::ValueRef>& roots, st
                               std::vector<int>& keep);
 
 /// Common-subexpression elimination (passes/cse.cpp) of pure nodes without regions whose
-/// attributes compare exactly (elementwise, reductions, views, casts, variable values); then
-/// dead-code elimination. Remaps `roots`, `root_ops`, `keep`.
+/// attributes compare exactly (small constants, fills, elementwise, reductions, views, casts,
+/// variable values): a node is replaced by an earlier equal one whose control inputs are among its
+/// own, its other control inputs moving to its readers; then dead-code elimination. Remaps
+/// `roots` and `root_ops` (which gain the control inputs of a replaced target).
 bool eliminate_common_subexpressions(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
                                      std::vector<int>& keep);
 
