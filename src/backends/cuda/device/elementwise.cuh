@@ -55,6 +55,10 @@ template <> struct Num<double> { static constexpr bool is_int = false, is_float 
 struct f16 { unsigned short bits; };
 struct bf16 { unsigned short bits; };
 
+#ifdef TG_HOST_EMULATION  // tools/kernel_emu compiles generated kernels for the host (its shim.h)
+TG_DEVICE_INLINE float f16_bits_to_float(unsigned short h) { return tg_emu::f16_bits_to_float(h); }
+TG_DEVICE_INLINE unsigned short float_to_f16_bits(float f) { return tg_emu::float_to_f16_bits(f); }
+#else
 TG_DEVICE_INLINE float f16_bits_to_float(unsigned short h) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
@@ -65,6 +69,7 @@ TG_DEVICE_INLINE unsigned short float_to_f16_bits(float f) {
   asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
 }
+#endif
 TG_DEVICE_INLINE float bf16_bits_to_float(unsigned short h) { return __uint_as_float(static_cast<unsigned>(h) << 16); }
 TG_DEVICE_INLINE unsigned short float_to_bf16_bits(float f) {
   const unsigned x = __float_as_uint(f);
