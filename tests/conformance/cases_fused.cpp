@@ -31,32 +31,25 @@ std::vector<Tensor> normalize(const Tensor& x, const Tensor& s, std::vector<int6
 const std::map<DType, tg::conformance::Tolerance> kSumTolerance = {
     {DType::f32, {1e-4, 1e-5}}, {DType::f16, {3e-2, 3e-2}}, {DType::bf16, {1e-1, 1e-1}}};
 
+// A case of normalize(x, s) over `axes`: x in [-1, 2), the per-channel scale in [0.5, 1.5).
+OpCase normalize_case(std::string name, tg::Shape x_shape, tg::Shape scale_shape, std::vector<int64_t> axes) {
+  OpCase c;
+  c.name = std::move(name);
+  c.inputs = {InputSpec{std::move(x_shape), DType::f32, -1, 2}, InputSpec{std::move(scale_shape), DType::f32, 0.5, 1.5}};
+  c.build = [axes](tg::Graph&, const std::vector<Tensor>& in) { return normalize(in[0], in[1], axes); };
+  c.tolerance = kSumTolerance;
+  return c;
+}
+
 }  // namespace
 
 TG_CONFORMANCE_CASES(fused) {
-  OpCase nhwc;
-  nhwc.name = "fused_normalize_nhwc";
-  nhwc.inputs = {InputSpec{{6, 5, 7, 40}, DType::f32, -1, 2}, InputSpec{{40}, DType::f32, 0.5, 1.5}};
-  nhwc.build = [](tg::Graph&, const std::vector<Tensor>& in) { return normalize(in[0], in[1], {0, 1, 2}); };
-  nhwc.tolerance = kSumTolerance;
-  cases.push_back(nhwc);
-
+  cases.push_back(normalize_case("fused_normalize_nhwc", {6, 5, 7, 40}, {40}, {0, 1, 2}));
   // Many rows a channel: the CUDA kernel splits the rows over blocks (128-256 splits) and sums the
   // partials in its finish kernel (split lanes, unrolled loads, a tree); 40 channels leave a
   // partial block of outputs.
-  OpCase many_rows;
-  many_rows.name = "fused_normalize_nhwc_many_rows";
-  many_rows.inputs = {InputSpec{{32, 32, 32, 40}, DType::f32, -1, 2}, InputSpec{{40}, DType::f32, 0.5, 1.5}};
-  many_rows.build = [](tg::Graph&, const std::vector<Tensor>& in) { return normalize(in[0], in[1], {0, 1, 2}); };
-  many_rows.tolerance = kSumTolerance;
-  cases.push_back(many_rows);
-
-  OpCase nchw;
-  nchw.name = "fused_normalize_nchw";
-  nchw.inputs = {InputSpec{{6, 12, 9, 11}, DType::f32, -1, 2}, InputSpec{{12, 1, 1}, DType::f32, 0.5, 1.5}};
-  nchw.build = [](tg::Graph&, const std::vector<Tensor>& in) { return normalize(in[0], in[1], {0, 2, 3}); };
-  nchw.tolerance = kSumTolerance;
-  cases.push_back(nchw);
+  cases.push_back(normalize_case("fused_normalize_nhwc_many_rows", {32, 32, 32, 40}, {40}, {0, 1, 2}));
+  cases.push_back(normalize_case("fused_normalize_nchw", {6, 12, 9, 11}, {12, 1, 1}, {0, 2, 3}));
 
   // Softmax over rows of 10 and the sum of its cross-entropy-like log term.
   OpCase softmax;
