@@ -13,8 +13,10 @@
 // back, after a warm-up fit; inference times `predict` (input on the GPU, output copied back) per
 // call, median of `iters`.
 //
+// --peers torch,jax also runs bench/resnet50_jax.py (flax + optax, bf16 NHWC) for train_bf16.
+//
 // Usage: tg_bench_resnet50_cuda [--jobs train_f32,train_tf32,train_bf16,infer_b1,infer_b256]
-//                               [--batch 128] [--steps 10] [--iters 30] [--no-peer]
+//                               [--batch 128] [--steps 10] [--iters 30] [--no-peer] [--peers torch,jax]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -35,6 +37,7 @@ struct Args {
   std::string jobs = "train_f32,train_tf32,train_bf16,infer_b1,infer_b256";
   int64_t batch = 128, steps = 10, iters = 30;
   bool peer = true;
+  std::string peers = "torch";
 };
 
 Args parse(int argc, char** argv) {
@@ -46,6 +49,7 @@ Args parse(int argc, char** argv) {
     else if (f.is("--steps")) a.steps = std::stoll(f.value());
     else if (f.is("--iters")) a.iters = std::stoll(f.value());
     else if (f.is("--no-peer")) a.peer = false;
+    else if (f.is("--peers")) a.peers = f.value();
     else f.unknown();
   }
   return a;
@@ -57,10 +61,12 @@ double ms_since(clock_type::time_point t) {
   return std::chrono::duration<double, std::milli>(clock_type::now() - t).count();
 }
 
-// PyTorch's median ms for the job, or -1.
-double run_peer(const std::string& job, int64_t batch, int64_t iters, const std::string& mode) {
-  std::string cmd = "python3 " + std::string(TG_SOURCE_DIR) + "/bench/resnet50_cuda_torch.py " + job + " " +
-                    std::to_string(batch) + " " + std::to_string(iters) + " " + mode + " 2>&1";
+// The peer's (PyTorch's, or JAX's with `jax`) median ms for the job, or -1.
+double run_peer(const std::string& job, int64_t batch, int64_t iters, const std::string& mode, bool jax = false) {
+  std::string cmd = jax ? "python3 " + std::string(TG_SOURCE_DIR) + "/bench/resnet50_jax.py train " +
+                              std::to_string(batch) + " " + std::to_string(iters) + " 2>&1"
+                        : "python3 " + std::string(TG_SOURCE_DIR) + "/bench/resnet50_cuda_torch.py " + job + " " +
+                              std::to_string(batch) + " " + std::to_string(iters) + " " + mode + " 2>&1";
   std::FILE* p = popen(cmd.c_str(), "r");
   if (!p) return -1;
   std::string out;
@@ -167,6 +173,16 @@ int main(int argc, char** argv) {
       }
       std::printf("  pytorch: %.2f ms, %.1f images/s\n  ratio %s (pytorch time / tg time): %.2f\n", peer,
                   1e3 * static_cast<double>(batch) / peer, job.c_str(), peer / ours);
+      if (job == "train_bf16" && a.peers.find("jax") != std::string::npos) {
+        std::fflush(stdout);
+        double jax = run_peer("train", batch, 10, mode, true);
+        if (jax <= 0) {
+          ++failures;
+        } else {
+          std::printf("  jax: %.2f ms, %.1f images/s\n  ratio %s (jax time / tg time): %.2f (target >= 1.05)\n", jax,
+                      1e3 * static_cast<double>(batch) / jax, job.c_str(), jax / ours);
+        }
+      }
     } catch (const std::exception& e) {
       std::printf("  %s failed: %s\n", job.c_str(), e.what());
       ++failures;

@@ -1,6 +1,7 @@
 # The ONNX frontend: src/frontends/onnx/*.cpp, compiled into the tg library.
 #
-# Included by the top-level CMakeLists.txt right after the tg target is defined. The ONNX
+# Included by the top-level CMakeLists.txt among the layers: defines the layer tg_frontend_onnx
+# (folded into tg) and TG_ONNX_LINK, the protobuf classes' library tg links. The ONNX
 # protobuf schema comes from Debian's libonnx-dev: its prebuilt libonnx_proto (onnx/onnx-ml.pb.h)
 # when usable, else C++ generated here with protoc from its onnx/onnx.proto. Without protobuf or
 # the ONNX schema the frontend is left out and src/frontends/onnx/unavailable.cpp makes
@@ -16,7 +17,7 @@
 
 option(TG_BUILD_ONNX "Build the ONNX importer (needs libprotobuf-dev and libonnx-dev)" ON)
 set(TG_HAVE_ONNX OFF)
-set(_tg_onnx_dir ${CMAKE_SOURCE_DIR}/src/frontends/onnx)
+set(_tg_onnx_dir ${PROJECT_SOURCE_DIR}/src/frontends/onnx)
 
 if(TG_BUILD_ONNX)
   find_package(Protobuf QUIET)
@@ -65,16 +66,21 @@ else()
   message(STATUS "TensorGraph: ONNX importer disabled (protobuf or the ONNX schema not found)")
 endif()
 
-target_sources(tg PRIVATE ${TG_ONNX_SOURCES})
+tg_layer(tg_frontend_onnx ${TG_ONNX_SOURCES})
+target_link_libraries(tg_frontend_onnx PRIVATE tg_core)
 set_source_files_properties(${TG_ONNX_SOURCES} PROPERTIES
   COMPILE_DEFINITIONS "${_tg_onnx_defs}"
   INCLUDE_DIRECTORIES "${_tg_onnx_includes}")
 if(TG_HAVE_ONNX)
-  # LINK_ONLY: the protobuf classes' usage requirements do not reach tg's other sources.
-  target_link_libraries(tg PRIVATE $<LINK_ONLY:${_tg_onnx_link}> $<LINK_ONLY:protobuf::libprotobuf>)
+  set(TG_ONNX_LINK ${_tg_onnx_link})
+  # The generated protobuf headers must exist before the frontend compiles.
   if(TARGET tg_onnx_proto)
-    add_dependencies(tg tg_onnx_proto)
+    add_dependencies(tg_frontend_onnx tg_onnx_proto)
   endif()
+  if(TARGET onnx_proto)
+    target_include_directories(tg_frontend_onnx PRIVATE $<TARGET_PROPERTY:onnx_proto,INTERFACE_INCLUDE_DIRECTORIES>)
+  endif()
+  target_include_directories(tg_frontend_onnx PRIVATE $<TARGET_PROPERTY:protobuf::libprotobuf,INTERFACE_INCLUDE_DIRECTORIES>)
 endif()
 
 # ResNet-18 exported by PyTorch for tests/onnx/resnet_test.cpp: generated once into
@@ -95,8 +101,8 @@ if(TG_HAVE_ONNX AND TG_BUILD_TESTS)
     set(_tg_resnet ${CMAKE_BINARY_DIR}/onnx-resnet18)
     add_custom_command(
       OUTPUT ${_tg_resnet}/model.onnx ${_tg_resnet}/input.pb ${_tg_resnet}/output.pb
-      COMMAND ${TG_SYSTEM_PYTHON3} ${CMAKE_SOURCE_DIR}/scripts/export-resnet18-onnx.py ${_tg_resnet}
-      DEPENDS ${CMAKE_SOURCE_DIR}/scripts/export-resnet18-onnx.py
+      COMMAND ${TG_SYSTEM_PYTHON3} ${PROJECT_SOURCE_DIR}/scripts/export-resnet18-onnx.py ${_tg_resnet}
+      DEPENDS ${PROJECT_SOURCE_DIR}/scripts/export-resnet18-onnx.py
       COMMENT "Exporting ResNet-18 to ONNX with PyTorch (for tests/onnx/resnet_test.cpp)")
     add_custom_target(tg_onnx_resnet18 ALL DEPENDS ${_tg_resnet}/model.onnx)
   endif()

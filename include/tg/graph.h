@@ -91,20 +91,75 @@ struct CompileOptions {
   bool disable_type_inference = false;
   /// See ComputePrecision.
   ComputePrecision precision = ComputePrecision::f32;
+  /// Upper bound, in bytes, on the memory the executable's arenas may hold together (0: none).
+  /// Each concurrent caller of run() gets an arena of arena_bytes() (allocated once, then
+  /// reused); a run that would need an arena beyond the budget waits for a free one instead.
+  /// Compile raises tg::Error(out_of_memory) naming both sizes when one arena alone exceeds it.
+  size_t memory_budget_bytes = 0;
 };
+
+/// Options of one Executable::run.
+struct RunOptions {
+  /// A CUDA stream (a cudaStream_t, passed opaquely) the run is ordered with: the run starts
+  /// after the work queued on it so far, and work queued on it after run() returns starts after
+  /// the run's. Null: the device's own stream of TensorGraph only. Ignored on the CPU.
+  void* cuda_stream = nullptr;
+};
+
+/// Process-wide counters of the runtime since the process started: what runs cost besides their
+/// kernels. Read with tg::runtime_stats(); compare two readings to measure a section.
+struct RuntimeStats {
+  int64_t compiles = 0;            ///< pass-pipeline runs (Graph::compile, Graph::run cache misses)
+  int64_t graph_launches = 0;      ///< CUDA graph launches: one per run of a captured executable
+  int64_t graph_captures = 0;      ///< CUDA graphs captured: one per executable and arena
+  int64_t capture_fallbacks = 0;   ///< captures that failed, so that arena's runs are interpreted
+  int64_t interpreted_runs = 0;    ///< runs that walked the nodes on the host (no graph launch)
+  int64_t runs = 0;                ///< Executable::run calls that returned results
+  int64_t run_host_ns = 0;         ///< host time those runs took, waits for the device excluded
+  int64_t host_waits = 0;          ///< waits of the host for a device (copies to the host, checks)
+  int64_t kernel_compiles = 0;     ///< generated GPU kernels compiled (NVRTC; disk-cache hits excluded)
+  int64_t autotune_runs = 0;       ///< library algorithm searches (cuDNN engines timed on a problem)
+  int64_t arena_allocations = 0;   ///< arenas allocated (one per executable and concurrent caller)
+  int64_t arena_bytes = 0;         ///< bytes held by arenas alive now (intermediates, I/O, scratch)
+};
+RuntimeStats runtime_stats();
 
 struct CompiledProgram;
 
 /// An immutable compiled graph: fixed placeholders (in feed order), targets and target ops.
-/// Thread-safe: run may be called concurrently.
+///
+/// A compiled program runs from a static memory plan: every intermediate value has an offset in
+/// one arena per run, computed at compile time from the values' lifetimes (docs/design/0005). On
+/// CUDA the first run walks the nodes (choosing algorithms, compiling kernels); each later run of
+/// a static-shape executable without control flow is one CUDA graph launch (TG_CUDA_GRAPHS=0: never).
+/// Thread-safe: run may be called concurrently; each concurrent caller gets its own arena (and
+/// CUDA graph), allocated once and reused.
+///
+/// Runs are transactional: a run's variable assignments are published only when the whole run
+/// succeeds. Bad input found on the device (an out-of-range gather or scatter index, an integer
+/// division by zero) is recorded by the kernel in a device error word, the commit of variables is
+/// skipped on the device, and run() itself raises the tg::Error naming the op: programs holding
+/// such checks wait for the device at the end of each run; programs without them never wait.
 class Executable {
  public:
   Executable() = default;
   explicit Executable(std::shared_ptr<const CompiledProgram> p) : program_(std::move(p)) {}
-  /// Runs with `inputs` in feed order; returns the target values in target order. Raises
-  /// tg::Error(not_found) for a wrong input count, tg::Error(dtype_mismatch / shape_mismatch)
-  /// naming the placeholder for a wrong input, and any error a kernel raises.
+  /// Runs with `inputs` in feed order (on any device: inputs on another device are copied, those
+  /// on the executable's device read in place or copied into the arena); returns the target
+  /// values in target order, on the executable's device, as new tensors the next runs do not
+  /// touch. Raises tg::Error(not_found) for a wrong input count, tg::Error(dtype_mismatch /
+  /// shape_mismatch) naming the placeholder for a wrong input (before anything runs), and any
+  /// error a kernel raises or reports from the device (see above); after an error every
+  /// variable holds its value from before the run.
   std::vector<TensorData> run(const std::vector<TensorData>& inputs) const;
+  std::vector<TensorData> run(const std::vector<TensorData>& inputs, const RunOptions& options) const;
+  /// Bytes of one run's arena: the planned intermediates, inputs and outputs, plus the scratch
+  /// kernels declared in earlier runs (0 before a run where kernels declare scratch).
+  size_t arena_bytes() const;
+  /// Bytes the planned values alone would take without reuse (the sum of their sizes).
+  size_t unplanned_bytes() const;
+  /// Arenas allocated now (one per caller that ran concurrently, kept for reuse).
+  int arena_count() const;
   /// Types the executable expects, in feed order.
   std::vector<TensorType> input_types() const;
   /// Types of the results, in target order.

@@ -40,6 +40,15 @@ class TensorData {
     std::vector<T> v(values);
     return from_vector<T>(v, std::move(shape));
   }
+  /// Wraps `bytes`-addressable memory at `data` on `device` (a host pointer, or a device pointer
+  /// for CUDA) as a tensor of `shape` x `dtype` without copying, for interoperation (DLPack
+  /// producers, the runtime's arenas). `owner` keeps the memory alive for as long as any copy of
+  /// the result lives (it may be null when the caller guarantees that). The memory must be at
+  /// least 16-byte aligned and hold nbytes() bytes. Raises tg::Error(invalid_argument) for a null
+  /// `data` with a non-empty shape or a dynamic dim.
+  static TensorData from_external(void* data, Shape shape, DType dtype, Device device,
+                                  std::shared_ptr<void> owner);
+
   /// A 0-d tensor holding `value`.
   template <typename T> static TensorData scalar(T value) { return from_vector<T>({value}, {}); }
   /// Every element equal to `value` (converted to `dtype` as a cast would).

@@ -1,19 +1,27 @@
 #include "backends/backend.h"
 
-#include "backends/cpu/cpu_backend.h"
 #include "core/error_util.h"
-#ifdef TG_HAVE_CUDA
-#include "backends/cuda/cuda_backend.h"
-#endif
 
 namespace tg::backends {
 
-const Backend& backend_for(Device device) {
-  if (device.is_cpu()) return cpu::cpu_backend();
-#ifdef TG_HAVE_CUDA
-  if (device.is_cuda()) return cuda::cuda_backend(device.index);
-#endif
-  fail(ErrorCode::unsupported, "device", "no backend for {} in this build", device.to_string());
+const char* KernelContext::op_name() const { return ir::op_name(node.kind).data(); }
+
+bool runs_in_runtime(ir::OpKind kind) {
+  using K = ir::OpKind;
+  return kind == K::placeholder || kind == K::variable || kind == K::read_variable || kind == K::assign_variable ||
+         kind == K::if_else || kind == K::for_loop || kind == K::while_loop;
+}
+
+bool Backend::supports(const ir::Node& node) const {
+  return runs_in_runtime(node.kind) || kernels().get(node.kind) != nullptr;
+}
+
+std::unique_ptr<RecordedRun> Backend::record(const std::function<void(void*)>&) const {
+  fail(ErrorCode::unsupported, device().to_string(), "runs cannot be recorded on this device");
+}
+
+void Backend::replay(const RecordedRun&, void*) const {
+  fail(ErrorCode::unsupported, device().to_string(), "runs cannot be replayed on this device");
 }
 
 }  // namespace tg::backends

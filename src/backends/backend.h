@@ -1,48 +1,102 @@
-// The narrow contract every backend implements: say which nodes it supports, lower a planned
-// graph into a program, and run that program.
+// The narrow contract every backend implements for the runtime (src/runtime): its kernels, its
+// memory, stream-ordered copies, the predicated commit of variables, and the capture of a run
+// into something it can replay (a CUDA graph). The runtime owns execution (program, memory plan,
+// variable store, control flow, profiler); a backend never sees those.
 #pragma once
+#include <functional>
 #include <memory>
 #include <span>
-#include <vector>
 
+#include "backends/kernel.h"
 #include "ir/graph.h"
 #include "tg/tensor_data.h"
 
 namespace tg::backends {
 
-/// A graph ready for lowering: dead code removed, every type static, a schedule, and the buffer
-/// plan (which values die after which step).
-struct PlannedGraph {
-  std::shared_ptr<const ir::Graph> graph;
-  std::vector<int> schedule;                              ///< node ids in execution order
-  std::vector<int> feed_nodes;                            ///< placeholder node per feed, feed order
-  std::vector<ir::ValueRef> targets;                      ///< results, in target order
-  std::vector<std::vector<ir::ValueRef>> release_after;   ///< per schedule step
-  ComputePrecision precision = ComputePrecision::f32;     ///< from CompileOptions
+/// One copy of the commit at the end of a run: a staged variable value into its buffer.
+struct CommitCopy {
+  void* dst = nullptr;
+  const void* src = nullptr;
+  size_t bytes = 0;
 };
 
-/// A lowered, immutable program. run is thread-safe.
-class Program {
+/// A run recorded by Backend::record, replayed by Backend::replay (a CUDA graph).
+class RecordedRun {
  public:
-  virtual ~Program() = default;
-  /// Runs with one value per feed (already validated; on any device: the program moves them to
-  /// its own) and returns the targets.
-  virtual std::vector<TensorData> run(std::span<const TensorData> feeds) const = 0;
+  virtual ~RecordedRun() = default;
 };
 
+/// Streams are opaque handles (a cudaStream_t on CUDA); null is the device's own stream. On the
+/// CPU everything happens when it is called.
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual Device device() const = 0;
-  /// True when this backend can run `node` with its current types.
-  virtual bool supports(const ir::Node& node) const = 0;
-  virtual std::unique_ptr<Program> lower(std::shared_ptr<const PlannedGraph> plan) const = 0;
+  /// The backend's kernels, one per op kind it implements.
+  virtual const KernelTable& kernels() const = 0;
+  /// True when `node` can run here: its kind has a kernel, or the runtime runs it (placeholders,
+  /// variables, control flow: runtime/executor.h).
+  bool supports(const ir::Node& node) const;
   /// True when compile should run the elementwise fusion pass for this backend (TG_FUSION=0/1
   /// overrides).
   virtual bool fuses_elementwise() const { return false; }
+  /// True when output 0 of `node` may take the memory of its input `input` (of type `type`, the
+  /// same byte size, read last by this node): the kernel reads each element of that input before
+  /// it writes the same element of the output, and nothing else in between.
+  virtual bool writes_in_place(const ir::Node& node, int input, const TensorType& type) const { return false; }
+
+  // ---- memory and copies
+  /// `bytes` bytes (256-byte aligned) for arenas, scratch and records, freed when the pointer
+  /// goes. Raises tg::Error(out_of_memory) with the sizes.
+  virtual std::shared_ptr<void> allocate(size_t bytes) const = 0;
+  /// Copies `bytes` bytes in the order of `stream` (src or dst may be on the host). A copy to the
+  /// host is complete on return.
+  virtual void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes,
+                    void* stream) const = 0;
+  /// Zeroes `bytes` bytes at `dst` (on this device) in the order of `stream`.
+  virtual void fill_zero(void* dst, size_t bytes, void* stream) const = 0;
+
+  // ---- streams
+  /// The stream the runtime runs on: the device's own (null on the CPU).
+  virtual void* own_stream() const { return nullptr; }
+  /// RunOptions::cuda_stream: orders the device's own stream after the work queued on `caller`
+  /// so far (enter), or `caller` after the work queued on the own stream so far (leave).
+  virtual void enter_stream(void* caller) const {}
+  virtual void leave_stream(void* caller) const {}
+  /// Waits for the work queued on `stream` so far; raises the device's error if it failed.
+  virtual void synchronize(void* stream) const {}
+
+  // ---- device errors and the commit of variables
+  /// Queues `copies` on `stream` as one step that does nothing when `record` (device memory, may
+  /// be null) holds an error. CPU: plain copies, now.
+  virtual void commit(std::span<const CommitCopy> copies, const DeviceErrorRecord* record,
+                      void* stream) const = 0;
+  /// The record as the device wrote it (waits for `stream`). CPU: a plain read.
+  virtual DeviceErrorRecord read_error(const DeviceErrorRecord* record, void* stream) const = 0;
+
+  // ---- recorded runs (CUDA graphs)
+  /// True when runs can be recorded once and replayed.
+  virtual bool can_record() const { return false; }
+  /// Records the work `enqueue` queues on the stream it is given (a capturing stream); memory the
+  /// kernels allocate meanwhile comes from a pool the recording keeps. Raises tg::Error when the
+  /// work cannot be recorded (nothing ran then).
+  virtual std::unique_ptr<RecordedRun> record(const std::function<void(void* stream)>& enqueue) const;
+  /// Queues a recorded run on `stream`.
+  virtual void replay(const RecordedRun& run, void* stream) const;
+
+  // ---- profiling (TG_PROFILE): device events around kernels; null where wall time is used
+  virtual void* record_event(void* stream) const { return nullptr; }
+  /// Milliseconds between two recorded events once both completed (after synchronize).
+  virtual double event_ms(void* from, void* to) const { return 0; }
+  virtual void release_event(void* event) const {}
 };
 
-/// The backend for `device`; raises tg::Error(unsupported) when the build has none.
+/// The backend for `device`; raises tg::Error(unsupported) when the build has none. Defined in
+/// src/backends/registry.cpp, the one file that knows every backend.
 const Backend& backend_for(Device device);
+
+/// Kinds the runtime runs itself instead of a backend's kernel: placeholder, variable,
+/// read_variable, assign_variable, if_else, for_loop, while_loop.
+bool runs_in_runtime(ir::OpKind kind);
 
 }  // namespace tg::backends

@@ -29,7 +29,7 @@ std::vector<TensorData> program_values(KernelContext& ctx, const KernelTable& ta
     b.name = ctx.node.name;
     std::vector<TensorData> args{in};
     std::vector<TensorData> outs{TensorData(a.shape, in.dtype(), ctx.device)};
-    KernelContext sub{b, args, outs, ctx.variables, ctx.regions, ctx.device, ctx.precision};
+    KernelContext sub{b, args, outs, ctx.device, ctx.precision, ctx.run};
     kernel_of(table, b.kind, ctx)(sub);
     values.push_back(std::move(outs[0]));
   }
@@ -43,7 +43,7 @@ std::vector<TensorData> program_values(KernelContext& ctx, const KernelTable& ta
     std::vector<TensorData> args;
     for (int v : s.args) args.push_back(values.at(static_cast<size_t>(v)));
     std::vector<TensorData> outs{TensorData(a.shape, s.dtype, ctx.device)};
-    KernelContext sub{step, args, outs, ctx.variables, ctx.regions, ctx.device, ctx.precision};
+    KernelContext sub{step, args, outs, ctx.device, ctx.precision, ctx.run};
     kernel_of(table, s.kind, ctx)(sub);
     values.push_back(std::move(outs[0]));
   }
@@ -70,7 +70,7 @@ void run_fused_reduce_stepwise(KernelContext& ctx, const KernelTable& table) {
     r.name = ctx.node.name;
     std::vector<TensorData> args{values.at(static_cast<size_t>(a.outputs[k]))};
     std::vector<TensorData> outs{TensorData(ctx.node.outputs[k].shape, ctx.node.outputs[k].dtype, ctx.device)};
-    KernelContext sub{r, args, outs, ctx.variables, ctx.regions, ctx.device, ctx.precision};
+    KernelContext sub{r, args, outs, ctx.device, ctx.precision, ctx.run};
     kernel_of(table, r.kind, ctx)(sub);
     ctx.outputs[k] = std::move(outs[0]);
   }

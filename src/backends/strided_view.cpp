@@ -1,7 +1,7 @@
 #include "backends/strided_view.h"
 
 #include "core/error_util.h"
-#include "ops/builder.h"
+#include "ops/slice.h"
 
 namespace tg::backends {
 

@@ -1,10 +1,8 @@
 #include "tg/device.h"
 
+#include "core/device_runtime.h"
 #include "core/env.h"
 #include "tg/error.h"
-#ifdef TG_HAVE_CUDA
-#include "backends/cuda/runtime.h"
-#endif
 
 namespace tg {
 
@@ -25,11 +23,8 @@ Device Device::default_device() {
 }
 
 int Device::cuda_device_count() {
-#ifdef TG_HAVE_CUDA
-  return cuda::device_count();
-#else
-  return 0;
-#endif
+  const core::DeviceRuntime* rt = core::device_runtime(Kind::cuda);
+  return rt == nullptr ? 0 : rt->device_count();
 }
 
 std::string Device::to_string() const {

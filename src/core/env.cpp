@@ -23,6 +23,11 @@ std::optional<std::string> kernel_cache_dir() {
   return std::nullopt;
 }
 
+bool cuda_graphs_enabled() {
+  const char* v = std::getenv("TG_CUDA_GRAPHS");  // read at every compile (tests switch it)
+  return v == nullptr || std::string(v) != "0";
+}
+
 bool cudnn_graph_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("TG_CUDNN_GRAPH");

@@ -16,19 +16,23 @@ std::optional<bool> fusion_override();
 /// tensor-core convolutions through the graph API, backends/cuda/cudnn_conv_graph.h). Read once.
 bool cudnn_graph_enabled();
 
+/// TG_CUDA_GRAPHS=0: CUDA executables are never captured into a CUDA graph (every run walks the
+/// nodes on the host, as the first run does), for debugging. Default on. Read at every compile.
+bool cuda_graphs_enabled();
+
 /// Where generated GPU kernels are cached on disk: TG_KERNEL_CACHE_DIR, else
 /// $XDG_CACHE_HOME/tg/kernels, else $HOME/.cache/tg/kernels; nullopt when none is set.
 std::optional<std::string> kernel_cache_dir();
 
-/// TG_PROFILE=1: the interpreter times every kernel of every run after an executable's first
+/// TG_PROFILE=1: the runtime times every kernel of every run after an executable's first
 /// (GPU: device events around each kernel, read after the run, plus the device's idle time
 /// between kernels; CPU: wall time) and prints a table per op kind to stderr at exit. Off when
 /// unset, empty or "0". Read once. TG_PROFILE=shapes: one row per op kind and operand types
-/// (e.g. each convolution shape on its own row).
+/// (e.g. each convolution shape on its own row). Profiled and traced runs are never captured.
 bool profile();
 bool profile_shapes();
 
-/// TG_TRACE=1: the interpreter prints each node (id, op kind, input types) to stderr before it
+/// TG_TRACE=1: the runtime prints each node (id, op kind, input types) to stderr before it
 /// runs and waits for the device after it, so the last line names a kernel that fails or hangs.
 /// Slow: for debugging. Off when unset, empty or "0". Read once; TG_PROFILE takes precedence.
 bool trace();

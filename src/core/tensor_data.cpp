@@ -6,11 +6,9 @@
 
 #include "core/allocator.h"
 #include "core/convert.h"
+#include "core/device_runtime.h"
 #include "core/error_util.h"
 #include "core/philox.h"
-#ifdef TG_HAVE_CUDA
-#include "backends/cuda/runtime.h"
-#endif
 
 namespace tg {
 
@@ -31,13 +29,48 @@ TensorData::TensorData(Shape shape, DType dtype, Device device)
     storage_ = host_allocate(nbytes());
     return;
   }
-#ifdef TG_HAVE_CUDA
-  storage_ = cuda::device_allocate(device.index, nbytes());
-#else
-  fail(ErrorCode::unsupported, "tensor_data", "device {} has no backend in this build",
-       device.to_string());
-#endif
+  const core::DeviceRuntime* rt = core::device_runtime(device.kind);
+  if (rt == nullptr) {
+    fail(ErrorCode::unsupported, "tensor_data", "device {} has no backend in this build", device.to_string());
+  }
+  storage_ = rt->allocate(device.index, nbytes());
 }
+
+TensorData TensorData::from_external(void* data, Shape shape, DType dtype, Device device,
+                                     std::shared_ptr<void> owner) {
+  TensorData t;
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
+  t.device_ = device;
+  for (int64_t d : t.shape_) {
+    if (d < 0) fail(ErrorCode::invalid_argument, "tensor_data", "shape {} has a dynamic or negative dim", str(t.shape_));
+  }
+  if (data == nullptr) {
+    if (t.num_elements() != 0) fail(ErrorCode::invalid_argument, "tensor_data", "null data for shape {}", str(t.shape_));
+    alignas(64) static char empty_block[64];
+    data = empty_block;
+  }
+  // The aliasing constructor: the storage points at `data` and shares ownership with `owner`.
+  t.storage_ = std::shared_ptr<void>(std::move(owner), data);
+  return t;
+}
+
+namespace core {
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
+  if (bytes == 0) return;
+  if (dst_device.is_cpu() && src_device.is_cpu()) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  const Device& accel = dst_device.is_cpu() ? src_device : dst_device;
+  const core::DeviceRuntime* rt = core::device_runtime(accel.kind);
+  if (rt == nullptr) {
+    fail(ErrorCode::unsupported, "tensor_data", "copy from {} to {} is not supported in this build",
+         src_device.to_string(), dst_device.to_string());
+  }
+  rt->copy(dst, dst_device, src, src_device, bytes);
+}
+}  // namespace core
 
 TensorData TensorData::from_bytes(const void* data, size_t count, DType dtype, Shape shape) {
   int64_t n = tg::num_elements(shape);
@@ -130,14 +163,9 @@ TensorData TensorData::to(Device device) const {
     }
     return *this;
   }
-#ifdef TG_HAVE_CUDA
   TensorData t(shape_, dtype_, device);
-  cuda::copy(t.storage_.get(), device, storage_.get(), device_, nbytes());
+  core::copy_bytes(t.storage_.get(), device, storage_.get(), device_, nbytes());
   return t;
-#else
-  fail(ErrorCode::unsupported, "tensor_data", "copy from {} to {} is not supported in this build",
-       device_.to_string(), device.to_string());
-#endif
 }
 
 TensorData TensorData::clone() const {
@@ -147,9 +175,7 @@ TensorData TensorData::clone() const {
     std::memcpy(t.raw_data(), raw_data(), nbytes());
     return t;
   }
-#ifdef TG_HAVE_CUDA
-  cuda::copy(t.storage_.get(), device_, storage_.get(), device_, nbytes());
-#endif
+  core::copy_bytes(t.storage_.get(), device_, storage_.get(), device_, nbytes());
   return t;
 }
 

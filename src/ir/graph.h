@@ -2,7 +2,6 @@
 // have smaller ids than the node itself).
 #pragma once
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -64,9 +63,10 @@ class Graph {
   void push_control_scope(std::vector<int> ops) { control_scopes_.push_back(std::move(ops)); }
   void pop_control_scope() { control_scopes_.pop_back(); }
 
-  /// Executables compiled by tg::Graph::run, keyed by signature (device, feeds, targets).
-  std::mutex& run_cache_mutex() { return run_cache_mutex_; }
-  std::map<std::string, Executable>& run_cache() { return run_cache_; }
+  /// State the runtime keeps with the graph (tg::Graph::run's executables), opaque to the IR;
+  /// guarded by runtime_mutex().
+  std::mutex& runtime_mutex() { return runtime_mutex_; }
+  std::shared_ptr<void>& runtime_state() { return runtime_state_; }
 
   /// The variables' values, shared with every copy of this graph (compiled executables).
   const std::shared_ptr<VariableStore>& variables() const { return variables_; }
@@ -74,7 +74,7 @@ class Graph {
   Graph() = default;
   /// An empty graph whose variables are `variables` (a region body shares its outer graph's).
   explicit Graph(std::shared_ptr<VariableStore> variables) : variables_(std::move(variables)) {}
-  /// Copies the nodes and shares the variable store (not the run cache or scopes); used by
+  /// Copies the nodes and shares the variable store (not the runtime state or scopes); used by
   /// compile.
   Graph(const Graph& other) : nodes_(other.nodes_), variables_(other.variables_) {}
 
@@ -82,8 +82,8 @@ class Graph {
   std::deque<Node> nodes_;
   std::shared_ptr<VariableStore> variables_ = std::make_shared<VariableStore>();
   std::vector<std::vector<int>> control_scopes_;
-  std::mutex run_cache_mutex_;
-  std::map<std::string, Executable> run_cache_;
+  std::mutex runtime_mutex_;
+  std::shared_ptr<void> runtime_state_;
 };
 
 /// Text form: one line per node, "%2 = add(%0, %1) : f32[2,3]"; regions indented below their op.

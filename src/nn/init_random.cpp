@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "backends/cpu/parallel.h"
+#include "core/parallel.h"
 #include "core/philox.h"
 
 namespace tg::nn::detail {
@@ -36,7 +36,7 @@ TensorData generate(const Shape& shape, F&& per_block) {
   TensorData t(shape, DType::f32);
   float* out = t.data<float>();
   const int64_t n = t.num_elements();
-  cpu::parallel_for((n + 3) / 4, kBlockGrain, [&](int64_t begin, int64_t end) {
+  core::parallel_for((n + 3) / 4, kBlockGrain, [&](int64_t begin, int64_t end) {
     float v[4];
     for (int64_t b = begin; b < end; ++b) {
       per_block(static_cast<uint64_t>(b), v);

@@ -6,6 +6,7 @@
 #include "core/error_util.h"
 #include "ir/graph.h"
 #include "ops/registry.h"
+#include "ops/slice.h"
 #include "tg/ops.h"
 
 namespace tg::ops {
@@ -33,11 +34,6 @@ std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t ra
 /// NumPy broadcast of two shapes (-1 dims propagate unless the other dim decides);
 /// raises tg::Error(shape_mismatch) "[op] shapes [2,3] and [4] do not broadcast".
 Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);
-
-/// Python slice.indices() for one dim of size `dim` (stride != 0): the first index read and the
-/// number of elements. Shared by slice's type inference, its CPU kernel and its gradient rule.
-void resolve_slice_dim(int64_t begin, int64_t end, int64_t stride, int64_t dim, int64_t* start,
-                       int64_t* length);
 
 /// Raises tg::Error(dtype_mismatch) unless all types share one dtype.
 void check_same_dtype(std::span<const TensorType> types, std::string_view op);

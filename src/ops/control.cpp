@@ -8,7 +8,6 @@
 
 #include "ops/builder.h"
 #include "ops/control_trace.h"
-#include "passes/passes.h"
 #include "tg/control_flow.h"
 
 namespace tg {
@@ -206,7 +205,7 @@ void set_params(ir::Region& r, size_t begin, std::span<const TensorType> types) 
     r.body->node(r.params.at(begin + i)).outputs[0] = types[i];
 }
 
-void reinfer(ir::Region& r) { passes::infer_types(*r.body); }
+void reinfer(ir::Region& r) { infer_graph_types(*r.body); }
 
 std::vector<TensorType> relax(std::string_view op, std::string_view block,
                               const std::vector<TensorType>& slots,
@@ -275,6 +274,22 @@ void refine_while_loop(ir::Node& node, std::span<const TensorType> in) {
 }
 
 }  // namespace
+
+bool infer_graph_types(ir::Graph& g) {
+  bool changed = false;
+  for (ir::Node& node : g.nodes()) {
+    std::vector<TensorType> in;
+    in.reserve(node.inputs.size());
+    for (const auto& v : node.inputs) in.push_back(g.type(v));
+    // Nodes with regions get copies of their bodies inferred for these input types.
+    std::vector<TensorType> out = node.regions.empty() ? infer_types(node, in) : infer_node_types(node, in);
+    if (out != node.outputs) {
+      node.outputs = std::move(out);
+      changed = true;
+    }
+  }
+  return changed;
+}
 
 std::vector<TensorType> infer_node_types(ir::Node& node, std::span<const TensorType> inputs) {
   if (!node.regions.empty()) {

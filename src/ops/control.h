@@ -1,5 +1,5 @@
 // Internals of the control family shared by the builders (src/ops/control*.cpp), type inference
-// (src/passes/infer_types.cpp) and the gradient rules (src/autodiff/rules/control*.cpp).
+// (infer_graph_types, used by src/passes/infer_types.cpp) and the gradient rules (src/autodiff/rules/control*.cpp).
 #pragma once
 #include <span>
 #include <string>
@@ -17,6 +17,11 @@ namespace tg::ops {
 /// again (loops until the loop values' types are stable), so graphs sharing the old bodies are
 /// not touched. Raises the ops' errors.
 std::vector<TensorType> infer_node_types(ir::Node& node, std::span<const TensorType> inputs);
+
+/// Infers the types of every node of `g` again, in order, from the current input types
+/// (placeholders keep theirs; nodes with regions as infer_node_types). Raises the ops' errors.
+/// True when any type changed.
+bool infer_graph_types(ir::Graph& g);
 
 /// Appends a control-flow node of `kind` with `inputs` (operands, then captured values),
 /// `attrs` and `regions` to the inputs' graph (checked by the op's type inference) and returns

@@ -1,6 +1,7 @@
 // Graph passes. Each is a small unit returning whether it changed the graph.
 #pragma once
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "ir/graph.h"
@@ -27,10 +28,18 @@ bool eliminate_dead_code(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::ve
 /// changed.
 bool infer_types(ir::Graph& g);
 
+/// Evaluates the elementwise node `n` (0-d output type) on 0-d host tensors `args` into `out`;
+/// false when it cannot (the op raises, e.g. an integer division by zero, or has no evaluation).
+/// The runtime gives one built on the CPU backend's kernels, so passes include no backend.
+using ScalarEvaluator =
+    std::function<bool(const ir::Node& n, std::span<const TensorData> args, TensorData& out)>;
+
 /// Simplification with static shapes (passes/simplify.cpp): propagates uniform values (fills,
-/// all-equal constants) through elementwise ops and sums, select(c, a, a) -> a, mul(cast(bool), 0)
-/// -> 0; then removes what became dead. Region bodies too (on copies). Run after infer_types.
-bool simplify(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops, std::vector<int>& keep);
+/// all-equal constants) through elementwise ops (evaluated by `eval`) and sums, select(c, a, a)
+/// -> a, mul(cast(bool), 0) -> 0; then removes what became dead. Region bodies too (on copies).
+/// Run after infer_types.
+bool simplify(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops, std::vector<int>& keep,
+              const ScalarEvaluator& eval);
 
 /// Inlines every if_else whose predicate is a bool constant (passes/inline_branches.cpp): the
 /// taken branch's nodes replace it; then dead-code elimination. Remaps `roots`, `root_ops`, `keep`.
@@ -70,9 +79,5 @@ bool fuse_reductions(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector
 /// families) with one output of static shape and no regions.
 bool is_fusible_elementwise(const ir::Node& n);
 
-/// Buffer planning: for each step of `schedule`, the values whose last reader it is (values
-/// in `keep` are never released).
-std::vector<std::vector<ir::ValueRef>> plan_buffers(const ir::Graph& g, const std::vector<int>& schedule,
-                                                    const std::vector<ir::ValueRef>& keep);
 
 }  // namespace tg::passes

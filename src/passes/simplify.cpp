@@ -12,7 +12,6 @@
 // values made dead are left to eliminate_dead_code.
 #include <cmath>
 
-#include "backends/cpu/cpu_backend.h"
 #include "core/convert.h"
 #include "passes/passes.h"
 
@@ -50,10 +49,10 @@ void make_fill(ir::Node& n, double value) {
   n.inputs.clear();
 }
 
-// The scalar result of elementwise node n on uniform input values (CPU kernels on 0-d tensors).
-bool eval_scalar(const ir::Graph& g, const ir::Node& n, const std::vector<double>& in, double* out) {
-  backends::Kernel k = cpu::kernel_table().get(n.kind);
-  if (!k) return false;
+// The scalar result of elementwise node n on uniform input values (the evaluator on 0-d tensors).
+bool eval_scalar(const ir::Graph& g, const ir::Node& n, const std::vector<double>& in, const ScalarEvaluator& eval,
+                 double* out) {
+  if (!eval) return false;
   std::vector<TensorData> args;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     TensorData t({}, g.type(n.inputs[i]).dtype);
@@ -62,15 +61,9 @@ bool eval_scalar(const ir::Graph& g, const ir::Node& n, const std::vector<double
   }
   ir::Node scalar = n;
   scalar.outputs = {TensorType{{}, n.outputs[0].dtype}};
-  std::vector<TensorData> outs{TensorData({}, n.outputs[0].dtype)};
-  ir::VariableTransaction vt(std::make_shared<ir::VariableStore>());
-  backends::KernelContext ctx{scalar, args, outs, vt};
-  try {
-    k(ctx);
-  } catch (const Error&) {
-    return false;  // e.g. an integer division by zero: left for the run to report
-  }
-  *out = outs[0].element_as_double(0);
+  TensorData result({}, n.outputs[0].dtype);
+  if (!eval(scalar, args, result)) return false;  // e.g. an integer division by zero: left for the run to report
+  *out = result.element_as_double(0);
   return true;
 }
 
@@ -81,7 +74,7 @@ bool is_fusible_elementwise(const ir::Node& n) {
          ir::has_trait(n.kind, ir::kElementwise) && n.outputs.size() == 1;
 }
 
-bool simplify_graph(ir::Graph& g, std::vector<ir::ValueRef>& roots) {
+bool simplify_graph(ir::Graph& g, std::vector<ir::ValueRef>& roots, const ScalarEvaluator& eval) {
   bool changed = false;
   std::vector<std::pair<ir::ValueRef, ir::ValueRef>> aliases;  // select(c, a, a) -> a
   for (ir::Node& n : g.nodes()) {
@@ -96,7 +89,7 @@ bool simplify_graph(ir::Graph& g, std::vector<ir::ValueRef>& roots) {
         vals.push_back(v);
       }
       double r = 0;
-      if (all && eval_scalar(g, n, vals, &r)) {
+      if (all && eval_scalar(g, n, vals, eval, &r)) {
         make_fill(n, r);
         changed = true;
         continue;
@@ -179,9 +172,11 @@ bool simplify_graph(ir::Graph& g, std::vector<ir::ValueRef>& roots) {
 
 }  // namespace
 
-bool simplify(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops, std::vector<int>& keep) {
-  bool changed = run_on_region_bodies(g, simplify);
-  if (simplify_graph(g, roots)) {
+bool simplify(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops, std::vector<int>& keep,
+              const ScalarEvaluator& eval) {
+  bool changed = run_on_region_bodies(g, [&](ir::Graph& body, std::vector<ir::ValueRef>& r, std::vector<int>& ro,
+                                              std::vector<int>& k) { return simplify(body, r, ro, k, eval); });
+  if (simplify_graph(g, roots, eval)) {
     eliminate_dead_code(g, roots, root_ops, keep);
     changed = true;
   }

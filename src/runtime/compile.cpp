@@ -2,8 +2,10 @@
 
 #include <algorithm>
 
+#include "backends/backend.h"
 #include "core/env.h"
 #include "core/error_util.h"
+#include "core/stats.h"
 #include "passes/passes.h"
 
 namespace tg::runtime {
@@ -65,6 +67,22 @@ void check_supported(const backends::Backend& backend, Device device, const ir::
   for (const ir::Region& r : n.regions) {
     for (const ir::Node& inner : r.body->nodes()) check_supported(backend, device, inner);
   }
+}
+
+// Constant folding evaluates elementwise ops with the CPU backend's kernels (through the backend
+// contract: passes include no backend).
+bool evaluate_on_cpu(const ir::Node& n, std::span<const TensorData> args, TensorData& out) {
+  backends::Kernel k = backends::backend_for(Device::cpu()).kernels().get(n.kind);
+  if (!k) return false;
+  std::vector<TensorData> outs{out};
+  backends::KernelContext ctx{n, args, outs};
+  try {
+    k(ctx);
+  } catch (const Error&) {
+    return false;
+  }
+  out = outs[0];
+  return true;
 }
 
 }  // namespace
@@ -135,7 +153,7 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
   const bool fuse = env::fusion_override().value_or(backend.fuses_elementwise());
   if (fuse) passes::inline_constant_branches(*g, roots, root_ops, feeds);
   passes::infer_types(*g);
-  passes::simplify(*g, roots, root_ops, feeds);
+  passes::simplify(*g, roots, root_ops, feeds, evaluate_on_cpu);
   if (fuse) {
     if (options.precision == ComputePrecision::bf16 || options.precision == ComputePrecision::f16) {
       const DType low = options.precision == ComputePrecision::bf16 ? DType::bf16 : DType::f16;
@@ -146,7 +164,7 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     passes::fuse_reductions(*g, roots, root_ops, feeds);
   }
 
-  auto plan = std::make_shared<backends::PlannedGraph>();
+  auto plan = std::make_shared<runtime::PlannedGraph>();
   for (const ir::Node& n : g->nodes()) {
     check_static(*g, n);
     check_supported(backend, device, n);
@@ -155,7 +173,6 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
   plan->feed_nodes = feeds;
   plan->precision = options.precision;
   plan->targets = roots;
-  plan->release_after = passes::plan_buffers(*g, plan->schedule, roots);
   plan->graph = g;
 
   auto compiled = std::make_shared<CompiledProgram>();
@@ -165,8 +182,9 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     compiled->feed_types.push_back(g->node(f).outputs[0]);
   }
   for (const auto& r : roots) compiled->target_types.push_back(g->type(r));
-  compiled->program = backend.lower(plan);
+  compiled->program = std::make_unique<runtime::Program>(plan, backend, options.memory_budget_bytes);
   compiled->plan = std::move(plan);
+  stats::add(stats::Counter::compiles);  // a pass-pipeline run that produced an executable
   return Executable(std::move(compiled));
 }
 

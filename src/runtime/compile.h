@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/backend.h"
+#include "runtime/program.h"
 #include "tg/graph.h"
 
 namespace tg {
@@ -12,8 +12,8 @@ namespace tg {
 /// What an Executable holds.
 struct CompiledProgram {
   Device device;
-  std::shared_ptr<const backends::PlannedGraph> plan;
-  std::unique_ptr<backends::Program> program;
+  std::shared_ptr<const runtime::PlannedGraph> plan;
+  std::unique_ptr<runtime::Program> program;
   std::vector<std::string> feed_names;
   std::vector<TensorType> feed_types;
   std::vector<TensorType> target_types;
@@ -24,8 +24,8 @@ namespace runtime {
 /// Placeholders given a value at compile time (not fed at run time).
 using BoundFeeds = std::vector<std::pair<Tensor, TensorData>>;
 
-/// DCE -> type inference for the feeds -> checks (static shapes, backend support) -> buffer plan
-/// -> backend lowering. Errors as documented on tg::Graph::compile. Each placeholder of `bound`
+/// DCE -> type inference for the feeds -> simplification, fusion -> checks (static shapes,
+/// backend support) -> the program (memory plan, runtime::Program). Errors as documented on tg::Graph::compile. Each placeholder of `bound`
 /// becomes a constant holding its value (its type checked as a feed's), so the passes can fold
 /// it: an nn::Model compiles its training, evaluation and prediction executables with
 /// is_training bound, and the if_else of each batch norm or dropout is inlined on backends that

@@ -11,7 +11,9 @@ const CompiledProgram& checked(const std::shared_ptr<const CompiledProgram>& p) 
 }
 }  // namespace
 
-std::vector<TensorData> Executable::run(const std::vector<TensorData>& inputs) const {
+std::vector<TensorData> Executable::run(const std::vector<TensorData>& inputs) const { return run(inputs, RunOptions{}); }
+
+std::vector<TensorData> Executable::run(const std::vector<TensorData>& inputs, const RunOptions& options) const {
   const CompiledProgram& p = checked(program_);
   if (inputs.size() != p.feed_types.size()) {
     fail(ErrorCode::not_found, "run", "executable takes {} inputs, got {}", p.feed_types.size(),
@@ -28,8 +30,14 @@ std::vector<TensorData> Executable::run(const std::vector<TensorData>& inputs) c
            p.feed_types[i].to_string(), inputs[i].type().to_string());
     }
   }
-  return p.program->run(inputs);
+  return p.program->run(inputs, options);
 }
+
+size_t Executable::arena_bytes() const { return checked(program_).program->arena_bytes(); }
+size_t Executable::unplanned_bytes() const {
+  return static_cast<size_t>(checked(program_).program->memory().planned_bytes);
+}
+int Executable::arena_count() const { return checked(program_).program->arena_count(); }
 
 std::vector<TensorType> Executable::input_types() const { return checked(program_).feed_types; }
 std::vector<TensorType> Executable::output_types() const { return checked(program_).target_types; }

@@ -53,6 +53,15 @@ void add_common_options(CLI::App& cmd, CommonArgs& args) {
       ->capture_default_str();
 }
 
+namespace {
+std::string megabytes(size_t bytes) { return fmt::format("{:.2f} MB", static_cast<double>(bytes) / 1e6); }
+}  // namespace
+
+std::string arena_line(const Executable& exe) {
+  return fmt::format("arena: {} per run ({} of intermediates without reuse; {} allocated)",
+                     megabytes(exe.arena_bytes()), megabytes(exe.unplanned_bytes()), exe.arena_count());
+}
+
 Layout parse_layout(const std::string& name) { return name == "nchw" ? Layout::nchw : Layout::nhwc; }
 
 ComputePrecision parse_precision(const std::string& name) {

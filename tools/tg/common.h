@@ -39,6 +39,10 @@ Device parse_device(const std::string& name, std::string_view command);
 /// "f32", "tf32", "bf16", "f16" (checked by CLI11) as a ComputePrecision.
 ComputePrecision parse_precision(const std::string& name);
 
+/// "arena: 1.2 MB per run (3.4 MB of intermediates without reuse; 1 allocated)": the memory
+/// plan of a compiled executable (Executable::arena_bytes), for tg run and tg inspect.
+std::string arena_line(const Executable& exe);
+
 /// The directory holding the MNIST IDX files: --data-dir when given, else the first of
 /// <source tree>/data/mnist, <exe>/../data/mnist, <exe>/../share/tensorgraph/data/mnist,
 /// ./data/mnist that exists; tg::Error(not_found) listing the places tried otherwise.

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "commands.h"
+#include "common.h"
 #include "tg/onnx.h"
 #include "tg/tg.h"
 
@@ -19,6 +20,7 @@ struct InspectArgs {
   std::string dot;
   bool list_ops = false;
   bool variables = false;
+  std::string device = "cpu";
 };
 
 void inspect(const InspectArgs& a) {
@@ -41,6 +43,21 @@ void inspect(const InspectArgs& a) {
   }
   if (!m.variables.empty()) std::cout << "variables: " << m.variables.size() << "\n";
   std::cout << "graph (" << m.graph.num_nodes() << " nodes):\n" << m.graph.to_string();
+  // The memory plan of the compiled model (dynamic dims taken as 1).
+  tg::FeedTypes types;
+  for (const auto& in : m.inputs) {
+    tg::Shape s = in.tensor.shape();
+    for (int64_t& d : s) d = d < 0 ? 1 : d;
+    types.emplace_back(in.tensor, tg::TensorType{s, in.tensor.dtype()});
+  }
+  const tg::Device device = tg::cli::parse_device(a.device, "tg inspect");
+  try {
+    tg::Executable exe = m.graph.compile(device, types, m.targets());
+    std::cout << "compiled for " << device.to_string() << " (dynamic dims as 1): " << tg::cli::arena_line(exe)
+              << "\n";
+  } catch (const tg::Error& e) {
+    std::cout << "arena: not planned (the model does not compile with dynamic dims as 1: " << e.what() << ")\n";
+  }
   if (!a.dot.empty()) {
     std::ofstream out(a.dot);
     if (!out) throw tg::Error(tg::ErrorCode::io_error, "[tg inspect] cannot write '" + a.dot + "'");
@@ -60,6 +77,8 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_option("--dot", args->dot, "Also write the graph as a Graphviz DOT file");
   cmd->add_flag("--list-ops", args->list_ops, "Print the supported ONNX ops and opsets");
   cmd->add_flag("--variables", args->variables, "Import initializers as variables");
+  cmd->add_option("--device", args->device, "Device the arena line is planned for: cpu, cuda or cuda:N")
+      ->capture_default_str();
   cmd->callback([args] { inspect(*args); });  // main() reports a tg::Error
 }
 

@@ -144,6 +144,7 @@ struct RunArgs {
   bool random = false;
   uint64_t seed = 0;
   std::string device = "";
+  std::string precision = "f32";
   int repeat = 0;
   std::string output_dir = ".";
   bool no_write = false;
@@ -257,10 +258,12 @@ void run_model(const RunArgs& a) {
     types.emplace_back(in.tensor, v.type());
     feeds.push_back(v.to(device));
   }
-  tg::Executable exe = m.graph.compile(device, types, m.targets());
+  tg::Executable exe =
+      m.graph.compile(device, types, m.targets(), {}, {.precision = tg::cli::parse_precision(a.precision)});
   std::vector<TensorData> outs = exe.run(feeds);
   std::cout << "model " << a.model << " (opset " << m.opset << ", " << m.graph.num_nodes()
-            << " graph nodes) on " << device.to_string() << "\n";
+            << " graph nodes) on " << device.to_string() << ", precision " << a.precision << "\n";
+  std::cout << tg::cli::arena_line(exe) << "\n";
   if (!a.no_write) fs::create_directories(a.output_dir);
   for (size_t i = 0; i < outs.size(); ++i) {
     TensorData host = outs[i].to(tg::Device::cpu());
@@ -303,6 +306,10 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "Seed of the random inputs");
   cmd->add_option("--shape", args->shapes, "Fix an input's shape: name=d0,d1,...");
   cmd->add_option("--device", args->device, "cpu, cuda or cuda:N (default: TG_DEVICE or the GPU)");
+  cmd->add_option("--precision", args->precision,
+                  "conv/matmul arithmetic on CUDA (CompileOptions::precision): f32, tf32, bf16 or f16")
+      ->check(CLI::IsMember({"f32", "tf32", "bf16", "f16"}))
+      ->capture_default_str();
   cmd->add_option("--repeat", args->repeat, "Time N more runs and print median and p90 latency")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--output-dir,-o", args->output_dir, "Where the outputs' .npy files go");

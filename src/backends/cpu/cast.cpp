@@ -6,6 +6,7 @@
 //   float -> float:  round to nearest even; overflow gives +-inf (f16/bf16 via float)
 //   float -> int:    truncate toward zero, saturating to the target's range (+-inf too); NaN -> 0
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -50,8 +51,8 @@ To convert(From x) {
 void cast_kernel(KernelContext& ctx) {
   const TensorData& x = ctx.inputs[0];
   TensorData& y = ctx.outputs[0];
-  if (x.type() == y.type()) {  // no-op cast: share the input's storage
-    y = x;
+  if (x.type() == y.type()) {  // no-op cast: a copy (the output has its own place in the arena)
+    if (x.nbytes() > 0) std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
     return;
   }
   if (x.num_elements() != y.num_elements()) {

@@ -8,7 +8,6 @@ namespace tg::cpu {
 using backends::Kernel;
 using backends::KernelContext;
 using backends::KernelTable;
-using backends::RegionRunner;
 
 /// Every family's kernels.
 const KernelTable& kernel_table();

@@ -14,7 +14,6 @@
 #include "backends/cpu/parallel.h"
 #include "core/convert.h"
 #include "core/error_util.h"
-#include "ops/builder.h"
 
 namespace tg::cpu {
 namespace {

@@ -2,6 +2,9 @@
 // when released and reused by later allocations of the same class. All backend work on a device
 // runs on one stream, so a block released by the host while kernels that use it are still queued
 // is only handed to work queued after them (the same rule as PyTorch's caching allocator).
+// While the runtime records a CUDA graph, the recording thread allocates from a private pool
+// (CapturePool) instead, whose blocks are reused only within that recording and freed with it:
+// PyTorch's private graph memory pools follow the same rule.
 #include <map>
 #include <mutex>
 #include <vector>
@@ -66,8 +69,67 @@ void release_block(int device, size_t size, void* p) {
 
 }  // namespace
 
+class CapturePool {
+ public:
+  explicit CapturePool(int device) : device_(device) {}
+  ~CapturePool() {
+    for (void* p : all_) cudaFree(p);
+  }
+  int device() const { return device_; }
+  std::shared_ptr<void> allocate(const std::shared_ptr<CapturePool>& self, size_t bytes) {
+    const size_t size = size_class(bytes);
+    void* p = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = free_.find(size);
+      if (it != free_.end()) {
+        p = it->second;
+        free_.erase(it);
+      }
+    }
+    if (p == nullptr) {
+      cudaError_t e = cudaMalloc(&p, size);
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        fail(e == cudaErrorMemoryAllocation ? ErrorCode::out_of_memory : ErrorCode::internal, "cuda",
+             "out of memory recording a CUDA graph: asked for {} bytes on cuda:{}: {}", bytes, device_,
+             cudaGetErrorName(e));
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      all_.push_back(p);
+    }
+    // Freed blocks go back to the pool (reused by later allocations of the same recording); the
+    // pool itself lives as long as the recorded run (and any block still referenced).
+    return std::shared_ptr<void>(p, [pool = self, size](void* q) {
+      std::lock_guard<std::mutex> lock(pool->mu_);
+      pool->free_.emplace(size, q);
+    });
+  }
+
+ private:
+  int device_;
+  std::mutex mu_;
+  std::multimap<size_t, void*> free_;
+  std::vector<void*> all_;
+};
+
+namespace {
+thread_local std::shared_ptr<CapturePool> t_capture_pool;
+}  // namespace
+
+std::shared_ptr<CapturePool> make_capture_pool(int device) { return std::make_shared<CapturePool>(device); }
+
+CapturePoolScope::CapturePoolScope(std::shared_ptr<CapturePool> pool) : previous_(std::move(t_capture_pool)) {
+  t_capture_pool = std::move(pool);
+}
+CapturePoolScope::~CapturePoolScope() { t_capture_pool = std::move(previous_); }
+
+GlobalAllocationScope::GlobalAllocationScope() : previous_(std::move(t_capture_pool)) { t_capture_pool = nullptr; }
+GlobalAllocationScope::~GlobalAllocationScope() { t_capture_pool = std::move(previous_); }
+
 std::shared_ptr<void> device_allocate(int device, size_t bytes) {
   DeviceContext& ctx = activate(device);
+  if (t_capture_pool && t_capture_pool->device() == device) return t_capture_pool->allocate(t_capture_pool, bytes);
   size_t size = size_class(bytes);
   DeviceCache& dc = cache(device);
   void* p = nullptr;

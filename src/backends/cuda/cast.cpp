@@ -2,10 +2,11 @@
 // (src/backends/cpu/cast.cpp, tg_dev::convert in device/elementwise.cuh): x -> bool is x != 0
 // (NaN -> true), bool -> x is 0/1, int -> int wraps, int/float -> float rounds to nearest even
 // (f16/bf16 through f32, as the CPU), float -> int truncates and saturates, NaN -> 0. A cast to
-// the input's own type shares the input's storage. stop_gradient is the identity (shares storage).
+// the input's own type is a copy. stop_gradient is the identity (shares storage).
 // Generated elementwise kernels (elementwise_codegen.h); any rank.
 #include <fmt/format.h>
 
+#include "backends/cuda/context.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/elementwise_codegen.h"
 #include "backends/cuda/elementwise_ops.h"
@@ -17,8 +18,11 @@ namespace {
 void cast_kernel(KernelContext& ctx) {
   const TensorData& x = ctx.inputs[0];
   TensorData& y = ctx.outputs[0];
-  if (x.type() == y.type()) {  // no-op cast: share the input's storage
-    y = x;
+  if (x.type() == y.type()) {  // no-op cast: a copy (the output has its own place in the arena)
+    if (x.nbytes() > 0) {
+      check(cudaMemcpyAsync(ptr(y), ptr(x), x.nbytes(), cudaMemcpyDeviceToDevice, stream_of(ctx)), ctx.op_name(),
+            "cudaMemcpyAsync");
+    }
     return;
   }
   if (x.num_elements() != y.num_elements()) {
@@ -26,8 +30,9 @@ void cast_kernel(KernelContext& ctx) {
          str(y.shape()));
   }
   if (x.num_elements() == 0) return;
-  if (x.dtype() == y.dtype()) {  // same dtype, other shape: a view
-    y = x.reshaped(y.shape());
+  if (x.dtype() == y.dtype()) {  // same dtype, other shape: a copy
+    check(cudaMemcpyAsync(ptr(y), ptr(x), x.nbytes(), cudaMemcpyDeviceToDevice, stream_of(ctx)), ctx.op_name(),
+          "cudaMemcpyAsync");
     return;
   }
   ElementwiseSpec spec;

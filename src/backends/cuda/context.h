@@ -23,26 +23,32 @@ void check(cudnnStatus_t s, std::string_view op, std::string_view what);
 /// check(cudaGetLastError()) after a kernel launch.
 void check_launch(std::string_view op, std::string_view kernel);
 
-/// One device's state. All work of the backend on a device runs on `stream`, so buffers freed to
-/// the caching allocator can be reused by later work without waiting.
+/// The cuDNN handle of a device, held by one thread at a time and bound to one stream.
+struct CudnnUse {
+  std::unique_lock<std::mutex> lock;
+  cudnnHandle_t handle = nullptr;
+};
+
+/// One device's state. All work of the backend on a device runs on `stream` (the device's own
+/// stream), so buffers freed to the caching allocator can be reused by later work without
+/// waiting; kernels queue on the run's stream (stream_of), which is `stream` except while the
+/// runtime captures a CUDA graph.
 struct DeviceContext {
   int device = 0;
   cudaStream_t stream = nullptr;
   int sm_count = 0;
   int cc_major = 0, cc_minor = 0;
   size_t max_shared_per_block = 0;
-  /// Library handles, created on first use and bound to `stream`.
+  /// The cuBLASLt handle (thread-safe; the stream is given per call), created on first use.
   cublasLtHandle_t cublaslt();
-  cudnnHandle_t cudnn();
-  /// A scratch buffer of at least `bytes` on this device, valid until the next call of
-  /// workspace() on this device (stream order makes reuse by the next kernel safe).
-  void* workspace(size_t bytes);
+  /// The cuDNN handle, locked for the caller and bound to `on` until the CudnnUse goes.
+  CudnnUse cudnn(cudaStream_t on);
 
   std::mutex mu;  ///< guards the lazily created members below
   cublasLtHandle_t cublaslt_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
-  std::shared_ptr<void> workspace_;
-  size_t workspace_bytes_ = 0;
+  cudaStream_t cudnn_stream_ = nullptr;
+  std::mutex cudnn_mu;  ///< held while a thread queues cuDNN work
 };
 
 /// Makes `device` current for the calling thread (cudaSetDevice) and returns its context.
@@ -51,7 +57,25 @@ DeviceContext& activate(int device);
 
 /// The context of the kernel's device, made current.
 inline DeviceContext& context_of(const backends::KernelContext& ctx) { return activate(ctx.device.index); }
-inline cudaStream_t stream_of(const backends::KernelContext& ctx) { return context_of(ctx).stream; }
+/// The stream a kernel queues its work on: the run's (a capturing stream while the runtime
+/// records a CUDA graph).
+inline cudaStream_t stream_of(const backends::KernelContext& ctx) {
+  return ctx.run != nullptr ? static_cast<cudaStream_t>(ctx.run->stream()) : context_of(ctx).stream;
+}
+/// Scratch for the kernel's work (RunServices::workspace): declared, so steady-state runs
+/// allocate nothing. Raises tg::Error(internal) outside a run.
+void* workspace_of(const backends::KernelContext& ctx, size_t bytes);
+
+/// A device check of the kernel (RunServices::device_error): the record and tag its device code
+/// writes on failure; `describe` builds the error from the record.
+backends::DeviceErrorSlot device_check(const backends::KernelContext& ctx, backends::DeviceErrorFormatter describe);
+
+/// Queues `report_error` after a kernel that left a flag: when `*flag` differs from `ok` the
+/// record gets `tag` (unless an earlier check set it) and detail[0] = the flag's value.
+/// `flag64`: the flag is an unsigned long long, else an int. `index`/`index_i64`: when given,
+/// detail[1] = index[flag] (the offending index value).
+void report_flag(const void* flag, bool flag64, unsigned long long ok, const void* index, bool index_i64,
+                 backends::DeviceErrorSlot slot, cudaStream_t stream, std::string_view op);
 
 template <typename T = void>
 T* ptr(TensorData& t) { return static_cast<T*>(t.storage_ptr()); }

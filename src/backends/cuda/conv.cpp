@@ -24,7 +24,8 @@
 //    buffers, at most 256 MiB of workspace) and cached with
 //    its descriptors in a mutex-protected map. While the stream is being captured into a CUDA
 //    graph (Find would synchronize) the heuristic cudnnGet*Algorithm_v7 answer is used, not
-//    cached. Workspace from the device context; scratch buffers from the caching allocator.
+//    cached. Workspace and scratch buffers from the run's workspace (declared scratch); the
+//    search's workspace is a transient block of the caching allocator.
 // Limits: tensors of at most 2^31 - 1 elements (cuDNN's legacy API takes int dims).
 // Empty outputs launch nothing; an empty input gives zeros.
 #include <algorithm>
@@ -42,6 +43,7 @@
 #include "backends/cuda/kernels/lowp_cast.h"
 #include "core/env.h"
 #include "core/error_util.h"
+#include "core/stats.h"
 #include "ir/attrs.h"
 #include "ops/conv_geometry.h"
 
@@ -82,12 +84,10 @@ struct Env {
   DeviceContext& dc;
   cudaStream_t stream;
   const char* op;
+  cudnnHandle_t cudnn;  ///< locked for this kernel and bound to `stream`
 };
 
-void* scratch(Env& e, Buf& keep, size_t bytes) {
-  keep.hold = device_allocate(e.dc.device, std::max<size_t>(bytes, 1));
-  return keep.hold.get();
-}
+void* scratch(Env& e, Buf&, size_t bytes) { return workspace_of(e.ctx, std::max<size_t>(bytes, 1)); }
 
 // src (logical dims d, layout `from`) -> dst in layout `to`; elements of `esize` bytes.
 void permute(Env& e, const void* src, void* dst, const Dims& d, const Axes& from, const Axes& to,
@@ -168,42 +168,12 @@ Buf prepare_data(Env& e, const Setup& s, const void* src, const Dims& d,
   return cur;
 }
 
-// The op's weights (logical dims d) in cuDNN's filter layout and dtype.
-// Weights as cuDNN reads them, cached per weight buffer: a layer's forward and backward-data
-// convolutions of one step (and every inference run) cast and permute its weights once. An entry
-// is valid while the weight buffer it was made from lives (weak reference; buffers are never
-// written after their kernel made them), and dropped when that buffer is gone.
-struct WeightKey {
-  const void* src;
-  int device;
-  DType rdt;
-  Axes from, to;
-  Dims d;
-  auto tie() const { return std::tie(src, device, rdt, from, to, d); }
-  bool operator<(const WeightKey& o) const { return tie() < o.tie(); }
-};
-struct WeightEntry {
-  std::weak_ptr<void> source;
-  std::shared_ptr<void> prepared;
-};
-std::mutex g_weights_mu;
-std::map<WeightKey, WeightEntry> g_weights;
-
+// The op's weights (logical dims d) in cuDNN's filter layout and dtype, made in this run's
+// scratch. (They are not cached across runs: variables are updated in place and arena values are
+// rewritten every run, so a buffer's address says nothing about its contents.)
 Buf prepare_weights(Env& e, const Setup& s, const TensorData& w, const Dims& d) {
   if (!s.cast && s.user_w == s.filter_axes()) return Buf{w.storage_ptr(), nullptr};
-  const WeightKey key{w.storage_ptr(), e.dc.device, s.rdt, s.user_w, s.filter_axes(), d};
-  {
-    std::lock_guard<std::mutex> lock(g_weights_mu);
-    auto it = g_weights.find(key);
-    if (it != g_weights.end() && it->second.source.lock() == w.storage()) {
-      return Buf{it->second.prepared.get(), it->second.prepared};
-    }
-  }
-  Buf made = cast_and_permute(e, s, w.storage_ptr(), d, s.user_w, s.filter_axes());
-  std::lock_guard<std::mutex> lock(g_weights_mu);
-  std::erase_if(g_weights, [](const auto& kv) { return kv.second.source.expired(); });
-  g_weights[key] = WeightEntry{w.storage(), made.hold};
-  return made;
+  return cast_and_permute(e, s, w.storage_ptr(), d, s.user_w, s.filter_axes());
 }
 
 
@@ -325,7 +295,14 @@ void pick(Plan& p, const PlanKey& k, const Perf* perf, int n, size_t max_workspa
 // (backward weights).
 void choose(Env& e, Plan& p, const PlanKey& k, const void* a, const void* b, void* out,
             bool measure) {
-  cudnnHandle_t h = e.dc.cudnn();
+  cudnnHandle_t h = e.cudnn;
+  // The search's workspace: transient (only the chosen algorithm's size is declared scratch).
+  std::shared_ptr<void> search_ws;
+  auto search_workspace = [&](size_t bytes) {
+    search_ws = device_allocate(e.dc.device, std::max<size_t>(bytes, 1));
+    return search_ws.get();
+  };
+  if (measure) stats::add(stats::Counter::autotune_runs);
   if (k.graph) {
     cudnn_graph::ConvSpec spec;
     spec.pass = static_cast<cudnn_graph::ConvPass>(k.pass);
@@ -340,9 +317,8 @@ void choose(Env& e, Plan& p, const PlanKey& k, const void* a, const void* b, voi
     spec.stride_w = k.sw;
     spec.dil_h = k.dh;
     spec.dil_w = k.dw;
-    p.graph = cudnn_graph::make_conv_plan(h, e.stream, spec, a, b, out,
-                                          [&](size_t bytes) { return e.dc.workspace(bytes); }, kFindWorkspace,
-                                          measure, e.op);
+    p.graph = cudnn_graph::make_conv_plan(h, e.stream, spec, a, b, out, search_workspace, kFindWorkspace, measure,
+                                          e.op);
     if (p.graph) {
       p.ok = true;
       p.workspace = cudnn_graph::workspace_size(*p.graph);
@@ -351,7 +327,7 @@ void choose(Env& e, Plan& p, const PlanKey& k, const void* a, const void* b, voi
   }
   constexpr int kMax = 16;
   int n = 0;
-  void* ws = measure ? e.dc.workspace(kFindWorkspace) : nullptr;
+  void* ws = measure ? search_workspace(kFindWorkspace) : nullptr;
   const size_t limit = kFindWorkspace;
   switch (k.pass) {
     case Pass::forward: {
@@ -387,8 +363,8 @@ void choose(Env& e, Plan& p, const PlanKey& k, const void* a, const void* b, voi
 }
 
 void execute(Env& e, const Plan& p, Pass pass, DType rdt, const void* a, const void* b, void* out) {
-  cudnnHandle_t h = e.dc.cudnn();
-  void* ws = p.workspace > 0 ? e.dc.workspace(p.workspace) : nullptr;
+  cudnnHandle_t h = e.cudnn;
+  void* ws = p.workspace > 0 ? workspace_of(e.ctx, p.workspace) : nullptr;
   if (p.graph) {
     cudnn_graph::execute(h, *p.graph, a, b, out, ws, e.op);
     return;
@@ -584,11 +560,13 @@ void conv_kernel(KernelContext& ctx) {
   }
   if (out.num_elements() == 0) return;
   DeviceContext& dc = context_of(ctx);
-  Env e{ctx, dc, dc.stream, ctx.op_name()};
+  const cudaStream_t stream = stream_of(ctx);
   if (ctx.inputs[0].num_elements() == 0 || ctx.inputs[1].num_elements() == 0) {
-    check(cudaMemsetAsync(ptr(out), 0, out.nbytes(), e.stream), e.op, "cudaMemsetAsync");
+    check(cudaMemsetAsync(ptr(out), 0, out.nbytes(), stream), ctx.op_name(), "cudaMemsetAsync");
     return;  // all-zero bits are 0.0 in every float type
   }
+  CudnnUse cudnn = dc.cudnn(stream);  // held by this kernel (one thread at a time queues cuDNN work)
+  Env e{ctx, dc, stream, ctx.op_name(), cudnn.handle};
   Setup s;
   s.dt = dt;
   s.rdt = dt;

@@ -5,35 +5,175 @@
 #include <vector>
 
 #include "backends/cuda/context.h"
-#include "backends/interpreter.h"
+#include "backends/cuda/kernels/status.h"
 #include "core/error_util.h"
+#include "core/stats.h"
 
 namespace tg::cuda {
 
 namespace {
 
-// Timing events of TG_PROFILE, reused.
-std::mutex& event_pool_mu() {
-  static std::mutex mu;
-  return mu;
-}
-std::vector<cudaEvent_t>& event_pool() {
-  static auto* pool = new std::vector<cudaEvent_t>();
-  return *pool;
-}
-cudaEvent_t take_event() {
-  {
-    std::lock_guard lock(event_pool_mu());
-    if (!event_pool().empty()) {
-      cudaEvent_t e = event_pool().back();
-      event_pool().pop_back();
-      return e;
+// Events, reused: timing ones for TG_PROFILE, plain ones for stream ordering.
+struct EventPool {
+  unsigned flags;
+  std::mutex mu;
+  std::vector<cudaEvent_t> free;
+  cudaEvent_t take() {
+    {
+      std::lock_guard lock(mu);
+      if (!free.empty()) {
+        cudaEvent_t e = free.back();
+        free.pop_back();
+        return e;
+      }
     }
+    cudaEvent_t e = nullptr;
+    check(cudaEventCreateWithFlags(&e, flags), "cuda", "cudaEventCreate");
+    return e;
   }
-  cudaEvent_t e = nullptr;
-  check(cudaEventCreate(&e), "profile", "cudaEventCreate");
-  return e;
+  void give(cudaEvent_t e) {
+    std::lock_guard lock(mu);
+    free.push_back(e);
+  }
+};
+EventPool& timing_events() {
+  static auto* p = new EventPool{cudaEventDefault, {}, {}};
+  return *p;
 }
+EventPool& order_events() {
+  static auto* p = new EventPool{cudaEventDisableTiming, {}, {}};
+  return *p;
+}
+
+// `waiter` waits for the work queued on `on` so far.
+void order_after(cudaStream_t waiter, cudaStream_t on) {
+  cudaEvent_t e = order_events().take();
+  check(cudaEventRecord(e, on), "cuda", "cudaEventRecord");
+  check(cudaStreamWaitEvent(waiter, e, 0), "cuda", "cudaStreamWaitEvent");
+  order_events().give(e);  // the wait captured the event's state: it may be recorded again
+}
+
+// A captured run: the instantiated CUDA graph and the memory pool its kernels allocated from.
+struct CudaGraphRun final : backends::RecordedRun {
+  cudaGraphExec_t exec = nullptr;
+  std::shared_ptr<CapturePool> pool;
+  ~CudaGraphRun() override {
+    if (exec) cudaGraphExecDestroy(exec);
+  }
+};
+
+class CudaBackend final : public backends::Backend {
+ public:
+  explicit CudaBackend(int device) : device_(device) {}
+  Device device() const override { return Device::cuda(device_); }
+  const KernelTable& kernels() const override { return kernel_table(); }
+  bool fuses_elementwise() const override { return true; }
+  // The generated elementwise kernels (elementwise_codegen.h) read an input of the output's shape
+  // at the index they write, and a single output has no other store in between.
+  bool writes_in_place(const ir::Node& n, int input, const TensorType& type) const override {
+    return n.kind == ir::OpKind::fused_elementwise && n.outputs.size() == 1 && type.shape == n.outputs[0].shape &&
+           dtype_size(type.dtype) == dtype_size(n.outputs[0].dtype) && input >= 0;
+  }
+
+  std::shared_ptr<void> allocate(size_t bytes) const override { return device_allocate(device_, bytes); }
+  void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes,
+            void* stream) const override {
+    cuda::copy(dst, dst_device, src, src_device, bytes, stream);
+  }
+  void fill_zero(void* dst, size_t bytes, void* stream) const override {
+    check(cudaMemsetAsync(dst, 0, bytes, stream_or_own(stream)), "cuda", "cudaMemsetAsync");
+  }
+
+  void* own_stream() const override { return activate(device_).stream; }
+  void enter_stream(void* caller) const override {
+    order_after(activate(device_).stream, static_cast<cudaStream_t>(caller));
+  }
+  void leave_stream(void* caller) const override {
+    order_after(static_cast<cudaStream_t>(caller), activate(device_).stream);
+  }
+  void synchronize(void* stream) const override {
+    stats::add(stats::Counter::host_waits);
+    check(cudaStreamSynchronize(stream_or_own(stream)), "cuda", "a kernel on the stream failed");
+  }
+
+  void commit(std::span<const backends::CommitCopy> copies, const backends::DeviceErrorRecord* record,
+              void* stream) const override {
+    std::vector<kernels::CommitEntry> entries;
+    entries.reserve(copies.size());
+    for (const auto& c : copies) entries.push_back({c.dst, c.src, c.bytes});
+    kernels::launch_commit(entries.data(), static_cast<int>(entries.size()),
+                           reinterpret_cast<const kernels::ErrorRecord*>(record), stream_or_own(stream));
+    check_launch("commit", "commit");
+  }
+  backends::DeviceErrorRecord read_error(const backends::DeviceErrorRecord* record, void* stream) const override {
+    backends::DeviceErrorRecord r;
+    cuda::copy(&r, Device::cpu(), record, device(), sizeof r, stream);
+    return r;
+  }
+
+  bool can_record() const override { return true; }
+  std::unique_ptr<backends::RecordedRun> record(const std::function<void(void*)>& enqueue) const override {
+    activate(device_);
+    cudaStream_t capture = nullptr;
+    check(cudaStreamCreateWithFlags(&capture, cudaStreamNonBlocking), "cuda", "cudaStreamCreate");
+    struct StreamGuard {
+      cudaStream_t s;
+      ~StreamGuard() { cudaStreamDestroy(s); }
+    } guard{capture};
+    auto run = std::make_unique<CudaGraphRun>();
+    run->pool = make_capture_pool(device_);
+    CapturePoolScope scope(run->pool);
+    // Relaxed: kernels may still allocate (cudaMalloc) and load modules while the stream captures.
+    check(cudaStreamBeginCapture(capture, cudaStreamCaptureModeRelaxed), "cuda", "cudaStreamBeginCapture");
+    cudaGraph_t graph = nullptr;
+    try {
+      enqueue(capture);
+    } catch (...) {
+      cudaStreamEndCapture(capture, &graph);
+      if (graph) cudaGraphDestroy(graph);
+      cudaGetLastError();
+      throw;
+    }
+    const cudaError_t ended = cudaStreamEndCapture(capture, &graph);
+    if (ended != cudaSuccess || graph == nullptr) {
+      if (graph) cudaGraphDestroy(graph);
+      cudaGetLastError();
+      fail(ErrorCode::unsupported, "cuda", "the run could not be captured into a CUDA graph: {}",
+           cudaGetErrorString(ended));
+    }
+    const cudaError_t made = cudaGraphInstantiate(&run->exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (made != cudaSuccess) {
+      cudaGetLastError();
+      run->exec = nullptr;
+      fail(ErrorCode::unsupported, "cuda", "cudaGraphInstantiate: {}", cudaGetErrorString(made));
+    }
+    return run;
+  }
+  void replay(const backends::RecordedRun& run, void* stream) const override {
+    const auto& g = static_cast<const CudaGraphRun&>(run);
+    check(cudaGraphLaunch(g.exec, stream_or_own(stream)), "cuda", "cudaGraphLaunch");
+  }
+
+  void* record_event(void* stream) const override {
+    cudaEvent_t e = timing_events().take();
+    check(cudaEventRecord(e, stream_or_own(stream)), "profile", "cudaEventRecord");
+    return e;
+  }
+  double event_ms(void* from, void* to) const override {
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(from), static_cast<cudaEvent_t>(to)), "profile",
+          "cudaEventElapsedTime");
+    return static_cast<double>(ms);
+  }
+  void release_event(void* e) const override { timing_events().give(static_cast<cudaEvent_t>(e)); }
+
+ private:
+  cudaStream_t stream_or_own(void* s) const {
+    return s != nullptr ? static_cast<cudaStream_t>(s) : activate(device_).stream;
+  }
+  int device_;
+};
 
 }  // namespace
 
@@ -43,47 +183,10 @@ const KernelTable& kernel_table() {
 #define TG_CALL_CUDA_REGISTER_KERNELS(family) register_##family##_kernels(t);
     TG_OP_FAMILIES(TG_CALL_CUDA_REGISTER_KERNELS)
 #undef TG_CALL_CUDA_REGISTER_KERNELS
-    t.synchronize = [](Device d) { cuda::synchronize(d.index); };
-    t.record_event = [](Device d) -> void* {
-      cudaEvent_t e = take_event();
-      check(cudaEventRecord(e, activate(d.index).stream), "profile", "cudaEventRecord");
-      return e;
-    };
-    t.event_ms = [](void* from, void* to) {
-      float ms = 0;
-      check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(from), static_cast<cudaEvent_t>(to)), "profile",
-            "cudaEventElapsedTime");
-      return static_cast<double>(ms);
-    };
-    t.release_event = [](void* e) {
-      std::lock_guard lock(event_pool_mu());
-      event_pool().push_back(static_cast<cudaEvent_t>(e));
-    };
     return t;
   }();
   return table;
 }
-
-namespace {
-
-class CudaBackend final : public backends::Backend {
- public:
-  explicit CudaBackend(int device) : device_(device) {}
-  Device device() const override { return Device::cuda(device_); }
-  bool supports(const ir::Node& node) const override {
-    return node.kind == ir::OpKind::placeholder || kernel_table().get(node.kind) != nullptr;
-  }
-  bool fuses_elementwise() const override { return true; }
-  std::unique_ptr<backends::Program> lower(std::shared_ptr<const backends::PlannedGraph> plan) const override {
-    activate(device_);
-    return backends::make_interpreter(std::move(plan), Device::cuda(device_), kernel_table());
-  }
-
- private:
-  int device_;
-};
-
-}  // namespace
 
 const backends::Backend& cuda_backend(int device) {
   check_device(device);

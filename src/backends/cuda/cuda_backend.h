@@ -1,5 +1,5 @@
-// The CUDA backend: the same interpreter as the CPU backend (backends/interpreter.h) over a
-// table of CUDA kernels, one file per op family (src/backends/cuda/<family>.cpp), device code in
+// The CUDA backend: the runtime's contract (backends/backend.h) on NVIDIA GPUs: a table of CUDA
+// kernels, one file per op family (src/backends/cuda/<family>.cpp), device code in
 // kernels/*.cu and device/*.cuh, run-time generated kernels through nvrtc/.
 #pragma once
 #include "backends/backend.h"

@@ -452,12 +452,11 @@ void run_elementwise(const backends::KernelContext& ctx, const ElementwiseSpec& 
   }
   long long n_arg = n;
   args.push_back(&n_arg);
-  std::shared_ptr<void> flag_buf;
+  const cudaStream_t stream = stream_of(ctx);
   int* flag = nullptr;
   if (spec.uses_flag) {
-    flag_buf = device_allocate(ctx.device.index, sizeof(int));
-    flag = static_cast<int*>(flag_buf.get());
-    check(cudaMemsetAsync(flag, 0, sizeof(int), dc.stream), op, "cudaMemsetAsync");
+    flag = static_cast<int*>(workspace_of(ctx, sizeof(int)));
+    check(cudaMemsetAsync(flag, 0, sizeof(int), stream), op, "cudaMemsetAsync");
   }
   args.push_back(&flag);
   std::vector<long long> p(params.begin(), params.end());
@@ -493,14 +492,16 @@ void run_elementwise(const backends::KernelContext& ctx, const ElementwiseSpec& 
     if (!vec_ok) blocks = grid_for(n, kThreads);
   }
   cudaKernel_t kernel = vec_ok ? e.vec_kernel : n < (int64_t{1} << 31) ? e.fast : e.slow;
-  nvrtc::launch(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), args.data(), dc.stream, op);
+  nvrtc::launch(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), args.data(), stream, op);
 
   if (spec.uses_flag) {
-    // The one host synchronization of these kernels: integer division by zero must raise (the
-    // CPU's semantics), so the flag is read back before the kernel returns.
-    int host_flag = 0;
-    copy(&host_flag, Device::cpu(), flag, ctx.device, sizeof(int));
-    if (host_flag) fail(ErrorCode::invalid_argument, op, "integer division by zero");
+    // Integer division by zero raises (the CPU's semantics): the kernel sets the flag, the report
+    // kernel writes the run's device error record, and the runtime raises after the run.
+    report_flag(flag, false, 0, nullptr, false,
+                device_check(ctx, [op = std::string(op)](const backends::DeviceErrorRecord&) {
+                  return Error(ErrorCode::invalid_argument, fmt::format("[{}] integer division by zero", op));
+                }),
+                stream, op);
   }
 }
 

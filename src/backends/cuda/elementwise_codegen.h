@@ -40,7 +40,7 @@ struct ElementwiseSpec {
   std::vector<DType> outputs;       ///< storage dtypes of the outputs
   std::vector<std::string> exprs;   ///< one expression per output
   int num_params = 0;               ///< int64 parameters p0..p{n-1} (values given at launch)
-  bool uses_flag = false;           ///< integer division: check the zero-divisor flag afterwards
+  bool uses_flag = false;           ///< integer division: report the zero-divisor flag afterwards
   /// Device code placed before the kernels (helper functions the expressions call; fused.cpp
   /// puts a fused chain's program here).
   std::string prelude;
@@ -69,8 +69,9 @@ std::string elementwise_source(const ElementwiseSpec& spec, std::string_view kin
 
 /// Runs `spec` on ctx's device and stream: inputs broadcast to outputs[0]'s shape (every output
 /// must have that shape). Raises tg::Error(shape_mismatch) naming ctx's op when an input does
-/// not broadcast; with spec.uses_flag, waits for the kernel and raises
-/// tg::Error(invalid_argument) "[op] integer division by zero" when the flag was set.
+/// not broadcast; with spec.uses_flag, a zero divisor is reported in the run's device error
+/// record, and the runtime raises tg::Error(invalid_argument) "[op] integer division by zero"
+/// after the run.
 void run_elementwise(const backends::KernelContext& ctx, const ElementwiseSpec& spec,
                      std::span<const TensorData> inputs, std::span<TensorData> outputs,
                      std::span<const int64_t> params = {});

@@ -130,7 +130,7 @@ void fused_kernel(KernelContext& ctx) {
     // Errors of an integer division name that step's op, as the unfused kernels do.
     ir::Node named = ctx.node;
     named.kind = prog.flag_op;
-    KernelContext sub{named, ctx.inputs, ctx.outputs, ctx.variables, ctx.regions, ctx.device, ctx.precision};
+    KernelContext sub{named, ctx.inputs, ctx.outputs, ctx.device, ctx.precision, ctx.run};
     run_elementwise(sub, spec, ctx.inputs, ctx.outputs);
     return;
   }

@@ -514,7 +514,7 @@ void fused_reduce_kernel(KernelContext& ctx) {
     if (O == 0) return;
     // Empty sums: zeros (all-zero bits in every floating dtype).
     for (TensorData& y : ctx.outputs) {
-      check(cudaMemsetAsync(y.storage_ptr(), 0, y.nbytes(), dc.stream), op, "cudaMemsetAsync");
+      check(cudaMemsetAsync(y.storage_ptr(), 0, y.nbytes(), stream_of(ctx)), op, "cudaMemsetAsync");
     }
     return;
   }
@@ -525,8 +525,7 @@ void fused_reduce_kernel(KernelContext& ctx) {
   const Launch l = launch_shape(pl, dc.sm_count > 0 ? dc.sm_count : 132);
   const int64_t splits = l.splits;
 
-  // Partials [splits][O] per output, 256-byte aligned, alive until the launches are queued.
-  std::shared_ptr<void> scratch;
+  // Partials [splits][O] per output, 256-byte aligned, in the run's workspace.
   std::vector<void*> q(nout, nullptr);
   if (splits > 1) {
     std::vector<size_t> offset(nout);
@@ -535,8 +534,8 @@ void fused_reduce_kernel(KernelContext& ctx) {
       offset[k] = bytes;
       bytes += (static_cast<size_t>(splits * O) * acc_size(prog.outputs[k]) + 255) / 256 * 256;
     }
-    scratch = device_allocate(ctx.device.index, bytes);
-    for (size_t k = 0; k < nout; ++k) q[k] = static_cast<char*>(scratch.get()) + offset[k];
+    char* scratch = static_cast<char*>(workspace_of(ctx, bytes));
+    for (size_t k = 0; k < nout; ++k) q[k] = scratch + offset[k];
   }
 
   // Arguments in param_list's order.
@@ -552,7 +551,7 @@ void fused_reduce_kernel(KernelContext& ctx) {
   args.push_back(&pl.dims);
   const bool small = O * R < (int64_t{1} << 31);
   nvrtc::launch(small ? e.main32 : e.main64, dim3(static_cast<unsigned>(l.blocks), static_cast<unsigned>(splits)),
-                l.block, args.data(), dc.stream, op);
+                l.block, args.data(), stream_of(ctx), op);
   if (splits > 1) {
     std::vector<void*> fargs;
     for (size_t k = 0; k < nout; ++k) fargs.push_back(&ptrs[k]);
@@ -561,7 +560,7 @@ void fused_reduce_kernel(KernelContext& ctx) {
     fargs.push_back(&o_arg);
     fargs.push_back(&s_arg);
     const int lanes = pow2_ceil(splits, kFinishThreads / 32);
-    nvrtc::launch(e.finish, dim3(static_cast<unsigned>((O + 31) / 32)), dim3(32, lanes), fargs.data(), dc.stream, op);
+    nvrtc::launch(e.finish, dim3(static_cast<unsigned>((O + 31) / 32)), dim3(32, lanes), fargs.data(), stream_of(ctx), op);
   }
 }
 

@@ -32,22 +32,21 @@ using kernels::ScalarType;
 
 
 
-/// Device buffers of one kernel call, alive until it returns (its work is queued by then; stream
-/// order makes the release safe).
+/// Scratch of one kernel call, from the run's workspace (declared scratch: no allocation in
+/// steady state; valid for the work the kernel queues).
 struct Scratch {
-  int device;
-  std::vector<std::shared_ptr<void>> blocks;
-  void* get(size_t bytes) {
-    blocks.push_back(device_allocate(device, std::max<size_t>(bytes, 1)));
-    return blocks.back().get();
-  }
+  KernelContext& ctx;
+  void* get(size_t bytes) { return workspace_of(ctx, std::max<size_t>(bytes, 1)); }
   kernels::ScratchFn fn() {
     return [this](size_t bytes) { return get(bytes); };
   }
 };
 
 /// The indices of `idx` normalized to int64 on the device (see the CPU's load_indices): element i
-/// addresses dim first_dim + i % sizes.size() of `operand`.
+/// addresses dim first_dim + i % sizes.size() of `operand`. An index out of range is found on the
+/// device: it reads as 0 (so the op's kernel stays in bounds) and the run's device error record
+/// names the first bad position and its value; the runtime raises the error after the run
+/// (tg::Executable::run), with the message the CPU gives.
 const int64_t* check_indices(KernelContext& ctx, Scratch& scratch, const TensorData& idx,
                              const char* operand, const std::vector<int64_t>& sizes,
                              int64_t first_dim) {
@@ -62,6 +61,23 @@ const int64_t* check_indices(KernelContext& ctx, Scratch& scratch, const TensorD
                         sizes.size() <= static_cast<size_t>(kernels::kMaxGatherDims) &&
                         n % static_cast<int64_t>(sizes.size()) == 0,
                     "index period does not divide the indices");
+  auto describe = [op = std::string(op), operand = std::string(operand), sizes, first_dim,
+                   shape = idx.shape()](const backends::DeviceErrorRecord& r) {
+    const int64_t b = r.detail[0], k = b % static_cast<int64_t>(sizes.size()), size = sizes[static_cast<size_t>(k)];
+    return Error(ErrorCode::out_of_range,
+                 fmt::format("[{}] index {} at indices position {} is out of range for dim {} of {} (size {}, "
+                             "valid [{}, {}))",
+                             op, r.detail[1], position(shape, b), first_dim + k, operand, size, -size, size));
+  };
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    if (sizes[k] == 0) {  // no index is valid: known without reading them
+      backends::DeviceErrorRecord r;
+      r.detail[0] = static_cast<long long>(k);
+      TensorData host = idx.to(Device::cpu());
+      r.detail[1] = static_cast<long long>(host.element_as_double(static_cast<int64_t>(k)));
+      throw describe(r);
+    }
+  }
   kernels::IndexSizes is;
   is.period = static_cast<int>(sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) is.sizes[i] = sizes[i];
@@ -69,28 +85,8 @@ const int64_t* check_indices(KernelContext& ctx, Scratch& scratch, const TensorD
   auto* flag = static_cast<unsigned long long*>(scratch.get(sizeof(unsigned long long)));
   kernels::normalize_indices(ptr(idx), idx.dtype() == DType::i64, n, is, out, flag, stream_of(ctx));
   check_launch(op, "normalize_indices");
-  // Host sync: an out-of-range index must raise before the kernel returns (as on the CPU), so
-  // the flag is read back here (copy() waits for the stream). This is the only sync of the family.
-  unsigned long long bad = 0;
-  copy(&bad, Device::cpu(), flag, ctx.device, sizeof bad);
-  if (bad < static_cast<unsigned long long>(n)) {
-    const int64_t b = static_cast<int64_t>(bad), k = b % is.period,
-                  size = sizes[static_cast<size_t>(k)];
-    int64_t value = 0;
-    const size_t esize = dtype_size(idx.dtype());
-    if (idx.dtype() == DType::i32) {
-      int32_t v = 0;
-      copy(&v, Device::cpu(), static_cast<const char*>(ptr(idx)) + b * esize, ctx.device, esize);
-      value = v;
-    } else {
-      copy(&value, Device::cpu(), static_cast<const char*>(ptr(idx)) + b * esize, ctx.device,
-           esize);
-    }
-    fail(ErrorCode::out_of_range, op,
-         "index {} at indices position {} is out of range "
-         "for dim {} of {} (size {}, valid [{}, {}))",
-         value, position(idx.shape(), b), first_dim + k, operand, size, -size, size);
-  }
+  report_flag(flag, true, static_cast<unsigned long long>(n), ptr(idx), idx.dtype() == DType::i64,
+              device_check(ctx, std::move(describe)), stream_of(ctx), op);
   return out;
 }
 
@@ -121,7 +117,7 @@ void gather_kernel(KernelContext& ctx) {
   const Shape& xs = x.shape();
   auto axis = static_cast<size_t>(a.axis), bd = static_cast<size_t>(a.batch_dims);
   const int64_t dim = xs[axis];
-  Scratch scratch{ctx.device.index, {}};
+  Scratch scratch{ctx};
   const int64_t* ind = check_indices(ctx, scratch, idx, "x", {dim}, a.axis);
   const int64_t batch = product(xs, 0, bd), pre = product(xs, bd, axis),
                 slice = product(xs, axis + 1, xs.size());
@@ -143,7 +139,7 @@ void gather_nd_kernel(KernelContext& ctx) {
   check_rank(ctx, k);
   std::vector<int64_t> sizes(xs.begin() + static_cast<std::ptrdiff_t>(bd),
                              xs.begin() + static_cast<std::ptrdiff_t>(bd + k));
-  Scratch scratch{ctx.device.index, {}};
+  Scratch scratch{ctx};
   const int64_t* ind =
       sizes.empty() ? nullptr : check_indices(ctx, scratch, idx, "x", sizes, a.batch_dims);
   const int64_t batch = product(xs, 0, bd), tuples = product(is, bd, is.size() - 1);
@@ -165,7 +161,7 @@ void gather_elements_kernel(KernelContext& ctx) {
   check_element_shapes(xs, is, a.axis, ctx.op_name());
   check_rank(ctx, is.size());
   TG_CHECK_INTERNAL(y.shape() == is, "gather_elements output shape");
-  Scratch scratch{ctx.device.index, {}};
+  Scratch scratch{ctx};
   const int64_t* ind =
       check_indices(ctx, scratch, idx, "x", {xs[static_cast<size_t>(a.axis)]}, a.axis);
   if (y.num_elements() == 0) return;
@@ -206,7 +202,7 @@ void scatter_nd_kernel(KernelContext& ctx) {
   TG_CHECK_INTERNAL(k <= ds.size(), "scatter_nd index depth");
   check_rank(ctx, k);
   std::vector<int64_t> sizes(ds.begin(), ds.begin() + static_cast<std::ptrdiff_t>(k));
-  Scratch scratch{ctx.device.index, {}};
+  Scratch scratch{ctx};
   const int64_t* ind = sizes.empty() ? nullptr : check_indices(ctx, scratch, idx, "data", sizes, 0);
   const int64_t tuples = product(is, 0, is.size() - 1), slice = product(ds, k, ds.size());
   TG_CHECK_INTERNAL(tuples * slice == upd.num_elements(), "scatter_nd updates size");
@@ -235,7 +231,7 @@ void scatter_elements_kernel(KernelContext& ctx) {
   check_element_shapes(ds, is, a.axis, ctx.op_name());
   check_rank(ctx, is.size());
   TG_CHECK_INTERNAL(upd.shape() == is, "scatter_elements updates shape");
-  Scratch scratch{ctx.device.index, {}};
+  Scratch scratch{ctx};
   const int64_t* ind =
       check_indices(ctx, scratch, idx, "data", {ds[static_cast<size_t>(a.axis)]}, a.axis);
   const int red = reduction_code(a.reduction, ctx.op_name());

@@ -275,22 +275,21 @@ Mode mode_of(DType dtype, ComputePrecision precision) {
 void matmul_lt(KernelContext& ctx, const Problem& p, const void* a, const void* b, void* c) {
   const char* op = ctx.op_name();
   DeviceContext& dc = context_of(ctx);
-  const cudaStream_t stream = dc.stream;
+  const cudaStream_t stream = stream_of(ctx);
   Mode mode = mode_of(ctx.inputs[0].dtype(), ctx.precision);
   const LtTypes t = lt_types(mode);
   // Reduced-precision inputs: round both operands (same layout) into scratch buffers.
-  std::shared_ptr<void> a_low, b_low;
   if (mode == Mode::f32_via_bf16 || mode == Mode::f32_via_f16) {
     const bool bf16 = mode == Mode::f32_via_bf16;
     const int64_t na = ctx.inputs[0].num_elements(), nb = ctx.inputs[1].num_elements();
-    a_low = device_allocate(dc.device, static_cast<size_t>(na) * 2);
-    b_low = device_allocate(dc.device, static_cast<size_t>(nb) * 2);
-    kernels::launch_f32_to_lowp(static_cast<const float*>(a), a_low.get(), na, bf16, stream);
+    void* a_low = workspace_of(ctx, static_cast<size_t>(na) * 2);
+    void* b_low = workspace_of(ctx, static_cast<size_t>(nb) * 2);
+    kernels::launch_f32_to_lowp(static_cast<const float*>(a), a_low, na, bf16, stream);
     check_launch(op, "f32_to_lowp");
-    kernels::launch_f32_to_lowp(static_cast<const float*>(b), b_low.get(), nb, bf16, stream);
+    kernels::launch_f32_to_lowp(static_cast<const float*>(b), b_low, nb, bf16, stream);
     check_launch(op, "f32_to_lowp");
-    a = a_low.get();
-    b = b_low.get();
+    a = a_low;
+    b = b_low;
   }
   const size_t in_size = type_size(t.in), out_size = type_size(t.out);
 
@@ -328,7 +327,7 @@ void matmul_lt(KernelContext& ctx, const Problem& p, const void* a, const void* 
             p.a.transposed, p.b.transposed, count, sa, sb,
             alignment_of(a_bits), alignment_of(b_bits), alignment_of(c_bits)};
   const LtPlan& plan = lt_plan(key, dc.cublaslt(), op);
-  void* ws = plan.workspace > 0 ? dc.workspace(plan.workspace) : nullptr;
+  void* ws = plan.workspace > 0 ? workspace_of(ctx, plan.workspace) : nullptr;
 
   const float alpha_f = 1.0f, beta_f = 0.0f;
   const double alpha_d = 1.0, beta_d = 0.0;

@@ -84,18 +84,16 @@ void pool_backward_kernel(KernelContext& ctx) {
   const kernels::PoolParams p = params_of(ctx, x.shape());
   const PoolType t = pool_type(x.dtype(), true, ctx.op_name());
   if (dx.num_elements() == 0) return;
-  DeviceContext& dc = context_of(ctx);
+  const cudaStream_t stream = stream_of(ctx);
   if (kMax) {
     if (p.h.k * p.w.k > INT32_MAX) {
       fail(ErrorCode::unsupported, ctx.op_name(), "windows of more than 2^31 - 1 taps");
     }
-    // One tap index per dy element; kept alive until the kernels are queued (stream order).
-    std::shared_ptr<void> arg =
-        device_allocate(dc.device, static_cast<size_t>(std::max<int64_t>(dy.num_elements(), 1)) * 4);
-    kernels::launch_max_pool2d_backward(t, ptr(dy), ptr(x), ptr(dx), static_cast<int32_t*>(arg.get()),
-                                        p, dc.stream);
+    // One tap index per dy element, in the run's workspace.
+    void* arg = workspace_of(ctx, static_cast<size_t>(std::max<int64_t>(dy.num_elements(), 1)) * 4);
+    kernels::launch_max_pool2d_backward(t, ptr(dy), ptr(x), ptr(dx), static_cast<int32_t*>(arg), p, stream);
   } else {
-    kernels::launch_avg_pool2d_backward(t, ptr(dy), ptr(dx), p, dc.stream);
+    kernels::launch_avg_pool2d_backward(t, ptr(dy), ptr(dx), p, stream);
   }
   check_launch(ctx.op_name(), kMax ? "max_pool2d_backward" : "avg_pool2d_backward");
 }

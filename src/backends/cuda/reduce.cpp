@@ -4,7 +4,7 @@
 // integer wrap-around, empty reductions give the identity); the kernels and their mapping are
 // described in kernels/reduce.cu. Here: dtype checks, dim grouping (adjacent reduced / kept dims
 // merged, size-1 dims dropped), the empty and nothing-reduced cases, and scratch buffers from the
-// caching allocator (kept alive until the work is queued; stream order makes release safe).
+// run's workspace (declared scratch).
 #include "backends/cuda/kernels/reduce.h"
 
 #include <algorithm>
@@ -26,15 +26,11 @@ using kernels::ReduceKind;
 using kernels::ScalarType;
 
 
-/// Scratch buffers of one kernel call, alive until it returns (the work is queued by then).
+/// Scratch of one kernel call, from the run's workspace.
 struct Scratch {
-  int device;
-  std::vector<std::shared_ptr<void>> blocks;
+  KernelContext& ctx;
   kernels::ScratchFn fn() {
-    return [this](size_t bytes) {
-      blocks.push_back(device_allocate(device, std::max<size_t>(bytes, 1)));
-      return blocks.back().get();
-    };
+    return [this](size_t bytes) { return workspace_of(ctx, std::max<size_t>(bytes, 1)); };
   }
 };
 
@@ -72,7 +68,7 @@ void value_kernel(KernelContext& ctx) {
           ctx.op_name(), "cudaMemcpyAsync");
     return;
   }
-  Scratch scratch{ctx.device.index, {}};
+  Scratch scratch{ctx};
   kernels::reduce(K, type, ptr(in), ptr(out), std::move(groups), context_of(ctx).sm_count,
                   scratch.fn(), stream);
   check_launch(ctx.op_name(), "reduce");
@@ -84,7 +80,7 @@ void arg_kernel(KernelContext& ctx) {
   const backends::ArgReduceGeometry geo = backends::arg_reduce_geometry(ctx);
   if (geo.outer * geo.inner == 0) return;
   cpu::dispatch<cpu::DTypeGroup::all>(in.dtype(), ctx.op_name(), [](auto) {});
-  Scratch scratch{ctx.device.index, {}};
+  Scratch scratch{ctx};
   kernels::reduce(K, scalar_type(in.dtype()), ptr(in), ptr(ctx.outputs[0]),
                   {{geo.outer, false}, {geo.axis, true}, {geo.inner, false}}, context_of(ctx).sm_count,
                   scratch.fn(), stream_of(ctx));

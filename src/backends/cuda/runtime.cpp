@@ -5,7 +5,9 @@
 #include <memory>
 
 #include "backends/cuda/context.h"
+#include "backends/cuda/kernels/status.h"
 #include "core/error_util.h"
+#include "core/stats.h"
 
 namespace tg::cuda {
 
@@ -103,27 +105,41 @@ cublasLtHandle_t DeviceContext::cublaslt() {
   return cublaslt_;
 }
 
-cudnnHandle_t DeviceContext::cudnn() {
-  std::lock_guard<std::mutex> lock(mu);
-  if (!cudnn_) {
-    check(cudnnCreate(&cudnn_), "cuda", "cudnnCreate");
-    check(cudnnSetStream(cudnn_, stream), "cuda", "cudnnSetStream");
+CudnnUse DeviceContext::cudnn(cudaStream_t on) {
+  CudnnUse use{std::unique_lock<std::mutex>(cudnn_mu), nullptr};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!cudnn_) check(cudnnCreate(&cudnn_), "cuda", "cudnnCreate");
   }
-  return cudnn_;
+  if (cudnn_stream_ != on) {
+    check(cudnnSetStream(cudnn_, on), "cuda", "cudnnSetStream");
+    cudnn_stream_ = on;
+  }
+  use.handle = cudnn_;
+  return use;
 }
 
-void* DeviceContext::workspace(size_t bytes) {
-  std::lock_guard<std::mutex> lock(mu);
-  if (bytes > workspace_bytes_ || !workspace_) {
-    workspace_.reset();
-    workspace_ = device_allocate(device, bytes);
-    workspace_bytes_ = bytes;
-  }
-  return workspace_.get();
+void* workspace_of(const backends::KernelContext& ctx, size_t bytes) {
+  if (ctx.run == nullptr) fail(ErrorCode::internal, ctx.op_name(), "a CUDA kernel ran outside a run");
+  return ctx.run->workspace(bytes);
+}
+
+backends::DeviceErrorSlot device_check(const backends::KernelContext& ctx, backends::DeviceErrorFormatter describe) {
+  if (ctx.run == nullptr) fail(ErrorCode::internal, ctx.op_name(), "a CUDA kernel ran outside a run");
+  return ctx.run->device_error(std::move(describe));
+}
+
+void report_flag(const void* flag, bool flag64, unsigned long long ok, const void* index, bool index_i64,
+                 backends::DeviceErrorSlot slot, cudaStream_t stream, std::string_view op) {
+  static_assert(sizeof(kernels::ErrorRecord) == sizeof(backends::DeviceErrorRecord));
+  kernels::launch_report_flag(flag, flag64, ok, index, index_i64, reinterpret_cast<kernels::ErrorRecord*>(slot.record),
+                              slot.tag, stream);
+  check_launch(op, "report_flag");
 }
 
 void synchronize(int device) {
   DeviceContext& c = activate(device);
+  stats::add(stats::Counter::host_waits);
   check(cudaStreamSynchronize(c.stream), "cuda", "a kernel on the stream failed");
 }
 
@@ -157,12 +173,12 @@ Staging& staging(DeviceContext& c) {
   return *s;
 }
 
-void host_to_device(DeviceContext& c, void* dst, const void* src, size_t bytes) {
+void host_to_device(DeviceContext& c, cudaStream_t stream, void* dst, const void* src, size_t bytes) {
   // Neither path waits for the device: a small copy from pageable memory is staged by the driver
   // before cudaMemcpyAsync returns; a large one is copied into our pinned buffers, each reused only
   // after its previous copy finished (its event). Kernels queued later on the stream see the data.
   if (bytes <= kDirectBytes) {
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c.stream), "cuda", "host-to-device copy");
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream), "cuda", "host-to-device copy");
     return;
   }
   Staging& s = staging(c);
@@ -172,17 +188,18 @@ void host_to_device(DeviceContext& c, void* dst, const void* src, size_t bytes) 
     size_t n = std::min(kStagingBytes, bytes - done);
     check(cudaEventSynchronize(s.done[i]), "cuda", "staging buffer");  // its previous copy finished
     std::memcpy(s.buf[i], static_cast<const char*>(src) + done, n);
-    check(cudaMemcpyAsync(static_cast<char*>(dst) + done, s.buf[i], n, cudaMemcpyHostToDevice, c.stream), "cuda",
+    check(cudaMemcpyAsync(static_cast<char*>(dst) + done, s.buf[i], n, cudaMemcpyHostToDevice, stream), "cuda",
           "host-to-device copy");
-    check(cudaEventRecord(s.done[i], c.stream), "cuda", "cudaEventRecord");
+    check(cudaEventRecord(s.done[i], stream), "cuda", "cudaEventRecord");
     done += n;
   }
 }
 
-void device_to_host(DeviceContext& c, void* dst, const void* src, size_t bytes) {
+void device_to_host(DeviceContext& c, cudaStream_t stream, void* dst, const void* src, size_t bytes) {
+  stats::add(stats::Counter::host_waits);
   if (bytes <= kDirectBytes) {
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c.stream), "cuda", "device-to-host copy");
-    check(cudaStreamSynchronize(c.stream), "cuda", "device-to-host copy");
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream), "cuda", "device-to-host copy");
+    check(cudaStreamSynchronize(stream), "cuda", "device-to-host copy");
     return;
   }
   Staging& s = staging(c);
@@ -190,9 +207,9 @@ void device_to_host(DeviceContext& c, void* dst, const void* src, size_t bytes) 
   size_t done = 0;
   while (done < bytes) {
     size_t n = std::min(kStagingBytes, bytes - done);
-    check(cudaMemcpyAsync(s.buf[0], static_cast<const char*>(src) + done, n, cudaMemcpyDeviceToHost, c.stream),
+    check(cudaMemcpyAsync(s.buf[0], static_cast<const char*>(src) + done, n, cudaMemcpyDeviceToHost, stream),
           "cuda", "device-to-host copy");
-    check(cudaStreamSynchronize(c.stream), "cuda", "device-to-host copy");
+    check(cudaStreamSynchronize(stream), "cuda", "device-to-host copy");
     std::memcpy(static_cast<char*>(dst) + done, s.buf[0], n);
     done += n;
   }
@@ -200,17 +217,20 @@ void device_to_host(DeviceContext& c, void* dst, const void* src, size_t bytes) 
 
 }  // namespace
 
-void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
+void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes, void* on) {
   if (bytes == 0) return;
+  auto stream_for = [on](DeviceContext& c) { return on != nullptr ? static_cast<cudaStream_t>(on) : c.stream; };
   if (dst_device.is_cpu() && src_device.is_cpu()) {
     std::memcpy(dst, src, bytes);
   } else if (src_device.is_cpu()) {
-    host_to_device(activate(dst_device.index), dst, src, bytes);
+    DeviceContext& c = activate(dst_device.index);
+    host_to_device(c, stream_for(c), dst, src, bytes);
   } else if (dst_device.is_cpu()) {
-    device_to_host(activate(src_device.index), dst, src, bytes);
+    DeviceContext& c = activate(src_device.index);
+    device_to_host(c, stream_for(c), dst, src, bytes);
   } else if (src_device.index == dst_device.index) {
     DeviceContext& c = activate(src_device.index);
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c.stream), "cuda", "device-to-device copy");
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_for(c)), "cuda", "device-to-device copy");
   } else {
     DeviceContext& s = activate(src_device.index);
     check(cudaStreamSynchronize(s.stream), "cuda", "peer copy");
@@ -218,6 +238,25 @@ void copy(void* dst, Device dst_device, const void* src, Device src_device, size
     check(cudaMemcpyPeerAsync(dst, d.device, src, s.device, bytes, d.stream), "cuda", "peer copy");
     check(cudaStreamSynchronize(d.stream), "cuda", "peer copy");
   }
+}
+
+namespace {
+class CudaDeviceRuntime final : public core::DeviceRuntime {
+ public:
+  int device_count() const override { return cuda::device_count(); }
+  std::shared_ptr<void> allocate(int index, size_t bytes) const override {
+    check_device(index);
+    return device_allocate(index, bytes);
+  }
+  void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) const override {
+    cuda::copy(dst, dst_device, src, src_device, bytes);
+  }
+};
+}  // namespace
+
+const core::DeviceRuntime& device_runtime() {
+  static const CudaDeviceRuntime rt;
+  return rt;
 }
 
 }  // namespace tg::cuda
@@ -241,6 +280,7 @@ TensorData upload_cached(const TensorData& host, int device) {
     if (c.dtype() == host.dtype() && c.num_elements() == host.num_elements()) return c.reshaped(host.shape());
   }
   if (entries->size() > 256) std::erase_if(*entries, [](const auto& kv) { return kv.second.host.expired(); });
+  GlobalAllocationScope global;  // shared by later runs: never from a recording's private pool
   TensorData copy = host.to(Device::cuda(device));
   (*entries)[key] = Entry{host.storage(), copy};
   return copy;

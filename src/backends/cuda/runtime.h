@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/device_runtime.h"
 #include "tg/device.h"
 #include "tg/tensor_data.h"
 
@@ -38,16 +39,44 @@ void device_allocator_reset_peak(int device);
 /// Returns every cached block of `device` to the driver (waits for the device first).
 void device_allocator_trim(int device);
 
-/// Copies `bytes` bytes between any two of: host memory, CUDA devices, in the order of the
-/// device's stream. Host->device: `src` may be reused when this returns; the data reaches the
-/// device before any kernel queued later (no wait for the device). Device->host: waits for the
-/// stream (earlier kernels writing `src` have finished) and the copy is complete on return.
-/// Large host<->device copies go through two pinned staging buffers.
-void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
+/// Copies `bytes` bytes between any two of: host memory, CUDA devices, in the order of `stream`
+/// (a cudaStream_t; null: the device's own stream). Host->device: `src` may be reused when this
+/// returns; the data reaches the device before any kernel queued later (no wait for the device).
+/// Device->host: waits for the stream (earlier kernels writing `src` have finished) and the copy
+/// is complete on return. Large host<->device copies go through two pinned staging buffers.
+void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes, void* stream = nullptr);
+
+/// Allocations of the calling thread (device_allocate on `device`) come from a private pool while
+/// a CapturePoolScope lives: the runtime records a CUDA graph, whose replays reuse the same
+/// memory, so the pool keeps every block until the last reference to it goes (the recorded run).
+class CapturePool;
+std::shared_ptr<CapturePool> make_capture_pool(int device);
+class CapturePoolScope {
+ public:
+  explicit CapturePoolScope(std::shared_ptr<CapturePool> pool);
+  ~CapturePoolScope();
+  CapturePoolScope(const CapturePoolScope&) = delete;
+  CapturePoolScope& operator=(const CapturePoolScope&) = delete;
+
+ private:
+  std::shared_ptr<CapturePool> previous_;
+};
+/// Allocations made while it lives bypass the capture pool (caches shared with later runs).
+class GlobalAllocationScope {
+ public:
+  GlobalAllocationScope();
+  ~GlobalAllocationScope();
+
+ private:
+  std::shared_ptr<CapturePool> previous_;
+};
 
 /// A copy of the host tensor `host` on cuda:`device`, made once and cached while `host`'s storage
 /// lives (for constants: host values are immutable once produced). Thread-safe.
 TensorData upload_cached(const TensorData& host, int device);
+
+/// The CUDA backend's runtime seen by core code (core::device_runtime).
+const core::DeviceRuntime& device_runtime();
 
 /// Waits for every kernel queued on `device`'s stream; raises tg::Error(internal) naming the CUDA
 /// error when one of them failed.

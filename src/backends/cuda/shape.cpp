@@ -16,7 +16,6 @@
 #include "backends/strided_view.h"
 #include "core/convert.h"
 #include "core/error_util.h"
-#include "ops/builder.h"
 
 namespace tg::cuda {
 namespace {

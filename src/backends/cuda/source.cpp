@@ -31,9 +31,8 @@ void fill_kernel(KernelContext& ctx) {
   std::memcpy(bytes, one.raw_data(), size);
   bool uniform = true;
   for (size_t k = 1; k < size; ++k) uniform = uniform && bytes[k] == bytes[0];
-  DeviceContext& dc = context_of(ctx);
   if (uniform) {
-    check(cudaMemsetAsync(out.storage_ptr(), bytes[0], out.nbytes(), dc.stream), ctx.op_name(), "cudaMemsetAsync");
+    check(cudaMemsetAsync(out.storage_ptr(), bytes[0], out.nbytes(), stream_of(ctx)), ctx.op_name(), "cudaMemsetAsync");
     return;
   }
   int64_t bits = 0;

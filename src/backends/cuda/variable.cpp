@@ -1,10 +1,9 @@
-// CUDA kernels of the variable family: the CPU's kernels, which only move TensorData handles; the
-// run's VariableTransaction (made for the CUDA device) keeps variables on the GPU across runs.
-#include "backends/cpu/cpu_backend.h"
+// The variable family runs in the runtime, which keeps each variable in one fixed buffer per
+// device and commits assignments in place (src/runtime/executor.cpp): no CUDA kernels.
 #include "backends/cuda/cuda_backend.h"
 
 namespace tg::cuda {
 
-void register_variable_kernels(KernelTable& t) { cpu::register_variable_kernels(t); }
+void register_variable_kernels(KernelTable&) {}
 
 }  // namespace tg::cuda

@@ -1,8 +1,8 @@
 // Gather / scatter kernels of the CUDA gather family.
 //
 // - normalize_indices: one pass over the indices (int32/int64) mapping negatives to
-//   value + size; an invalid index lowers a device "first bad position" with atomicMin (the host
-//   reads it after a sync to raise the CPU's out_of_range error).
+//   value + size; an invalid index lowers a device "first bad position" with atomicMin and reads
+//   as 0 (a report kernel then writes the run's device error record: context.h report_flag).
 // - gather / gather_nd: whole slices are copied, thread per slice word; slices move as the
 //   widest word (16/8/4/2/1 bytes) dividing the slice's byte size.
 // - gather_elements: thread per output element, coordinates decomposed per element.
@@ -76,10 +76,12 @@ __global__ void normalize_kernel(const I* __restrict__ idx, i64 n, IndexSizes s,
   for (i64 i = static_cast<i64>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<i64>(gridDim.x) * blockDim.x) {
     const i64 v = idx[i], size = s.sizes[s.period == 1 ? 0 : i % s.period];
-    if (v < -size || v >= size)
+    if (v < -size || v >= size) {
       atomicMin(first_bad, static_cast<u64>(i));
-    else
+      out[i] = 0;  // in bounds for the op's kernel; the run fails (the device error record)
+    } else {
       out[i] = v < 0 ? v + size : v;
+    }
   }
 }
 

@@ -18,6 +18,7 @@
 #include "backends/cuda/context.h"
 #include "core/env.h"
 #include "core/error_util.h"
+#include "core/stats.h"
 #include "tg_device_sources.inc"
 
 namespace tg::cuda::nvrtc {
@@ -196,6 +197,7 @@ std::string run_nvrtc(std::string_view source, const std::vector<std::string>& o
   } guard{&prog};
   std::vector<const char*> opts;
   for (const auto& o : options) opts.push_back(o.c_str());
+  stats::add(stats::Counter::kernel_compiles);
   const nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
   if (r != NVRTC_SUCCESS) {
     size_t log_size = 0;

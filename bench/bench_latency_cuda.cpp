@@ -1,0 +1,202 @@
+// Batch-1 inference latency on the GPU against PyTorch, in the same invocation on the same device
+// (issue 15): ResNet-50 of the model zoo (TF32, NHWC) and BERT-base (seq 128) imported from
+// PyTorch's ONNX export (TF32 and f16), against PyTorch eager, PyTorch CUDA-graph replay and, for
+// BERT, torch.compile(mode="reduce-overhead") (bench/latency_torch.py).
+//
+// Our side: the compiled executable run with the input already on the GPU; a timed call is the
+// run and the result read back to the host (wall clock, median of --iters after warm-up runs),
+// as the peer's is its forward (or replay) and torch.cuda.synchronize(). Also printed: the host
+// time per run with the waits for the device excluded (runtime_stats().run_host_ns / runs), CUDA
+// graph launches per run, and the ratio best PyTorch time / ours (>= 1.11 meets "at most 0.9x").
+//
+// Usage: tg_bench_latency_cuda [--jobs resnet50_tf32,bert_tf32,bert_f16] [--iters 200]
+//                              [--bert-dir DIR] [--no-peer]
+// BERT needs DIR/bert.onnx (made by `python3 bench/latency_torch.py export_bert DIR`, run here
+// first when missing).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "tg/model.h"
+#include "tg/onnx.h"
+#include "tg/tg.h"
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+struct Args {
+  std::string jobs = "resnet50_tf32,bert_tf32,bert_f16";
+  int64_t iters = 200;
+  std::string bert_dir = "/tmp/tg-bert";
+  bool peer = true;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  tg::bench::Flags f(argc, argv);
+  while (f.next()) {
+    if (f.is("--jobs")) a.jobs = f.value();
+    else if (f.is("--iters")) a.iters = std::stoll(f.value());
+    else if (f.is("--bert-dir")) a.bert_dir = f.value();
+    else if (f.is("--no-peer")) a.peer = false;
+    else f.unknown();
+  }
+  return a;
+}
+
+std::string python(const std::string& args) {
+  std::string cmd = "python3 " + std::string(TG_SOURCE_DIR) + "/bench/latency_torch.py " + args + " 2>&1";
+  std::FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return "";
+  std::string out;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  if (pclose(p) != 0) std::fprintf(stderr, "peer failed: %s\n%s\n", cmd.c_str(), out.c_str());
+  return out;
+}
+
+// The peer's modes and times (ms) from its JSON lines.
+std::vector<std::pair<std::string, double>> peer_times(const std::string& out) {
+  std::vector<std::pair<std::string, double>> r;
+  std::stringstream ss(out);
+  for (std::string line; std::getline(ss, line);) {
+    auto m = line.find("\"mode\": \""), t = line.find("\"ms\": ");
+    if (m == std::string::npos || t == std::string::npos) continue;
+    m += 9;
+    r.emplace_back(line.substr(m, line.find('"', m) - m), std::atof(line.c_str() + t + 6));
+    std::printf("  peer: %s\n", line.c_str());
+  }
+  return r;
+}
+
+struct Timing {
+  double median_ms = 0;
+  double host_us = 0;           ///< per run, waits excluded
+  double launches_per_run = 0;  ///< CUDA graph launches
+};
+
+// Times exe.run({x}) followed by reading output 0 back.
+Timing time_runs(const tg::Executable& exe, const std::vector<tg::TensorData>& inputs, int64_t iters) {
+  for (int i = 0; i < 20; ++i) exe.run(inputs)[0].to(tg::Device::cpu());
+  const tg::RuntimeStats before = tg::runtime_stats();
+  std::vector<double> ms;
+  for (int64_t i = 0; i < iters; ++i) {
+    auto t0 = clock_type::now();
+    tg::TensorData y = exe.run(inputs)[0].to(tg::Device::cpu());
+    ms.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
+  }
+  const tg::RuntimeStats after = tg::runtime_stats();
+  Timing t;
+  t.median_ms = tg::bench::median(ms);
+  const double runs = static_cast<double>(after.runs - before.runs);
+  t.host_us = static_cast<double>(after.run_host_ns - before.run_host_ns) / 1e3 / std::max(runs, 1.0);
+  t.launches_per_run = static_cast<double>(after.graph_launches - before.graph_launches) / std::max(runs, 1.0);
+  return t;
+}
+
+tg::ComputePrecision precision_of(const std::string& mode) {
+  return mode == "f16" ? tg::ComputePrecision::f16 : mode == "bf16" ? tg::ComputePrecision::bf16
+                                                                     : tg::ComputePrecision::tf32;
+}
+
+Timing resnet50(const std::string& mode, int64_t iters) {
+  tg::nn::Model model = tg::nn::zoo::resnet50({.input_shape = {224, 224, 3}, .layout = tg::Layout::nhwc});
+  model.compile(tg::nn::Optimizer::adam(1e-3), tg::nn::Loss::sparse_categorical_crossentropy, {},
+                tg::Device::cuda(0), {.precision = precision_of(mode)});
+  tg::TensorData x = tg::TensorData::random_normal({1, 224, 224, 3}, 0.f, 1.f, 2).to(tg::Device::cuda(0));
+  auto t0 = clock_type::now();
+  model.predict(x, 1);
+  std::printf("  tg first predict (build + compile + run): %.0f ms\n",
+              std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
+  // The predict executable, run directly (predict adds only a lookup and the copy back).
+  for (int i = 0; i < 20; ++i) model.predict(x, 1);
+  const tg::RuntimeStats before = tg::runtime_stats();
+  std::vector<double> ms;
+  for (int64_t i = 0; i < iters; ++i) {
+    auto t = clock_type::now();
+    model.predict(x, 1);
+    ms.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t).count());
+  }
+  const tg::RuntimeStats after = tg::runtime_stats();
+  Timing r;
+  r.median_ms = tg::bench::median(ms);
+  const double runs = static_cast<double>(after.runs - before.runs);
+  r.host_us = static_cast<double>(after.run_host_ns - before.run_host_ns) / 1e3 / std::max(runs, 1.0);
+  r.launches_per_run = static_cast<double>(after.graph_launches - before.graph_launches) / std::max(runs, 1.0);
+  return r;
+}
+
+Timing bert(const std::string& mode, int64_t iters, const std::string& dir) {
+  if (!fs::exists(fs::path(dir) / "bert.onnx")) std::printf("%s", python("export_bert " + dir).c_str());
+  auto t0 = clock_type::now();
+  tg::onnx::ImportResult m = tg::onnx::import(fs::path(dir) / "bert.onnx");
+  tg::TensorData ids = tg::onnx::read_tensor_proto(fs::path(dir) / "input_ids.pb");
+  tg::Executable exe = m.graph.compile(tg::Device::cuda(0), {{m.inputs[0].tensor, ids.type()}}, m.targets(), {},
+                                       {.precision = precision_of(mode)});
+  std::vector<tg::TensorData> inputs{ids.to(tg::Device::cuda(0))};
+  tg::TensorData y = exe.run(inputs)[0].to(tg::Device::cpu());
+  std::printf("  tg import + compile + first run: %.0f ms; %s\n",
+              std::chrono::duration<double, std::milli>(clock_type::now() - t0).count(),
+              "arena: see below");
+  // Accuracy against PyTorch's float32 output.
+  tg::TensorData ref = tg::onnx::read_tensor_proto(fs::path(dir) / "output_0.pb");
+  std::vector<float> a = y.to_vector<float>(), b = ref.to_vector<float>();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  std::printf("  tg vs PyTorch float32: relative error %.2e (|a-b|/|b|), arena %.1f MB\n", std::sqrt(num / den),
+              static_cast<double>(exe.arena_bytes()) / 1e6);
+  return time_runs(exe, inputs, iters);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a = parse(argc, argv);
+  if (tg::Device::cuda_device_count() == 0) {
+    std::fprintf(stderr, "tg_bench_latency_cuda: no CUDA GPU usable here\n");
+    return 1;
+  }
+  std::stringstream ss(a.jobs);
+  std::string job;
+  int failures = 0;
+  while (std::getline(ss, job, ',')) {
+    try {
+      const std::string mode = job.substr(job.find('_') + 1);
+      const bool is_bert = job.rfind("bert", 0) == 0;
+      std::printf("%s: batch 1, %s\n", job.c_str(), mode.c_str());
+      std::fflush(stdout);
+      Timing ours = is_bert ? bert(mode, a.iters, a.bert_dir) : resnet50(mode, a.iters);
+      std::printf("  tg: %.3f ms (median of %lld), host %.1f us per run (waits excluded), %.2f graph launches per run\n",
+                  ours.median_ms, static_cast<long long>(a.iters), ours.host_us, ours.launches_per_run);
+      std::fflush(stdout);
+      if (!a.peer) continue;
+      auto peer = peer_times(python((is_bert ? "bert " : "resnet50 ") + mode + " " + std::to_string(a.iters) + " " +
+                                    a.bert_dir));
+      if (peer.empty()) {
+        ++failures;
+        continue;
+      }
+      auto best = *std::min_element(peer.begin(), peer.end(), [](auto& x, auto& y) { return x.second < y.second; });
+      for (const auto& [name, ms] : peer) std::printf("  pytorch %s: %.3f ms\n", name.c_str(), ms);
+      std::printf("  ratio %s (best pytorch %s / tg): %.2f (tg at %.2fx of it; target <= 0.90)\n", job.c_str(),
+                  best.first.c_str(), best.second / ours.median_ms, ours.median_ms / best.second);
+    } catch (const std::exception& e) {
+      std::printf("  %s failed: %s\n", job.c_str(), e.what());
+      ++failures;
+    }
+    std::fflush(stdout);
+  }
+  return failures ? 1 : 0;
+}

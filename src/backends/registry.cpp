@@ -1,0 +1,34 @@
+// The one file that knows every backend: backend_for() for the runtime, and the device runtimes
+// core code reaches through core::device_runtime() (TensorData on a GPU). Everything else
+// reaches backends through src/backends/backend.h only.
+#include "backends/backend.h"
+#include "backends/cpu/cpu_backend.h"
+#include "core/device_runtime.h"
+#include "core/error_util.h"
+#ifdef TG_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/runtime.h"
+#endif
+
+namespace tg {
+
+namespace backends {
+const Backend& backend_for(Device device) {
+  if (device.is_cpu()) return cpu::cpu_backend();
+#ifdef TG_HAVE_CUDA
+  if (device.is_cuda()) return cuda::cuda_backend(device.index);
+#endif
+  fail(ErrorCode::unsupported, "device", "no backend for {} in this build", device.to_string());
+}
+}  // namespace backends
+
+namespace core {
+const DeviceRuntime* device_runtime(Device::Kind kind) {
+#ifdef TG_HAVE_CUDA
+  if (kind == Device::Kind::cuda) return &cuda::device_runtime();
+#endif
+  return nullptr;
+}
+}  // namespace core
+
+}  // namespace tg

@@ -1,0 +1,665 @@
+// The runtime's execution of a Program (program.h, docs/design/0005): runs walk the schedule on
+// the host through the backend's kernels, with every planned value in the caller's arena; on a
+// backend that records runs (CUDA), an arena's first run after the program's first completed run
+// is recorded (a CUDA graph) and every later run replays it: copy the feeds into their input
+// slots, one launch, copy the targets out.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "core/env.h"
+#include "core/error_util.h"
+#include "core/stats.h"
+#include "ops/registry.h"
+#include "runtime/profiler.h"
+#include "runtime/run_state.h"
+
+namespace tg::runtime {
+namespace {
+
+using stats::Counter;
+
+size_t align_up(size_t bytes) {
+  const auto a = static_cast<size_t>(kArenaAlignment);
+  return (bytes + a - 1) / a * a;
+}
+
+GraphPlan make_plan(const backends::KernelTable& table, const ir::Graph& g, std::vector<int> schedule,
+                    std::vector<std::vector<ir::ValueRef>> release, const std::vector<int>& feeds,
+                    std::vector<ir::ValueRef> results) {
+  GraphPlan p;
+  p.graph = &g;
+  p.schedule = std::move(schedule);
+  p.release_after = std::move(release);
+  p.results = std::move(results);
+  for (int id : p.schedule) {
+    const ir::Node& n = g.node(id);
+    p.kernels.push_back(backends::runs_in_runtime(n.kind) ? nullptr : table.get(n.kind));
+    bool dynamic = false;
+    for (const TensorType& t : n.outputs) dynamic = dynamic || !is_static(t.shape);
+    p.dynamic.push_back(dynamic && n.regions.empty());
+  }
+  p.feed_index.assign(static_cast<size_t>(g.size()), -1);
+  for (size_t i = 0; i < feeds.size(); ++i) p.feed_index[feeds[i]] = static_cast<int>(i);
+  return p;
+}
+
+// Every variable slot the nodes of g (and of their regions) read or write.
+void collect_variables(const ir::Graph& g, std::vector<int>& slots, bool& assigns) {
+  for (const ir::Node& n : g.nodes()) {
+    if (const auto* v = std::get_if<ir::VariableAttrs>(&n.attrs)) {
+      if (std::find(slots.begin(), slots.end(), v->index) == slots.end()) slots.push_back(v->index);
+      assigns = assigns || n.kind == ir::OpKind::assign_variable;
+    }
+    for (const ir::Region& r : n.regions) collect_variables(*r.body, slots, assigns);
+  }
+}
+
+// Kernels timed by device events in a profiled run: evaluated after the run.
+struct Timed {
+  std::string name;
+  double bytes;
+  void* start;
+  void* end;
+};
+thread_local std::vector<Timed> t_timed;
+
+void collect_timed(const backends::Backend& b, void* stream) {
+  b.synchronize(stream);
+  const std::string dev = b.device().to_string();
+  for (size_t i = 0; i < t_timed.size(); ++i) {
+    const Timed& t = t_timed[i];
+    Profiler::get().add(dev, t.name, b.event_ms(t.start, t.end) / 1e3, t.bytes);
+    if (i > 0) Profiler::get().add(dev, "(device idle between)", b.event_ms(t_timed[i - 1].end, t.start) / 1e3, 0);
+  }
+  for (const Timed& t : t_timed) {
+    b.release_event(t.start);
+    b.release_event(t.end);
+  }
+  t_timed.clear();
+}
+
+double bytes_of(std::span<const TensorData> a, std::span<const TensorData> b) {
+  double n = 0;
+  for (const TensorData& t : a) n += static_cast<double>(t.nbytes());
+  for (const TensorData& t : b) n += static_cast<double>(t.nbytes());
+  return n;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Program: lowering and the arena pool
+
+Instance::~Instance() {
+  if (held_bytes) stats::add(Counter::arena_bytes, -static_cast<int64_t>(held_bytes));
+}
+
+Program::Program(std::shared_ptr<const PlannedGraph> plan, const backends::Backend& backend, size_t memory_budget)
+    : plan_(std::move(plan)), backend_(backend), device_(backend.device()), budget_(memory_budget) {
+  const ir::Graph& g = *plan_->graph;
+  MemoryPlanOptions options;
+  options.input_slots = backend_.can_record();
+  options.in_place = [this](const ir::Node& n, int input, const TensorType& type) {
+    return backend_.writes_in_place(n, input, type);
+  };
+  memory_ = plan_memory(g, plan_->schedule, plan_->feed_nodes, plan_->targets, options);
+  top_ = make_plan(backend_.kernels(), g, plan_->schedule, memory_.release_after, plan_->feed_nodes, plan_->targets);
+  add_region_plans(g);
+  collect_variables(g, var_slots_, assigns_);
+  for (size_t i = 0; i < var_slots_.size(); ++i) {
+    const auto slot = static_cast<size_t>(var_slots_[i]);
+    if (var_index_.size() <= slot) var_index_.resize(slot + 1, -1);
+    var_index_[slot] = static_cast<int>(i);
+  }
+  bool dynamic = false;
+  for (char d : top_.dynamic) dynamic = dynamic || d;
+  recordable_ = backend_.can_record() && env::cuda_graphs_enabled() && !env::profile() && !env::trace() &&
+                regions_.empty() && !dynamic;
+  if (budget_ > 0 && static_cast<size_t>(memory_.arena_bytes) > budget_) {
+    fail(ErrorCode::out_of_memory, "compile", "one run's arena needs {} bytes, more than memory_budget_bytes {}",
+         memory_.arena_bytes, budget_);
+  }
+}
+
+Program::~Program() = default;
+
+void Program::add_region_plans(const ir::Graph& g) {
+  for (const ir::Node& n : g.nodes()) {
+    for (const ir::Region& r : n.regions) {
+      if (regions_.count(r.body.get())) continue;
+      std::vector<int> schedule;
+      for (const ir::Node& inner : r.body->nodes()) schedule.push_back(inner.id);
+      auto release = plan_releases(*r.body, schedule, r.results);
+      regions_.emplace(r.body.get(), make_plan(backend_.kernels(), *r.body, std::move(schedule), std::move(release),
+                                               r.params, r.results));
+      add_region_plans(*r.body);
+    }
+  }
+}
+
+size_t Program::arena_bytes() const {
+  return static_cast<size_t>(memory_.arena_bytes) + align_up(scratch_need_.load());
+}
+
+int Program::arena_count() const {
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  return instances_;
+}
+
+std::unique_ptr<Instance> Program::make_instance() const {
+  auto inst = std::make_unique<Instance>();
+  const ir::Graph& g = *plan_->graph;
+  if (memory_.arena_bytes > 0) inst->arena = backend_.allocate(static_cast<size_t>(memory_.arena_bytes));
+  char* base = static_cast<char*>(inst->arena.get());
+  inst->views.resize(static_cast<size_t>(g.size()));
+  inst->values.resize(static_cast<size_t>(g.size()));
+  for (int id : plan_->schedule) {
+    const ir::Node& n = g.node(id);
+    auto& views = inst->views[id];
+    for (size_t i = 0; i < n.outputs.size(); ++i) {
+      const int64_t off = memory_.offset[id][i];
+      views.push_back(off == MemoryPlan::kUnplanned
+                          ? TensorData()
+                          : TensorData::from_external(base + off, n.outputs[i].shape, n.outputs[i].dtype, device_,
+                                                      inst->arena));
+    }
+  }
+  for (size_t f = 0; f < plan_->feed_nodes.size(); ++f) {
+    const int64_t off = memory_.input_offset.empty() ? MemoryPlan::kUnplanned : memory_.input_offset[f];
+    const TensorType& t = g.node(plan_->feed_nodes[f]).outputs[0];
+    inst->input_slots.push_back(off == MemoryPlan::kUnplanned
+                                    ? TensorData()
+                                    : TensorData::from_external(base + off, t.shape, t.dtype, device_, inst->arena));
+  }
+  if (!device_.is_cpu()) {
+    inst->record_block = backend_.allocate(sizeof(backends::DeviceErrorRecord));
+    inst->record = static_cast<backends::DeviceErrorRecord*>(inst->record_block.get());
+  }
+  if (size_t need = align_up(scratch_need_.load())) {
+    inst->scratch = backend_.allocate(need);
+    inst->scratch_bytes = need;
+  }
+  inst->held_bytes = static_cast<size_t>(memory_.arena_bytes) + inst->scratch_bytes;
+  stats::add(Counter::arena_allocations);
+  stats::add(Counter::arena_bytes, static_cast<int64_t>(inst->held_bytes));
+  return inst;
+}
+
+std::unique_ptr<Instance> Program::acquire() const {
+  std::unique_lock<std::mutex> lock(pool_mu_);
+  for (;;) {
+    if (!free_.empty()) {
+      std::unique_ptr<Instance> inst = std::move(free_.back());
+      free_.pop_back();
+      return inst;
+    }
+    // A new arena, unless the budget is held by the others: then wait for one of them.
+    if (budget_ == 0 || instances_ == 0 || held_bytes_ + arena_bytes() <= budget_) break;
+    pool_cv_.wait(lock);
+  }
+  const size_t bytes = arena_bytes();
+  instances_++;
+  held_bytes_ += bytes;
+  lock.unlock();
+  try {
+    return make_instance();
+  } catch (...) {
+    lock.lock();
+    instances_--;
+    held_bytes_ -= bytes;
+    pool_cv_.notify_one();
+    throw;
+  }
+}
+
+void Program::release(std::unique_ptr<Instance> inst) const {
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  free_.push_back(std::move(inst));
+  pool_cv_.notify_one();
+}
+
+// ---------------------------------------------------------------------------------------------
+// A run
+
+RunState::RunState(const Program& program, Instance& inst, void* stream)
+    : p_(program), inst_(inst), stream_(stream) {
+  current_.resize(p_.var_slots_.size());
+  dirty_.assign(p_.var_slots_.size(), 0);
+}
+
+void* RunState::workspace(size_t bytes) {
+  const size_t b = align_up(std::max<size_t>(bytes, 1));
+  const size_t need = ws_used_ + b;
+  size_t seen = p_.scratch_need_.load();
+  while (need > seen && !p_.scratch_need_.compare_exchange_weak(seen, need)) {
+  }
+  if (need <= inst_.scratch_bytes) {
+    void* q = static_cast<char*>(inst_.scratch.get()) + ws_used_;
+    ws_used_ = need;
+    return q;
+  }
+  overflow.push_back(p_.backend_.allocate(b));
+  ws_used_ = need;
+  return overflow.back().get();
+}
+
+backends::DeviceErrorSlot RunState::device_error(backends::DeviceErrorFormatter describe) {
+  if (inst_.record == nullptr) {
+    fail(ErrorCode::internal, p_.device_.to_string(), "a kernel reported a device check on a device without a record");
+  }
+  formatters.push_back(std::move(describe));
+  return {inst_.record, static_cast<unsigned long long>(formatters.size())};
+}
+
+Device RunState::device() const { return p_.device_; }
+
+const TensorData& RunState::start_value(int slot) {
+  const int i = slot < static_cast<int>(p_.var_index_.size()) ? p_.var_index_[slot] : -1;
+  TG_CHECK_INTERNAL(i >= 0 && static_cast<size_t>(i) < inst_.var_buffers.size(), "variable outside the program");
+  return inst_.var_buffers[static_cast<size_t>(i)];
+}
+
+const TensorData& RunState::current_value(int slot) {
+  const int i = p_.var_index_[slot];
+  return dirty_[i] ? current_[i] : start_value(slot);
+}
+
+void RunState::assign(int slot, TensorData value) {
+  const TensorData& buffer = start_value(slot);
+  if (value.nbytes() != buffer.nbytes() || value.dtype() != buffer.dtype()) {
+    fail(ErrorCode::shape_mismatch, "assign_variable", "value {} does not match variable {}", value.type().to_string(),
+         buffer.type().to_string());
+  }
+  const int i = p_.var_index_[slot];
+  current_[i] = std::move(value);
+  dirty_[i] = 1;
+}
+
+const TensorData* RunState::host_value(ir::ValueRef v) const {
+  if (v.index != 0) return nullptr;
+  auto it = host_feeds_.find(v.node);
+  return it == host_feeds_.end() ? nullptr : &it->second;
+}
+
+TensorData RunState::to_host(const TensorData& t) {
+  if (t.device().is_cpu()) return t;
+  TensorData h(t.shape(), t.dtype(), Device::cpu());
+  p_.backend_.copy(h.storage_ptr(), Device::cpu(), t.storage_ptr(), t.device(), t.nbytes(), stream_);
+  stats::add(Counter::host_waits);
+  return h;
+}
+
+std::vector<TensorData> RunState::run_region(const ir::Region& region, std::span<const TensorData> args) {
+  auto it = p_.regions_.find(region.body.get());
+  if (it == p_.regions_.end() || args.size() != region.params.size()) {
+    fail(ErrorCode::internal, p_.device_.to_string(), "region not planned or {} arguments for {} parameters",
+         args.size(), region.params.size());
+  }
+  std::vector<std::vector<TensorData>> values(static_cast<size_t>(region.body->size()));
+  execute(it->second, args, values, false);
+  std::vector<TensorData> out;
+  for (const auto& r : it->second.results) out.push_back(values[r.node][r.index]);
+  return out;
+}
+
+void RunState::enqueue(std::span<const TensorData> feeds) {
+  const backends::Backend& b = p_.backend_;
+  profile_ = env::profile() && p_.runs_.fetch_add(1) > 0;
+  if (inst_.record) b.fill_zero(inst_.record, sizeof(backends::DeviceErrorRecord), stream_);
+  std::vector<TensorData> bound(feeds.size());
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    const TensorData& f = feeds[i];
+    const TensorData& slot = inst_.input_slots[i];
+    if (f.device() == p_.device_) {
+      bound[i] = f;  // read in place
+    } else if (!slot.empty()) {
+      b.copy(const_cast<void*>(slot.storage_ptr()), p_.device_, f.storage_ptr(), f.device(), f.nbytes(), stream_);
+      bound[i] = slot;
+    } else {
+      bound[i] = f.to(p_.device_);
+    }
+    // Small host feeds keep a host copy for control flow that branches on them (no device read).
+    if (f.device().is_cpu() && !p_.device_.is_cpu() && f.num_elements() <= 64) {
+      host_feeds_[p_.plan_->feed_nodes[i]] = f;
+    }
+  }
+  execute(p_.top_, bound, inst_.values, true);
+  stage_targets();
+  commit();
+  if (profile_ && !t_timed.empty()) collect_timed(b, stream_);
+}
+
+void RunState::enqueue_recorded() {
+  const backends::Backend& b = p_.backend_;
+  recording_ = true;
+  if (inst_.record) b.fill_zero(inst_.record, sizeof(backends::DeviceErrorRecord), stream_);
+  std::vector<TensorData> bound = inst_.input_slots;
+  const ir::Graph& g = *p_.plan_->graph;
+  for (size_t i = 0; i < bound.size(); ++i) {
+    if (bound[i].empty()) {  // an empty feed: no slot
+      const TensorType& t = g.node(p_.plan_->feed_nodes[i]).outputs[0];
+      bound[i] = TensorData(t.shape, t.dtype, p_.device_);
+    }
+  }
+  execute(p_.top_, bound, inst_.values, true);
+  stage_targets();
+  commit();
+}
+
+void RunState::execute(const GraphPlan& plan, std::span<const TensorData> feeds,
+                       std::vector<std::vector<TensorData>>& values, bool top) {
+  for (size_t step = 0; step < plan.schedule.size(); ++step) {
+    run_step(plan, step, values, feeds, top);
+    for (const auto& v : plan.release_after[step]) values[v.node][v.index] = TensorData();
+  }
+}
+
+void RunState::run_step(const GraphPlan& plan, size_t step, std::vector<std::vector<TensorData>>& values,
+                        std::span<const TensorData> feeds, bool top) {
+  using K = ir::OpKind;
+  const ir::Node& node = plan.graph->node(plan.schedule[step]);
+  std::vector<TensorData>& outs = values[node.id];
+  const auto slot = [&] { return std::get<ir::VariableAttrs>(node.attrs).index; };
+  switch (node.kind) {
+    case K::placeholder: {
+      const int f = plan.feed_index[node.id];
+      if (f < 0 || f >= static_cast<int>(feeds.size())) {
+        fail(ErrorCode::internal, p_.device_.to_string(), "placeholder %{} not fed", node.id);
+      }
+      outs.assign(1, feeds[f]);
+      return;
+    }
+    case K::variable: outs.assign(1, start_value(slot())); return;
+    case K::read_variable: outs.assign(1, current_value(slot())); return;
+    case K::assign_variable: {
+      const TensorData& v = values[node.inputs[1].node][node.inputs[1].index];
+      TensorData staged = v;
+      const TensorData* own = top && !inst_.views[node.id].empty() && !inst_.views[node.id][0].empty()
+                                  ? &inst_.views[node.id][0]
+                                  : nullptr;
+      if (own != nullptr || !top) {
+        // Copied aside (the commit must not read a buffer another assignment of the run writes).
+        staged = own != nullptr ? *own : TensorData(v.shape(), v.dtype(), p_.device_);
+        if (staged.nbytes() != v.nbytes()) {
+          fail(ErrorCode::shape_mismatch, "assign_variable", "value {} does not match variable {}",
+               v.type().to_string(), staged.type().to_string());
+        }
+        p_.backend_.copy(staged.storage_ptr(), p_.device_, v.storage_ptr(), v.device(), v.nbytes(), stream_);
+      }
+      assign(slot(), staged);
+      outs.assign(1, staged);
+      return;
+    }
+    default: break;
+  }
+  std::vector<TensorData>& inputs = inst_.inputs_scratch;
+  inputs.clear();
+  for (const auto& v : node.inputs) inputs.push_back(values[v.node][v.index]);
+  if (!node.regions.empty()) {
+    // Its own copy: the regions' steps reuse the scratch vector.
+    const std::vector<TensorData> args = inputs;
+    outs.assign(node.outputs.size(), TensorData());
+    run_control(node, args, outs);
+    return;
+  }
+  const backends::Kernel kernel = plan.kernels[step];
+  if (kernel == nullptr) {
+    fail(ErrorCode::unsupported, ir::op_name(node.kind), "no kernel on {}", p_.device_.to_string());
+  }
+  if (plan.dynamic[step]) {
+    // Shapes known only now: inferred for the actual inputs; the kernel sees a node with them.
+    std::vector<TensorType> types;
+    for (const TensorData& t : inputs) types.push_back(t.type());
+    ir::Node concrete = node;
+    concrete.outputs = ops::infer_types(node, types);
+    outs.clear();
+    if (writes_planned_outputs(concrete)) {
+      for (const TensorType& t : concrete.outputs) outs.emplace_back(t.shape, t.dtype, p_.device_);
+    } else {
+      outs.resize(concrete.outputs.size());
+    }
+    call_kernel(concrete, kernel, inputs, outs);
+    return;
+  }
+  if (!writes_planned_outputs(node)) {
+    outs.assign(node.outputs.size(), TensorData());  // the kernel hands out a stored value or a view
+  } else if (top) {
+    outs = inst_.views[node.id];
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (outs[i].empty()) outs[i] = TensorData(node.outputs[i].shape, node.outputs[i].dtype, p_.device_);
+    }
+  } else {
+    outs.clear();
+    for (const TensorType& t : node.outputs) outs.emplace_back(t.shape, t.dtype, p_.device_);
+  }
+  call_kernel(node, kernel, inputs, outs);
+  if (top && writes_planned_outputs(node)) {
+    // A kernel may put an output elsewhere (fresh memory), never over another arena value.
+    const char* lo = static_cast<const char*>(inst_.arena.get());
+    const char* hi = lo + p_.memory_.arena_bytes;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const auto* q = static_cast<const char*>(outs[i].storage_ptr());
+      const TensorData& planned = inst_.views[node.id][i];
+      if (q != planned.storage_ptr() && q >= lo && q < hi) {
+        fail(ErrorCode::internal, ir::op_name(node.kind), "the kernel returned a view of another value of the arena");
+      }
+    }
+  }
+}
+
+void RunState::call_kernel(const ir::Node& node, backends::Kernel kernel, std::span<const TensorData> inputs,
+                           std::vector<TensorData>& outs) {
+  ws_used_ = 0;
+  backends::KernelContext ctx{node, inputs, outs, p_.device_, p_.plan_->precision, this};
+  const backends::Backend& b = p_.backend_;
+  if (profile_) {
+    void* start = b.record_event(stream_);
+    if (start != nullptr) {
+      kernel(ctx);
+      void* end = b.record_event(stream_);
+      t_timed.push_back({profile_row(node, inputs, outs), bytes_of(inputs, outs), start, end});
+      return;
+    }
+    b.synchronize(stream_);
+    auto t0 = std::chrono::steady_clock::now();
+    kernel(ctx);
+    b.synchronize(stream_);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    Profiler::get().add(p_.device_.to_string(), profile_row(node, inputs, outs), secs, bytes_of(inputs, outs));
+    return;
+  }
+  if (env::trace()) {
+    // One line per node before it runs, then a wait for the device: a kernel that fails or never
+    // finishes is the last line printed.
+    std::string row = fmt::format("[tg trace] {} %{} {}", p_.device_.to_string(), node.id, ir::op_name(node.kind));
+    for (size_t i = 0; i < inputs.size(); ++i) row += (i ? ", " : " ") + inputs[i].type().to_string();
+    std::fprintf(stderr, "%s\n", row.c_str());
+    std::fflush(stderr);
+    kernel(ctx);
+    b.synchronize(stream_);
+    return;
+  }
+  kernel(ctx);
+}
+
+void RunState::stage_targets() {
+  const auto& targets = p_.plan_->targets;
+  char* base = static_cast<char*>(inst_.arena.get());
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const int64_t off = p_.memory_.target_offset[i];
+    if (off == MemoryPlan::kUnplanned) continue;
+    const TensorData& v = inst_.values[targets[i].node][targets[i].index];
+    if (v.storage_ptr() != base + off) {
+      p_.backend_.copy(base + off, p_.device_, v.storage_ptr(), v.device(), v.nbytes(), stream_);
+    }
+  }
+}
+
+void RunState::commit() {
+  std::vector<backends::CommitCopy> copies;
+  std::vector<int> slots;
+  for (size_t i = 0; i < dirty_.size(); ++i) {
+    if (!dirty_[i]) continue;
+    const TensorData& dst = inst_.var_buffers[i];
+    const TensorData& src = current_[i];
+    slots.push_back(p_.var_slots_[i]);
+    if (src.storage_ptr() != dst.storage_ptr()) {
+      copies.push_back({const_cast<void*>(dst.storage_ptr()), src.storage_ptr(), dst.nbytes()});
+    }
+  }
+  if (!copies.empty()) p_.backend_.commit(copies, inst_.record, stream_);
+  if (recording_) {
+    recorded_slots = std::move(slots);
+  } else if (!slots.empty()) {
+    p_.plan_->graph->variables()->written(slots, p_.device_);
+  }
+}
+
+std::vector<TensorData> RunState::results() {
+  const auto& targets = p_.plan_->targets;
+  const ir::Graph& g = *p_.plan_->graph;
+  char* base = static_cast<char*>(inst_.arena.get());
+  std::vector<TensorData> out;
+  out.reserve(targets.size());
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const int64_t off = p_.memory_.target_offset[i];
+    const TensorType& type = g.type(targets[i]);
+    if (off == MemoryPlan::kUnplanned) {
+      if (is_static(type.shape)) {
+        out.emplace_back(type.shape, type.dtype, p_.device_);  // empty: nothing to copy
+      } else {
+        out.push_back(inst_.values[targets[i].node][targets[i].index]);  // computed by control flow
+      }
+      continue;
+    }
+    TensorData r(type.shape, type.dtype, p_.device_);
+    p_.backend_.copy(r.storage_ptr(), p_.device_, base + off, p_.device_, r.nbytes(), stream_);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void RunState::check_device_errors(const std::vector<backends::DeviceErrorFormatter>& f) {
+  if (f.empty() || inst_.record == nullptr) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  const backends::DeviceErrorRecord r = p_.backend_.read_error(inst_.record, stream_);
+  wait_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  if (r.tag == 0) return;
+  if (r.tag > f.size()) fail(ErrorCode::internal, p_.device_.to_string(), "device error record with tag {}", r.tag);
+  throw f[r.tag - 1](r);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Program::run
+
+namespace {
+
+// RunOptions::cuda_stream: the run is ordered after the caller's stream on entry, and the
+// caller's stream after the run on exit (also when the run fails).
+struct StreamOrder {
+  const backends::Backend& b;
+  void* caller;
+  StreamOrder(const backends::Backend& backend, void* stream) : b(backend), caller(stream) {
+    if (caller) b.enter_stream(caller);
+  }
+  ~StreamOrder() {
+    if (caller) b.leave_stream(caller);
+  }
+};
+
+}  // namespace
+
+std::vector<TensorData> Program::run(std::span<const TensorData> feeds, const RunOptions& options) const {
+  const auto start = std::chrono::steady_clock::now();
+  // Host time of a run that returns, its waits for the device excluded (runtime_stats).
+  auto count_run = [&start](int64_t wait_ns) {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+    stats::add(Counter::runs);
+    stats::add(Counter::run_host_ns, ns.count() - wait_ns);
+  };
+  struct Lease {
+    const Program& p;
+    std::unique_ptr<Instance> inst;
+    ~Lease() {
+      if (inst) p.release(std::move(inst));
+    }
+  } lease{*this, acquire()};
+  Instance& inst = *lease.inst;
+  ir::VariableStore& store = *plan_->graph->variables();
+  std::shared_lock<std::shared_mutex> read_lock(store.run_mutex(), std::defer_lock);
+  std::unique_lock<std::shared_mutex> write_lock(store.run_mutex(), std::defer_lock);
+  if (!var_slots_.empty()) {
+    if (assigns_) {
+      write_lock.lock();
+    } else {
+      read_lock.lock();
+    }
+  }
+  StreamOrder order(backend_, device_.is_cpu() ? nullptr : options.cuda_stream);
+  void* stream = backend_.own_stream();
+
+  // Variable buffers brought up to date (only when some buffer on this device went stale).
+  if (!var_slots_.empty()) {
+    const uint64_t epoch = store.stale_epoch(device_);
+    if (epoch != inst.synced_epoch || inst.var_buffers.size() != var_slots_.size()) {
+      inst.var_buffers.resize(var_slots_.size());
+      for (size_t i = 0; i < var_slots_.size(); ++i) inst.var_buffers[i] = store.buffer(var_slots_[i], device_);
+      inst.synced_epoch = epoch;
+    }
+  }
+  // Scratch grown to what kernels declared (never under a recorded run: its addresses are fixed).
+  if (!inst.recorded && align_up(scratch_need_.load()) > inst.scratch_bytes) {
+    const size_t need = align_up(scratch_need_.load());
+    inst.scratch = backend_.allocate(need);
+    stats::add(Counter::arena_bytes, static_cast<int64_t>(need - inst.scratch_bytes));
+    inst.held_bytes += need - inst.scratch_bytes;
+    inst.scratch_bytes = need;
+  }
+
+  if (recordable_ && warmed_.load() && !inst.record_failed && !inst.recorded) {
+    RunState rec(*this, inst, nullptr);
+    try {
+      inst.recorded = backend_.record([&](void* s) {
+        rec.set_stream(s);
+        rec.enqueue_recorded();
+      });
+      inst.recorded_formatters = std::move(rec.formatters);
+      inst.recorded_slots = std::move(rec.recorded_slots);
+      stats::add(Counter::graph_captures);
+    } catch (const Error& e) {
+      inst.record_failed = true;
+      stats::add(Counter::capture_fallbacks);
+      static std::atomic<bool> told{false};
+      if (!told.exchange(true)) {
+        std::fprintf(stderr, "[tg] a run could not be captured into a CUDA graph; such runs walk the nodes: %s\n",
+                     e.what());
+      }
+    }
+  }
+  if (inst.recorded) {
+    for (size_t i = 0; i < feeds.size(); ++i) {
+      const TensorData& slot = inst.input_slots[i];
+      if (slot.empty()) continue;
+      backend_.copy(const_cast<void*>(slot.storage_ptr()), device_, feeds[i].storage_ptr(), feeds[i].device(), feeds[i].nbytes(), stream);
+    }
+    backend_.replay(*inst.recorded, stream);
+    stats::add(Counter::graph_launches);
+    if (!inst.recorded_slots.empty()) store.written(inst.recorded_slots, device_);
+    RunState rs(*this, inst, stream);
+    std::vector<TensorData> out = rs.results();
+    rs.check_device_errors(inst.recorded_formatters);
+    count_run(rs.wait_ns);
+    return out;
+  }
+  RunState rs(*this, inst, stream);
+  rs.enqueue(feeds);
+  stats::add(Counter::interpreted_runs);
+  std::vector<TensorData> out = rs.results();
+  rs.check_device_errors(rs.formatters);
+  warmed_.store(true);
+  count_run(rs.wait_ns);
+  return out;
+}
+
+}  // namespace tg::runtime

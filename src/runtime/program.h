@@ -1,0 +1,94 @@
+// A compiled program: the optimized graph lowered for one backend, with its static memory plan,
+// and the runtime that runs it (runtime/executor.cpp): arenas per concurrent caller, in-place
+// transactional variables, CUDA graph capture and replay, interpreted control flow.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/backend.h"
+#include "ir/graph.h"
+#include "runtime/memory_plan.h"
+#include "tg/graph.h"
+
+namespace tg::runtime {
+
+/// A graph ready for lowering (compile's output): dead code removed, every type static except
+/// where control flow makes it dynamic, nodes in execution order.
+struct PlannedGraph {
+  std::shared_ptr<const ir::Graph> graph;
+  std::vector<int> schedule;              ///< node ids in execution order
+  std::vector<int> feed_nodes;            ///< placeholder node per feed, feed order
+  std::vector<ir::ValueRef> targets;      ///< results, in target order
+  ComputePrecision precision = ComputePrecision::f32;
+};
+
+/// How to run one graph: the program's top level or a region body.
+struct GraphPlan {
+  const ir::Graph* graph = nullptr;
+  std::vector<int> schedule;                              ///< node ids in execution order
+  std::vector<backends::Kernel> kernels;                  ///< per step; null where the runtime runs it
+  std::vector<char> dynamic;                              ///< per step: shapes known only at run time
+  std::vector<std::vector<ir::ValueRef>> release_after;   ///< per step
+  std::vector<int> feed_index;                            ///< per node: its feed (parameter), or -1
+  std::vector<ir::ValueRef> results;
+};
+
+struct Instance;  // an arena and what is recorded with it (executor.cpp)
+
+class Program {
+ public:
+  /// Lowers `plan` for `backend`. `memory_budget` as CompileOptions::memory_budget_bytes.
+  Program(std::shared_ptr<const PlannedGraph> plan, const backends::Backend& backend, size_t memory_budget);
+  ~Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  /// Runs with one value per feed (already checked against the feed types; on any device).
+  /// Thread-safe. Errors as Executable::run.
+  std::vector<TensorData> run(std::span<const TensorData> feeds, const RunOptions& options) const;
+
+  const MemoryPlan& memory() const { return memory_; }
+  /// Arena bytes of one run: the plan's, plus the scratch kernels declared so far.
+  size_t arena_bytes() const;
+  int arena_count() const;
+  /// True when runs after the first replay a recorded run (CUDA graph).
+  bool recordable() const { return recordable_; }
+
+ private:
+  friend class Executor;
+  friend class RunState;
+
+  std::unique_ptr<Instance> acquire() const;
+  void release(std::unique_ptr<Instance> inst) const;
+  std::unique_ptr<Instance> make_instance() const;
+  void add_region_plans(const ir::Graph& g);
+
+  std::shared_ptr<const PlannedGraph> plan_;
+  const backends::Backend& backend_;
+  Device device_;
+  GraphPlan top_;
+  std::unordered_map<const ir::Graph*, GraphPlan> regions_;
+  MemoryPlan memory_;
+  std::vector<int> var_slots_;   ///< the variable store slots the program reads or writes
+  std::vector<int> var_index_;   ///< per store slot: index in var_slots_, or -1
+  bool assigns_ = false;         ///< some node (regions included) assigns a variable
+  bool recordable_ = false;
+  size_t budget_ = 0;
+
+  mutable std::atomic<size_t> scratch_need_{0};  ///< most scratch one kernel asked for
+  mutable std::atomic<bool> warmed_{false};      ///< a run completed (algorithms chosen, kernels built)
+  mutable std::atomic<int64_t> runs_{0};
+
+  mutable std::mutex pool_mu_;
+  mutable std::condition_variable pool_cv_;
+  mutable std::vector<std::unique_ptr<Instance>> free_;
+  mutable int instances_ = 0;
+  mutable size_t held_bytes_ = 0;
+};
+
+}  // namespace tg::runtime

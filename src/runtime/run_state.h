@@ -1,0 +1,100 @@
+// The state of one run of a Program (runtime/executor.cpp, runtime/control_flow.cpp): the arena
+// it runs in (an Instance, reused by later runs of the same caller) and the run's services.
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/program.h"
+
+namespace tg::runtime {
+
+/// An arena and what belongs to it: the planned values' views, the scratch region, the device
+/// error record and, once recorded, the run replayed on later runs (a CUDA graph).
+struct Instance {
+  std::shared_ptr<void> arena;
+  std::shared_ptr<void> scratch;
+  size_t scratch_bytes = 0;
+  std::shared_ptr<void> record_block;
+  backends::DeviceErrorRecord* record = nullptr;  ///< device memory; null on the CPU
+  std::vector<std::vector<TensorData>> views;     ///< per node: its planned outputs (or empty)
+  std::vector<TensorData> input_slots;            ///< per feed: its input slot (or empty)
+  std::vector<std::vector<TensorData>> values;    ///< per node: the values of the current run
+  std::vector<TensorData> var_buffers;            ///< per program variable: its buffer here
+  uint64_t synced_epoch = std::numeric_limits<uint64_t>::max();
+  std::unique_ptr<backends::RecordedRun> recorded;
+  std::vector<backends::DeviceErrorFormatter> recorded_formatters;
+  std::vector<int> recorded_slots;  ///< the variables the recorded run assigns
+  bool record_failed = false;
+  size_t held_bytes = 0;  ///< counted in runtime_stats().arena_bytes
+  std::vector<TensorData> inputs_scratch;        ///< reused per step (no allocation per step)
+  ~Instance();
+};
+
+class RunState final : public backends::RunServices {
+ public:
+  RunState(const Program& program, Instance& inst, void* stream);
+
+  void* stream() override { return stream_; }
+  void* workspace(size_t bytes) override;
+  backends::DeviceErrorSlot device_error(backends::DeviceErrorFormatter describe) override;
+
+  /// Queues the whole run on the stream: zeroes the error record, runs the top level with
+  /// `feeds` bound to the placeholders, stages the targets in their slots and commits the
+  /// assigned variables (predicated on the record).
+  void enqueue(std::span<const TensorData> feeds);
+  /// enqueue for a recording: the placeholders read the input slots, and the variables it
+  /// assigns are kept in recorded_slots instead of being marked written (nothing ran yet).
+  void enqueue_recorded();
+  void set_stream(void* stream) { stream_ = stream; }
+  /// The targets: copies out of the arena (or the values themselves where unplanned).
+  std::vector<TensorData> results();
+  /// Raises the error a kernel reported on the device, if any (waits for the stream).
+  void check_device_errors(const std::vector<backends::DeviceErrorFormatter>& formatters);
+
+  std::vector<backends::DeviceErrorFormatter> formatters;  ///< per tag - 1, this run's
+  std::vector<std::shared_ptr<void>> overflow;             ///< scratch beyond the region, this run's
+  std::vector<int> recorded_slots;                         ///< enqueue_recorded: variables assigned
+  int64_t wait_ns = 0;                                     ///< time check_device_errors waited
+
+  // ---- used by control flow (control_flow.cpp)
+  /// Runs a region of a node of this program with its parameters bound to `args`.
+  std::vector<TensorData> run_region(const ir::Region& region, std::span<const TensorData> args);
+  /// A host copy of a small feed, when `v` is a placeholder fed from the host (no device read).
+  const TensorData* host_value(ir::ValueRef v) const;
+  /// The value of a one-element tensor on the host (reads the device in stream order).
+  TensorData to_host(const TensorData& t);
+
+ private:
+  /// Runs `plan` with `feeds` bound to its placeholders; values in `values` (per node).
+  void execute(const GraphPlan& plan, std::span<const TensorData> feeds,
+               std::vector<std::vector<TensorData>>& values, bool top);
+  void run_step(const GraphPlan& plan, size_t step, std::vector<std::vector<TensorData>>& values,
+                std::span<const TensorData> feeds, bool top);
+  void call_kernel(const ir::Node& node, backends::Kernel kernel, std::span<const TensorData> inputs,
+                   std::vector<TensorData>& outs);
+  void run_control(const ir::Node& node, std::span<const TensorData> inputs, std::vector<TensorData>& outs);
+  void check_outputs(const ir::Node& node, const std::vector<TensorData>& outs);
+  Device device() const;
+  void stage_targets();
+  void commit();
+
+  // Variables of this run (per program variable index): the value a read sees now.
+  const TensorData& start_value(int slot);
+  const TensorData& current_value(int slot);
+  void assign(int slot, TensorData value);
+
+  const Program& p_;
+  Instance& inst_;
+  void* stream_;
+  size_t ws_used_ = 0;
+  std::vector<TensorData> current_;
+  std::vector<char> dirty_;
+  std::unordered_map<int, TensorData> host_feeds_;  ///< placeholder node -> small host feed
+  bool profile_ = false;
+  bool recording_ = false;
+};
+
+}  // namespace tg::runtime
