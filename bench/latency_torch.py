@@ -77,13 +77,23 @@ def export_bert(out_dir):
     ids = torch.randint(0, 30522, (1, 128), generator=g)
     with torch.no_grad():
         ref = m(input_ids=ids)
+    class Outputs(torch.nn.Module):  # input_ids -> (last_hidden_state, pooler_output)
+        def __init__(self, bert):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids):
+            o = self.bert(input_ids=input_ids)
+            return o.last_hidden_state, o.pooler_output
+
     path = os.path.join(out_dir, "bert.onnx")
-    torch.onnx.export(m, (ids,), path, input_names=["input_ids"],
-                      output_names=["last_hidden_state", "pooler_output"], opset_version=17,
-                      dynamo=False)
-    onnx.save(numpy_helper.from_array(ids.numpy(), "input_ids"), os.path.join(out_dir, "input_ids.pb"))
-    onnx.save(numpy_helper.from_array(ref.last_hidden_state.numpy(), "last_hidden_state"),
-              os.path.join(out_dir, "output_0.pb"))
+    with torch.no_grad():
+        torch.onnx.export(Outputs(m), (ids,), path, input_names=["input_ids"],
+                          output_names=["last_hidden_state", "pooler_output"], opset_version=17,
+                          dynamo=False)
+    for name, value in (("input_ids.pb", ids), ("output_0.pb", ref.last_hidden_state)):
+        with open(os.path.join(out_dir, name), "wb") as f:  # a TensorProto, as the ONNX test data
+            f.write(numpy_helper.from_array(value.numpy(), name.split(".")[0]).SerializeToString())
     model = onnx.load(path)
     ops = sorted({n.op_type for n in model.graph.node})
     print(json.dumps({"exported": path, "nodes": len(model.graph.node), "ops": ops}), flush=True)

@@ -48,6 +48,11 @@ class RunServices {
   /// the record into the tg::Error to raise (it is kept with a captured graph, so it must capture
   /// what it needs by value).
   virtual DeviceErrorSlot device_error(DeviceErrorFormatter describe) = 0;
+  /// Null, or the run's device error record when this kernel writes outputs that are variables'
+  /// buffers (the runtime's direct writes): then the kernel must write nothing when the record's
+  /// tag is set when it runs (a check earlier in the run failed), checked on the device. Only the
+  /// kernels the runtime asks this of (fused_elementwise) implement it.
+  virtual const DeviceErrorRecord* write_guard() = 0;
 };
 
 /// What a kernel sees: the node (attributes, output types), its inputs, and its outputs, which

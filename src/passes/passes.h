@@ -28,9 +28,10 @@ bool eliminate_dead_code(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::ve
 /// changed.
 bool infer_types(ir::Graph& g);
 
-/// Evaluates the elementwise node `n` (0-d output type) on 0-d host tensors `args` into `out`;
-/// false when it cannot (the op raises, e.g. an integer division by zero, or has no evaluation).
-/// The runtime gives one built on the CPU backend's kernels, so passes include no backend.
+/// Evaluates node `n` (its output type as given) on host tensors `args` into `out` (allocated
+/// with that type); false when it cannot (the op raises, e.g. an integer division by zero, or has
+/// no evaluation). The runtime gives one built on the CPU backend's kernels, so passes include no
+/// backend.
 using ScalarEvaluator =
     std::function<bool(const ir::Node& n, std::span<const TensorData> args, TensorData& out)>;
 
@@ -40,6 +41,12 @@ using ScalarEvaluator =
 /// Run after infer_types.
 bool simplify(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops, std::vector<int>& keep,
               const ScalarEvaluator& eval);
+
+/// Constant folding of casts and transposes of constants (passes/fold_constants.cpp): each
+/// becomes a constant holding its value, computed by `eval` (results over 1 GiB are left alone);
+/// then dead-code elimination. Remaps `roots`, `root_ops`, `keep`; true when it folded anything.
+bool fold_constants(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops, std::vector<int>& keep,
+                    const ScalarEvaluator& eval);
 
 /// Inlines every if_else whose predicate is a bool constant (passes/inline_branches.cpp): the
 /// taken branch's nodes replace it; then dead-code elimination. Remaps `roots`, `root_ops`, `keep`.

@@ -159,6 +159,7 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
       const DType low = options.precision == ComputePrecision::bf16 ? DType::bf16 : DType::f16;
       passes::autocast(*g, low, roots, root_ops, feeds);
     }
+    passes::fold_constants(*g, roots, root_ops, feeds, evaluate_on_cpu);
     passes::eliminate_common_subexpressions(*g, roots, root_ops, feeds);
     passes::fuse_elementwise(*g, roots, root_ops, feeds);
     passes::fuse_reductions(*g, roots, root_ops, feeds);

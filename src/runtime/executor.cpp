@@ -55,6 +55,29 @@ void collect_variables(const ir::Graph& g, std::vector<int>& slots, bool& assign
   }
 }
 
+// True for nodes whose kernels may find bad input on the device (and report it in the run's
+// device error record): gathers and scatters (indices), integer divisions (zero divisors).
+bool may_fail_on_device(const ir::Node& n) {
+  using K = ir::OpKind;
+  auto int_division = [](K k, DType t) {
+    return is_integer(t) && (k == K::div || k == K::mod || k == K::floor_mod || k == K::floor_div);
+  };
+  switch (n.kind) {
+    case K::gather:
+    case K::gather_nd:
+    case K::gather_elements:
+    case K::scatter_nd:
+    case K::scatter_elements: return true;
+    case K::fused_elementwise:
+    case K::fused_reduce:
+      for (const ir::FusedStep& s : std::get<ir::FusedAttrs>(n.attrs).steps) {
+        if (int_division(s.kind, s.dtype)) return true;
+      }
+      return false;
+    default: return !n.outputs.empty() && int_division(n.kind, n.outputs[0].dtype);
+  }
+}
+
 // Kernels timed by device events in a profiled run: evaluated after the run.
 struct Timed {
   std::string name;
@@ -116,6 +139,9 @@ Program::Program(std::shared_ptr<const PlannedGraph> plan, const backends::Backe
   for (char d : top_.dynamic) dynamic = dynamic || d;
   recordable_ = backend_.can_record() && env::cuda_graphs_enabled() && !env::profile() && !env::trace() &&
                 regions_.empty() && !dynamic;
+  direct_.resize(static_cast<size_t>(g.size()));
+  for (const ir::Node& n : g.nodes()) direct_[n.id].assign(n.outputs.size(), -1);
+  if (recordable_) plan_direct_writes();
   if (budget_ > 0 && static_cast<size_t>(memory_.arena_bytes) > budget_) {
     fail(ErrorCode::out_of_memory, "compile", "one run's arena needs {} bytes, more than memory_budget_bytes {}",
          memory_.arena_bytes, budget_);
@@ -123,6 +149,67 @@ Program::Program(std::shared_ptr<const PlannedGraph> plan, const backends::Backe
 }
 
 Program::~Program() = default;
+
+// An assignment's value is written by its kernel straight into the variable's buffer (recorded
+// runs, where no host error can come after it) when that changes nothing a run can observe:
+//  - the value is an output the kernel writes in the arena (not a view), of the variable's type,
+//    and the variable is assigned once;
+//  - no node that may fail on the device comes at or after that kernel; when some comes before
+//    it, the kernel is a fused_elementwise one, which writes nothing when the run's device error
+//    record is set (RunServices::write_guard), as the commit would have;
+//  - nothing reads the variable's value from the start of the run after that kernel, and the
+//    kernel itself reads it only as an elementwise input of the output's shape (each element is
+//    read before the same element is written).
+void Program::plan_direct_writes() {
+  const ir::Graph& g = *plan_->graph;
+  const std::vector<int>& schedule = plan_->schedule;
+  std::vector<int> step_of(static_cast<size_t>(g.size()), -1);
+  for (size_t i = 0; i < schedule.size(); ++i) step_of[schedule[i]] = static_cast<int>(i);
+  int last_check = -1;
+  std::vector<int> assigned(var_index_.size(), 0);
+  for (size_t i = 0; i < schedule.size(); ++i) {
+    const ir::Node& n = g.node(schedule[i]);
+    if (may_fail_on_device(n)) last_check = static_cast<int>(i);
+    if (n.kind == ir::OpKind::assign_variable) assigned[std::get<ir::VariableAttrs>(n.attrs).index]++;
+  }
+  auto slot_of = [](const ir::Node& n) {
+    const auto* v = std::get_if<ir::VariableAttrs>(&n.attrs);
+    return v != nullptr ? v->index : -1;
+  };
+  for (size_t a = 0; a < schedule.size(); ++a) {
+    const ir::Node& assign = g.node(schedule[a]);
+    if (assign.kind != ir::OpKind::assign_variable) continue;
+    const int slot = slot_of(assign);
+    const ir::ValueRef value = assign.inputs[1];
+    const ir::Node& producer = g.node(value.node);
+    const int p = step_of[value.node];
+    if (assigned[slot] != 1 || p < 0 || p <= last_check || !writes_planned_outputs(producer) ||
+        memory_.offset[producer.id][value.index] == MemoryPlan::kUnplanned ||
+        producer.outputs[static_cast<size_t>(value.index)] != g.type(assign.inputs[0])) {
+      continue;
+    }
+    const bool elementwise = producer.kind == ir::OpKind::fused_elementwise;
+    if (last_check >= 0 && !elementwise) continue;  // only the guarded kernels
+    bool ok = true;
+    for (size_t i = static_cast<size_t>(p); ok && i < schedule.size(); ++i) {
+      const ir::Node& n = g.node(schedule[i]);
+      if (n.kind == ir::OpKind::read_variable && slot_of(n) == slot && i < a) ok = false;  // reads the start value
+      for (const ir::ValueRef& in : n.inputs) {
+        const ir::Node& src = g.node(in.node);
+        const bool start_value = (src.kind == ir::OpKind::variable && slot_of(src) == slot) ||
+                                 (src.kind == ir::OpKind::read_variable && slot_of(src) == slot && step_of[src.id] < static_cast<int>(a)) ||
+                                 ((src.kind == ir::OpKind::reshape || src.kind == ir::OpKind::stop_gradient) &&
+                                  slot_of(g.node(src.inputs[0].node)) == slot);
+        if (!start_value || &n == &assign) continue;
+        if (&n != &producer || !elementwise || g.type(in).shape != producer.outputs[0].shape ||
+            src.kind == ir::OpKind::reshape || src.kind == ir::OpKind::stop_gradient) {
+          ok = false;
+        }
+      }
+    }
+    if (ok) direct_[producer.id][static_cast<size_t>(value.index)] = var_index_[slot];
+  }
+}
 
 void Program::add_region_plans(const ir::Graph& g) {
   for (const ir::Node& n : g.nodes()) {
@@ -428,12 +515,18 @@ void RunState::run_step(const GraphPlan& plan, size_t step, std::vector<std::vec
     outs = inst_.views[node.id];
     for (size_t i = 0; i < outs.size(); ++i) {
       if (outs[i].empty()) outs[i] = TensorData(node.outputs[i].shape, node.outputs[i].dtype, p_.device_);
+      // A recorded run writes this value straight into its variable's buffer (plan_direct_writes).
+      if (recording_ && p_.direct_[node.id][i] >= 0) {
+        outs[i] = inst_.var_buffers[static_cast<size_t>(p_.direct_[node.id][i])];
+        guard_ = true;
+      }
     }
   } else {
     outs.clear();
     for (const TensorType& t : node.outputs) outs.emplace_back(t.shape, t.dtype, p_.device_);
   }
   call_kernel(node, kernel, inputs, outs);
+  guard_ = false;
   if (top && writes_planned_outputs(node)) {
     // A kernel may put an output elsewhere (fresh memory), never over another arena value.
     const char* lo = static_cast<const char*>(inst_.arena.get());
@@ -441,7 +534,7 @@ void RunState::run_step(const GraphPlan& plan, size_t step, std::vector<std::vec
     for (size_t i = 0; i < outs.size(); ++i) {
       const auto* q = static_cast<const char*>(outs[i].storage_ptr());
       const TensorData& planned = inst_.views[node.id][i];
-      if (q != planned.storage_ptr() && q >= lo && q < hi) {
+      if (q != planned.storage_ptr() && q >= lo && q < hi && !(recording_ && p_.direct_[node.id][i] >= 0)) {
         fail(ErrorCode::internal, ir::op_name(node.kind), "the kernel returned a view of another value of the arena");
       }
     }

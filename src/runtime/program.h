@@ -63,6 +63,7 @@ class Program {
   friend class Executor;
   friend class RunState;
 
+  void plan_direct_writes();
   std::unique_ptr<Instance> acquire() const;
   void release(std::unique_ptr<Instance> inst) const;
   std::unique_ptr<Instance> make_instance() const;
@@ -77,6 +78,10 @@ class Program {
   std::vector<int> var_slots_;   ///< the variable store slots the program reads or writes
   std::vector<int> var_index_;   ///< per store slot: index in var_slots_, or -1
   bool assigns_ = false;         ///< some node (regions included) assigns a variable
+  /// Recorded runs only: outputs their kernel writes straight into a variable's buffer instead
+  /// of the arena (the commit then has nothing to copy for them): per node id, per output, the
+  /// program variable index, or -1. See plan_direct_writes.
+  std::vector<std::vector<int>> direct_;
   bool recordable_ = false;
   size_t budget_ = 0;
 

@@ -40,6 +40,7 @@ class RunState final : public backends::RunServices {
   void* stream() override { return stream_; }
   void* workspace(size_t bytes) override;
   backends::DeviceErrorSlot device_error(backends::DeviceErrorFormatter describe) override;
+  const backends::DeviceErrorRecord* write_guard() override { return guard_ ? inst_.record : nullptr; }
 
   /// Queues the whole run on the stream: zeroes the error record, runs the top level with
   /// `feeds` bound to the placeholders, stages the targets in their slots and commits the
@@ -95,6 +96,7 @@ class RunState final : public backends::RunServices {
   std::unordered_map<int, TensorData> host_feeds_;  ///< placeholder node -> small host feed
   bool profile_ = false;
   bool recording_ = false;
+  bool guard_ = false;  ///< the current kernel writes variables' buffers directly
 };
 
 }  // namespace tg::runtime

@@ -36,16 +36,19 @@ double relative_error(const TensorData& a, const TensorData& b) {
 }
 
 // y = conv(relu(x), w) (then a matmul of its flattened rows), loss = sum(y^2); targets: y, the
-// matmul, dloss/dx, dloss/dw.
-std::vector<TensorData> run(Device device, ComputePrecision precision, Layout layout) {
+// matmul, dloss/dx, dloss/dw. `rgb`: a 3-channel input and a 7x7 stride-2 kernel, like ResNet's
+// stem (the CUDA backend runs it as an 8-channel convolution with zero channels), else 16
+// channels and 3x3.
+std::vector<TensorData> run(Device device, ComputePrecision precision, Layout layout, bool rgb = false) {
   Graph g;
   const bool nhwc = layout == Layout::nhwc;
-  const Shape xs = nhwc ? Shape{4, 9, 9, 16} : Shape{4, 16, 9, 9};
-  const Shape ws = nhwc ? Shape{3, 3, 16, 32} : Shape{32, 16, 3, 3};
+  const int64_t c = rgb ? 3 : 16, k = rgb ? 7 : 3, pad = rgb ? 3 : 1, side = rgb ? 10 : 9;
+  const Shape xs = nhwc ? Shape{4, side, side, c} : Shape{4, c, side, side};
+  const Shape ws = nhwc ? Shape{k, k, c, 32} : Shape{32, c, k, k};
   Tensor x = g.placeholder(xs, DType::f32, "x");
   Tensor w = g.variable(TensorData::random_normal(ws, 0.f, 0.2f, 4), "w");
   Tensor m = g.variable(TensorData::random_normal({32, 8}, 0.f, 0.3f, 6), "m");
-  Conv2dDesc d{.strides = {2, 2}, .padding = Padding::explicit_padding, .explicit_padding = {1, 1, 1, 1},
+  Conv2dDesc d{.strides = {2, 2}, .padding = Padding::explicit_padding, .explicit_padding = {pad, pad, pad, pad},
                .data_layout = layout, .weights_layout = nhwc ? Layout::hwio : Layout::oihw};
   Tensor y = conv2d(relu(x), w, d);                         // [4, 5, 5, 32] or [4, 32, 5, 5]
   Tensor rows = reshape(nhwc ? y : transpose(y, {0, 2, 3, 1}), {100, 32});
@@ -64,15 +67,17 @@ std::vector<TensorData> run(Device device, ComputePrecision precision, Layout la
 // cuDNN may still pick an exact float32 kernel, whose sums can equal the CPU's bit for bit.
 void check(ComputePrecision p, double tol, bool must_differ) {
   if (Device::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU usable here (or a build without CUDA)";
-  for (Layout layout : {Layout::nhwc, Layout::nchw}) {
-    std::vector<TensorData> ref = run(Device::cpu(), ComputePrecision::f32, layout);
-    std::vector<TensorData> got = run(Device::cuda(0), p, layout);
-    const char* names[] = {"conv2d", "matmul", "d/dx", "d/dw"};
-    for (size_t k = 0; k < ref.size(); ++k) {
-      ASSERT_EQ(got[k].type(), ref[k].type()) << names[k];
-      const double e = relative_error(got[k], ref[k]);
-      EXPECT_LE(e, tol) << names[k] << (layout == Layout::nhwc ? " nhwc" : " nchw");
-      if (must_differ) EXPECT_GT(e, 0.0) << names[k] << ": bit-identical to float32, so the precision was not applied";
+  for (bool rgb : {false, true}) {
+    for (Layout layout : {Layout::nhwc, Layout::nchw}) {
+      std::vector<TensorData> ref = run(Device::cpu(), ComputePrecision::f32, layout, rgb);
+      std::vector<TensorData> got = run(Device::cuda(0), p, layout, rgb);
+      const char* names[] = {"conv2d", "matmul", "d/dx", "d/dw"};
+      for (size_t k = 0; k < ref.size(); ++k) {
+        ASSERT_EQ(got[k].type(), ref[k].type()) << names[k];
+        const double e = relative_error(got[k], ref[k]);
+        EXPECT_LE(e, tol) << names[k] << (layout == Layout::nhwc ? " nhwc" : " nchw") << (rgb ? " rgb" : "");
+        if (must_differ) EXPECT_GT(e, 0.0) << names[k] << ": bit-identical to float32, so the precision was not applied";
+      }
     }
   }
 }

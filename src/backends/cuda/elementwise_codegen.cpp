@@ -47,7 +47,7 @@ int vec_width(const ElementwiseSpec& s, std::string_view kinds, std::string_view
 }
 
 /// Parameter list shared by every entry point: outputs, inputs, Strided per broadcast input, n,
-/// flag, p0..: "OUT0* __restrict__ y0, ..."; `args` receives the names.
+/// flag, guard, p0..: "OUT0* __restrict__ y0, ..."; `args` receives the names.
 std::string param_list(const ElementwiseSpec& s, std::string_view kinds, std::string* args) {
   std::string p, a;
   auto add = [&](const std::string& decl, const std::string& name) {
@@ -69,14 +69,17 @@ std::string param_list(const ElementwiseSpec& s, std::string_view kinds, std::st
   }
   add("long long n_", "n_");
   add("int* flag", "flag");
+  add("const unsigned long long* guard", "guard");
   for (int k = 0; k < s.num_params; ++k) add(fmt::format("long long p{}", k), fmt::format("p{}", k));
   *args = a;
   return p;
 }
 
-/// Declarations silencing unused-parameter warnings and loading scalar inputs once.
+/// The write guard (RunServices::write_guard: outputs that are variables' buffers are not written
+/// when a check earlier in the run failed), declarations silencing unused-parameter warnings, and
+/// scalar inputs loaded once.
 std::string prologue(const ElementwiseSpec& s, std::string_view kinds) {
-  std::string out = "  (void)flag;\n";
+  std::string out = "  if (guard != nullptr && *guard != 0ULL) return;\n  (void)flag;\n";
   for (int k = 0; k < s.num_params; ++k) out += fmt::format("  (void)p{};\n", k);
   for (size_t m = 0; m < s.inputs.size(); ++m) {
     if (kinds[m] == 's') out += fmt::format("  const {} v{} = x{}[0];\n", device_type(s.inputs[m]), m, m);
@@ -459,6 +462,8 @@ void run_elementwise(const backends::KernelContext& ctx, const ElementwiseSpec& 
     check(cudaMemsetAsync(flag, 0, sizeof(int), stream), op, "cudaMemsetAsync");
   }
   args.push_back(&flag);
+  const void* guard = ctx.run != nullptr ? ctx.run->write_guard() : nullptr;
+  args.push_back(&guard);
   std::vector<long long> p(params.begin(), params.end());
   for (long long& v : p) args.push_back(&v);
 
