@@ -96,6 +96,12 @@ struct CompileOptions {
   /// reused); a run that would need an arena beyond the budget waits for a free one instead.
   /// Compile raises tg::Error(out_of_memory) naming both sizes when one arena alone exceeds it.
   size_t memory_budget_bytes = 0;
+  /// Executables of one graph compiled for one device with the same non-empty arena_group share
+  /// one arena, as large as the largest of them needs: for executables that never run at the
+  /// same time, such as a model's training and evaluation steps (tg::nn::Model uses it). Their
+  /// runs take turns (one waits while another queues its work); on CUDA, an executable recorded
+  /// against a smaller shared arena records again once it grew. Empty: arenas of its own.
+  std::string arena_group;
 };
 
 /// Options of one Executable::run.

@@ -36,6 +36,10 @@ Executable& executable(ModelState& s, ExeKind kind, int64_t batch) {
   auto flag = [&](bool on) {
     return runtime::BoundFeeds{{s.ctx->is_training, TensorData::from_vector<bool>({on}, {})}};
   };
+  // The model's training, evaluation and prediction executables never run at the same time: they
+  // share one arena (the largest any of them needs).
+  CompileOptions options = s.compile_options;
+  if (options.arena_group.empty()) options.arena_group = "tg::nn::Model";
   Executable exe;
   std::vector<Tensor> metrics = {s.loss_value};
   if (s.num_correct.valid()) metrics.push_back(s.num_correct);
@@ -43,15 +47,15 @@ Executable& executable(ModelState& s, ExeKind kind, int64_t batch) {
     case ExeKind::train:
       exe = runtime::compile_graph(g.impl(), s.device,
                                    {typed(s.input.tensor()), typed(s.labels), {s.learning_rate, {{}, DType::f32}}},
-                                   metrics, s.train_ops, s.compile_options, flag(true));
+                                   metrics, s.train_ops, options, flag(true));
       break;
     case ExeKind::eval:
       exe = runtime::compile_graph(g.impl(), s.device, {typed(s.input.tensor()), typed(s.labels)}, metrics, {},
-                                   s.compile_options, flag(false));
+                                   options, flag(false));
       break;
     case ExeKind::predict:
       exe = runtime::compile_graph(g.impl(), s.device, {typed(s.input.tensor())}, {s.output.tensor()}, {},
-                                   s.compile_options, flag(false));
+                                   options, flag(false));
       break;
   }
   return s.exes.emplace(key, std::move(exe)).first->second;

@@ -183,7 +183,14 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     compiled->feed_types.push_back(g->node(f).outputs[0]);
   }
   for (const auto& r : roots) compiled->target_types.push_back(g->type(r));
-  compiled->program = std::make_unique<runtime::Program>(plan, backend, options.memory_budget_bytes);
+  std::shared_ptr<runtime::SharedArena> shared;
+  if (!options.arena_group.empty()) {
+    std::lock_guard<std::mutex> lock(graph->runtime_mutex());
+    auto& arena = runtime::graph_state(*graph).arenas[device.to_string() + "|" + options.arena_group];
+    if (!arena) arena = std::make_shared<runtime::SharedArena>();
+    shared = arena;
+  }
+  compiled->program = std::make_unique<runtime::Program>(plan, backend, options.memory_budget_bytes, std::move(shared));
   compiled->plan = std::move(plan);
   stats::add(stats::Counter::compiles);  // a pass-pipeline run that produced an executable
   return Executable(std::move(compiled));

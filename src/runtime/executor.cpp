@@ -118,8 +118,20 @@ Instance::~Instance() {
   if (held_bytes) stats::add(Counter::arena_bytes, -static_cast<int64_t>(held_bytes));
 }
 
-Program::Program(std::shared_ptr<const PlannedGraph> plan, const backends::Backend& backend, size_t memory_budget)
-    : plan_(std::move(plan)), backend_(backend), device_(backend.device()), budget_(memory_budget) {
+SharedArena::~SharedArena() {
+  if (bytes) stats::add(Counter::arena_bytes, -static_cast<int64_t>(bytes));
+}
+
+GraphState& graph_state(ir::Graph& g) {
+  std::shared_ptr<void>& state = g.runtime_state();
+  if (!state) state = std::make_shared<GraphState>();
+  return *static_cast<GraphState*>(state.get());
+}
+
+Program::Program(std::shared_ptr<const PlannedGraph> plan, const backends::Backend& backend, size_t memory_budget,
+                 std::shared_ptr<SharedArena> shared)
+    : plan_(std::move(plan)), backend_(backend), device_(backend.device()), budget_(memory_budget),
+      shared_(std::move(shared)) {
   const ir::Graph& g = *plan_->graph;
   MemoryPlanOptions options;
   options.input_slots = backend_.can_record();
@@ -234,31 +246,47 @@ int Program::arena_count() const {
   return instances_;
 }
 
-std::unique_ptr<Instance> Program::make_instance() const {
-  auto inst = std::make_unique<Instance>();
+// The views of the planned values and input slots into `memory` (the instance's arena).
+void Program::bind_arena(Instance& inst, std::shared_ptr<void> memory) const {
   const ir::Graph& g = *plan_->graph;
-  if (memory_.arena_bytes > 0) inst->arena = backend_.allocate(static_cast<size_t>(memory_.arena_bytes));
-  char* base = static_cast<char*>(inst->arena.get());
-  inst->views.resize(static_cast<size_t>(g.size()));
-  inst->values.resize(static_cast<size_t>(g.size()));
+  inst.arena = std::move(memory);
+  char* base = static_cast<char*>(inst.arena.get());
+  inst.views.assign(static_cast<size_t>(g.size()), {});
   for (int id : plan_->schedule) {
     const ir::Node& n = g.node(id);
-    auto& views = inst->views[id];
+    auto& views = inst.views[id];
     for (size_t i = 0; i < n.outputs.size(); ++i) {
       const int64_t off = memory_.offset[id][i];
       views.push_back(off == MemoryPlan::kUnplanned
                           ? TensorData()
                           : TensorData::from_external(base + off, n.outputs[i].shape, n.outputs[i].dtype, device_,
-                                                      inst->arena));
+                                                      inst.arena));
     }
   }
+  inst.input_slots.clear();
   for (size_t f = 0; f < plan_->feed_nodes.size(); ++f) {
     const int64_t off = memory_.input_offset.empty() ? MemoryPlan::kUnplanned : memory_.input_offset[f];
     const TensorType& t = g.node(plan_->feed_nodes[f]).outputs[0];
-    inst->input_slots.push_back(off == MemoryPlan::kUnplanned
-                                    ? TensorData()
-                                    : TensorData::from_external(base + off, t.shape, t.dtype, device_, inst->arena));
+    inst.input_slots.push_back(off == MemoryPlan::kUnplanned
+                                   ? TensorData()
+                                   : TensorData::from_external(base + off, t.shape, t.dtype, device_, inst.arena));
   }
+}
+
+// The caller holds shared_->mu when the program has a shared arena.
+std::unique_ptr<Instance> Program::make_instance() const {
+  auto inst = std::make_unique<Instance>();
+  const ir::Graph& g = *plan_->graph;
+  std::shared_ptr<void> memory;
+  if (shared_) {
+    inst->shared_generation = shared_->generation;
+    memory = shared_->memory;
+  } else if (memory_.arena_bytes > 0) {
+    memory = backend_.allocate(static_cast<size_t>(memory_.arena_bytes));
+    inst->held_bytes = static_cast<size_t>(memory_.arena_bytes);
+  }
+  bind_arena(*inst, std::move(memory));
+  inst->values.resize(static_cast<size_t>(g.size()));
   if (!device_.is_cpu()) {
     inst->record_block = backend_.allocate(sizeof(backends::DeviceErrorRecord));
     inst->record = static_cast<backends::DeviceErrorRecord*>(inst->record_block.get());
@@ -267,8 +295,8 @@ std::unique_ptr<Instance> Program::make_instance() const {
     inst->scratch = backend_.allocate(need);
     inst->scratch_bytes = need;
   }
-  inst->held_bytes = static_cast<size_t>(memory_.arena_bytes) + inst->scratch_bytes;
-  stats::add(Counter::arena_allocations);
+  inst->held_bytes += inst->scratch_bytes;
+  if (!shared_) stats::add(Counter::arena_allocations);
   stats::add(Counter::arena_bytes, static_cast<int64_t>(inst->held_bytes));
   return inst;
 }
@@ -671,6 +699,19 @@ std::vector<TensorData> Program::run(std::span<const TensorData> feeds, const Ru
     stats::add(Counter::runs);
     stats::add(Counter::run_host_ns, ns.count() - wait_ns);
   };
+  // An arena group's executables take turns in its one arena, which grows to the largest need.
+  std::unique_lock<std::mutex> shared_lock;
+  if (shared_) {
+    shared_lock = std::unique_lock<std::mutex>(shared_->mu);
+    if (shared_->bytes < static_cast<size_t>(memory_.arena_bytes)) {
+      const size_t old = shared_->bytes;
+      shared_->memory = backend_.allocate(static_cast<size_t>(memory_.arena_bytes));
+      shared_->bytes = static_cast<size_t>(memory_.arena_bytes);
+      shared_->generation++;
+      stats::add(Counter::arena_allocations);
+      stats::add(Counter::arena_bytes, static_cast<int64_t>(shared_->bytes - old));
+    }
+  }
   struct Lease {
     const Program& p;
     std::unique_ptr<Instance> inst;
@@ -679,6 +720,13 @@ std::vector<TensorData> Program::run(std::span<const TensorData> feeds, const Ru
     }
   } lease{*this, acquire()};
   Instance& inst = *lease.inst;
+  if (shared_ && inst.shared_generation != shared_->generation) {
+    bind_arena(inst, shared_->memory);  // the arena grew: new addresses, so record again
+    inst.shared_generation = shared_->generation;
+    inst.recorded.reset();
+    inst.recorded_formatters.clear();
+    inst.recorded_slots.clear();
+  }
   ir::VariableStore& store = *plan_->graph->variables();
   std::shared_lock<std::shared_mutex> read_lock(store.run_mutex(), std::defer_lock);
   std::unique_lock<std::shared_mutex> write_lock(store.run_mutex(), std::defer_lock);

@@ -1,8 +1,6 @@
 // The public Graph, Tensor and Operation classes.
 #include "tg/graph.h"
 
-#include <map>
-
 #include "core/convert.h"
 #include "core/error_util.h"
 #include "ir/graph.h"
@@ -63,12 +61,6 @@ Tensor Graph::constant(double value, DType dtype) {
 }
 
 namespace {
-// What the runtime keeps with a graph (ir::Graph::runtime_state): Graph::run's executables, keyed
-// by signature (device, feeds' types, targets).
-struct RunCache {
-  std::map<std::string, Executable> executables;
-};
-
 // The run cache is keyed by node ids, so a tensor of another graph must be rejected before the
 // lookup (it could otherwise hit an entry of this graph with the same ids).
 void check_run_owner(const std::shared_ptr<ir::Graph>& graph, const std::shared_ptr<ir::Graph>& owner,
@@ -103,16 +95,14 @@ std::vector<TensorData> Graph::run(const Feeds& feeds, const std::vector<Tensor>
   Executable exe;
   {
     std::lock_guard<std::mutex> lock(impl_->runtime_mutex());
-    auto& cache = impl_->runtime_state();
-    if (!cache) cache = std::make_shared<RunCache>();
-    auto& entries = static_cast<RunCache*>(cache.get())->executables;
+    auto& entries = runtime::graph_state(*impl_).executables;
     auto it = entries.find(key);
     if (it != entries.end()) exe = it->second;
   }
   if (!exe.valid()) {
     exe = compile(device, types, targets, target_ops);
     std::lock_guard<std::mutex> lock(impl_->runtime_mutex());
-    static_cast<RunCache*>(impl_->runtime_state().get())->executables.emplace(key, exe);
+    runtime::graph_state(*impl_).executables.emplace(key, exe);
   }
   return exe.run(inputs);
 }

@@ -5,7 +5,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <memory>
+#include <map>
 #include <mutex>
+#include <string>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -40,10 +42,33 @@ struct GraphPlan {
 
 struct Instance;  // an arena and what is recorded with it (executor.cpp)
 
+/// The arena executables of one arena group share (CompileOptions::arena_group): one at a time
+/// runs in it (`mu`); it only grows, and each growth is a new generation (recorded runs of an
+/// older one record again).
+struct SharedArena {
+  std::mutex mu;
+  std::shared_ptr<void> memory;
+  size_t bytes = 0;
+  uint64_t generation = 0;
+  ~SharedArena();
+};
+
+/// What the runtime keeps with a graph (ir::Graph::runtime_state, under its runtime_mutex):
+/// Graph::run's executables, keyed by signature, and the shared arenas of its arena groups, keyed
+/// by device and group.
+struct GraphState {
+  std::map<std::string, Executable> executables;
+  std::map<std::string, std::shared_ptr<SharedArena>> arenas;
+};
+/// The graph's state, made on first use. The caller holds g.runtime_mutex().
+GraphState& graph_state(ir::Graph& g);
+
 class Program {
  public:
-  /// Lowers `plan` for `backend`. `memory_budget` as CompileOptions::memory_budget_bytes.
-  Program(std::shared_ptr<const PlannedGraph> plan, const backends::Backend& backend, size_t memory_budget);
+  /// Lowers `plan` for `backend`. `memory_budget` as CompileOptions::memory_budget_bytes;
+  /// `shared`: the arena group's arena (CompileOptions::arena_group), or null.
+  Program(std::shared_ptr<const PlannedGraph> plan, const backends::Backend& backend, size_t memory_budget,
+          std::shared_ptr<SharedArena> shared = nullptr);
   ~Program();
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;
@@ -67,6 +92,7 @@ class Program {
   std::unique_ptr<Instance> acquire() const;
   void release(std::unique_ptr<Instance> inst) const;
   std::unique_ptr<Instance> make_instance() const;
+  void bind_arena(Instance& inst, std::shared_ptr<void> memory) const;
   void add_region_plans(const ir::Graph& g);
 
   std::shared_ptr<const PlannedGraph> plan_;
@@ -84,6 +110,7 @@ class Program {
   std::vector<std::vector<int>> direct_;
   bool recordable_ = false;
   size_t budget_ = 0;
+  std::shared_ptr<SharedArena> shared_;
 
   mutable std::atomic<size_t> scratch_need_{0};  ///< most scratch one kernel asked for
   mutable std::atomic<bool> warmed_{false};      ///< a run completed (algorithms chosen, kernels built)

@@ -29,6 +29,7 @@ struct Instance {
   std::vector<int> recorded_slots;  ///< the variables the recorded run assigns
   bool record_failed = false;
   size_t held_bytes = 0;  ///< counted in runtime_stats().arena_bytes
+  uint64_t shared_generation = 0;  ///< the shared arena's generation the views point into
   std::vector<TensorData> inputs_scratch;        ///< reused per step (no allocation per step)
   ~Instance();
 };

@@ -113,6 +113,33 @@ TEST(Arena, MemoryBudgetBoundsTheArenas) {
   EXPECT_EQ(exe.arena_count(), 1);
 }
 
+TEST(Arena, ExecutablesOfOneArenaGroupShareTheLargestArena) {
+  Chain c;
+  Tensor small = exp(c.x);  // one value: a smaller arena than the chain's
+  const TensorType feed{{kN}, DType::f32};
+  const CompileOptions group{.arena_group = "steps"};
+  const RuntimeStats start = runtime_stats();
+  Executable a = c.g.compile(Device::cpu(), {{c.x, feed}}, {small}, {}, group);
+  Executable b = c.g.compile(Device::cpu(), {{c.x, feed}}, {c.y}, {}, group);
+  ASSERT_LT(a.arena_bytes(), b.arena_bytes());
+  for (int r = 0; r < 4; ++r) {  // interleaved: each run overwrites the other's intermediates
+    const float base = 0.2f * static_cast<float>(r);
+    TensorData ya = a.run({c.input(base)})[0];
+    TensorData yb = b.run({c.input(base)})[0];
+    c.check(yb, base);
+    std::vector<float> got = ya.to_vector<float>();
+    EXPECT_NEAR(got[5], std::exp(static_cast<double>(base + 0.005f)), 1e-5);
+  }
+  const RuntimeStats end = runtime_stats();
+  // One arena of the larger size (a's first run made a smaller one; b's made it grow once).
+  EXPECT_EQ(end.arena_allocations - start.arena_allocations, 2);
+  EXPECT_EQ(end.arena_bytes - start.arena_bytes, static_cast<int64_t>(b.arena_bytes()));
+  // Without a group each has its own.
+  Executable c1 = c.g.compile(Device::cpu(), {{c.x, feed}}, {small});
+  c1.run({c.input(0.f)});
+  EXPECT_EQ(runtime_stats().arena_bytes - end.arena_bytes, static_cast<int64_t>(c1.arena_bytes()));
+}
+
 TEST(Arena, VariablesUpdateInPlaceAndSnapshotsStayPut) {
   Graph g;
   Tensor v = g.variable(TensorData::from_vector<float>({1, 2, 3}, {3}), "v");
