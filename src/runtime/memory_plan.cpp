@@ -103,7 +103,9 @@ class Planner {
   void define(const ir::Node& n, int step, const std::vector<int>& feeds) {
     if (n.kind == ir::OpKind::placeholder) {
       const bool fed = std::find(feeds.begin(), feeds.end(), n.id) != feeds.end();
-      int r = new_root({n.id, 0}, bytes_of(n.outputs[0]), step, fed && options_.input_slots);
+      // An input slot is written before the run starts, wherever the placeholder is scheduled
+      // (a model's labels come after its layers): it lives from the first step.
+      int r = new_root({n.id, 0}, bytes_of(n.outputs[0]), 0, fed && options_.input_slots);
       roots_[r].feed = true;
       root_of_[n.id][0] = r;
       return;

@@ -144,5 +144,23 @@ TEST(MemoryPlan, InputSlotsForBackendsThatRecordRuns) {
   EXPECT_EQ(p.plan.arena_bytes, 3 * kBytes);
 }
 
+// The run copies a feed into its slot before the first step, so a placeholder scheduled late (a
+// model's labels after its layers) must not share memory with values computed before it.
+TEST(MemoryPlan, InputSlotsLiveFromTheStartOfTheRun) {
+  Graph g;
+  Tensor x = g.placeholder({kN}, DType::f32, "x");
+  Tensor a = exp(x), b = sin(a);       // computed before the labels' placeholder
+  Tensor labels = g.placeholder({kN}, DType::f32, "labels");
+  Tensor loss = b * labels;
+  runtime::MemoryPlanOptions options;
+  options.input_slots = true;
+  Planned p = plan_of(g, {x, labels}, {loss}, options);
+  const int64_t slot = p.plan.input_offset[1];
+  ASSERT_NE(slot, MemoryPlan::kUnplanned);
+  EXPECT_NE(slot, offset(p, a));
+  EXPECT_NE(slot, offset(p, b));
+  EXPECT_NE(slot, p.plan.input_offset[0]);
+}
+
 }  // namespace
 }  // namespace tg
