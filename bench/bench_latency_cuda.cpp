@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -84,14 +85,14 @@ struct Timing {
   double launches_per_run = 0;  ///< CUDA graph launches
 };
 
-// Times exe.run({x}) followed by reading output 0 back.
-Timing time_runs(const tg::Executable& exe, const std::vector<tg::TensorData>& inputs, int64_t iters) {
-  for (int i = 0; i < 20; ++i) exe.run(inputs)[0].to(tg::Device::cpu());
+// Times `call` (one run and its result read back) `iters` times after 20 warm-up calls.
+Timing time_calls(const std::function<void()>& call, int64_t iters) {
+  for (int i = 0; i < 20; ++i) call();
   const tg::RuntimeStats before = tg::runtime_stats();
   std::vector<double> ms;
   for (int64_t i = 0; i < iters; ++i) {
     auto t0 = clock_type::now();
-    tg::TensorData y = exe.run(inputs)[0].to(tg::Device::cpu());
+    call();
     ms.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
   }
   const tg::RuntimeStats after = tg::runtime_stats();
@@ -117,22 +118,8 @@ Timing resnet50(const std::string& mode, int64_t iters) {
   model.predict(x, 1);
   std::printf("  tg first predict (build + compile + run): %.0f ms\n",
               std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
-  // The predict executable, run directly (predict adds only a lookup and the copy back).
-  for (int i = 0; i < 20; ++i) model.predict(x, 1);
-  const tg::RuntimeStats before = tg::runtime_stats();
-  std::vector<double> ms;
-  for (int64_t i = 0; i < iters; ++i) {
-    auto t = clock_type::now();
-    model.predict(x, 1);
-    ms.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t).count());
-  }
-  const tg::RuntimeStats after = tg::runtime_stats();
-  Timing r;
-  r.median_ms = tg::bench::median(ms);
-  const double runs = static_cast<double>(after.runs - before.runs);
-  r.host_us = static_cast<double>(after.run_host_ns - before.run_host_ns) / 1e3 / std::max(runs, 1.0);
-  r.launches_per_run = static_cast<double>(after.graph_launches - before.graph_launches) / std::max(runs, 1.0);
-  return r;
+  // predict of one batch: the executable's run and the copy back (and a lookup).
+  return time_calls([&] { model.predict(x, 1); }, iters);
 }
 
 Timing bert(const std::string& mode, int64_t iters, const std::string& dir) {
@@ -157,7 +144,7 @@ Timing bert(const std::string& mode, int64_t iters, const std::string& dir) {
   }
   std::printf("  tg vs PyTorch float32: relative error %.2e (|a-b|/|b|), arena %.1f MB\n", std::sqrt(num / den),
               static_cast<double>(exe.arena_bytes()) / 1e6);
-  return time_runs(exe, inputs, iters);
+  return time_calls([&] { exe.run(inputs)[0].to(tg::Device::cpu()); }, iters);
 }
 
 }  // namespace

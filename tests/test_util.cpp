@@ -55,4 +55,10 @@ void expect_equal(const TensorData& actual, const std::vector<double>& expected,
   }
 }
 
+int count_occurrences(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
 }  // namespace tg::testing

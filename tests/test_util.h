@@ -27,6 +27,9 @@ std::vector<TensorData> run_cpu(Graph& g, const std::vector<Tensor>& targets, co
 /// Runs one target on the CPU.
 TensorData run1(Graph& g, Tensor target, const Feeds& feeds = {});
 
+/// How many times `what` occurs in `text` (e.g. an op's name in a compiled graph's text form).
+int count_occurrences(const std::string& text, const std::string& what);
+
 /// Element-wise comparison with |a - e| <= atol + rtol * |e|; NaN matches NaN, inf matches inf of
 /// the same sign. Shapes must agree.
 void expect_close(const TensorData& actual, const std::vector<double>& expected, const Shape& shape,
