@@ -7,8 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev
-          libdnnl-dev libfmt-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
+# ccache makes the test that builds TensorGraph again through add_subdirectory
+# (examples/consumer) cheap.
+PACKAGES=(build-essential cmake ninja-build pkg-config ccache libgtest-dev libgmock-dev
+          libbenchmark-dev libdnnl-dev libfmt-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
           libprotobuf-dev protobuf-compiler libonnx-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
