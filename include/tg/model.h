@@ -432,6 +432,47 @@ class TG_API EarlyStopping : public Callback {
   int64_t stopped_epoch_ = -1;
 };
 
+struct CSVLoggerOptions {
+  /// Keep the rows of an existing file and add to them (resuming a training) instead of starting
+  /// the file afresh; the columns are then those of its header line.
+  bool append = false;
+  /// Also rewrite this JSON file with the whole history after every epoch (empty: no JSON): one
+  /// array per column, {"epoch": [1, 2], "loss": [0.61, 0.32], ...}, NaN written as null.
+  std::string json_path = "";
+};
+/// Records the epoch logs of fit in a CSV file (Keras CSVLogger): a header line such as
+/// "epoch,loss,accuracy,seconds", then one row per epoch: the 1-based epoch number (as the
+/// progress line's "Epoch 1/6"), the epoch logs (loss and accuracy first, then val_loss and
+/// val_accuracy, then any other key in name order) and the epoch's wall time in seconds
+/// (training plus validation). Numbers are written in the shortest form that reads back exactly
+/// ("nan" for NaN). The first epoch's logs fix the columns: a key missing from a later epoch
+/// leaves its cell empty, a key new in a later epoch is not written. The file is created when the
+/// logger is constructed, so one logger can serve several fit calls (one epoch each, say), and it
+/// is flushed after every row, so it can be read while training runs. Errors: tg::Error(io_error)
+/// "[CSVLogger] cannot write '<path>'" when a file cannot be created or written (at construction
+/// or at the end of an epoch).
+class TG_API CSVLogger : public Callback {
+ public:
+  explicit CSVLogger(std::string path, CSVLoggerOptions options = {});
+  void on_epoch_begin(Model& model, int64_t epoch) override;
+  void on_epoch_end(Model& model, int64_t epoch, const Logs& logs) override;
+  const std::string& path() const { return path_; }
+  /// The column names, "epoch" first and "seconds" last (empty before the first epoch, unless
+  /// appending to a file with a header).
+  const std::vector<std::string>& columns() const { return columns_; }
+  /// Every row of the file (those read when appending, then one per epoch), in column order;
+  /// empty cells are NaN.
+  const std::vector<std::vector<double>>& rows() const { return rows_; }
+
+ private:
+  void write_json() const;
+  std::string path_;
+  CSVLoggerOptions options_;
+  std::vector<std::string> columns_;
+  std::vector<std::vector<double>> rows_;
+  double epoch_start_ = -1;  ///< steady-clock seconds at on_epoch_begin
+};
+
 struct FitOptions {
   int64_t epochs = 1;
   int64_t batch_size = 32;  ///< the last batch of an epoch may be smaller
