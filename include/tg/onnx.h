@@ -89,6 +89,23 @@ struct TG_API ImportResult {
   Feeds feeds(const std::vector<TensorData>& values) const;
 };
 
+/// A graph input of a model as its file declares it, before any import.
+struct InputInfo {
+  std::string name;
+  DType dtype = DType::f32;
+  /// The declared dims, -1 for a symbolic or unknown dim; nullopt when the model does not declare
+  /// the input's rank.
+  std::optional<Shape> shape = std::nullopt;
+};
+
+/// The graph inputs of the model file at `path` that no initializer provides, in the model's
+/// order, as declared (nothing is imported: the nodes are not read, so a model whose shapes depend
+/// on an input's value still lists that input). Lets a caller learn what to feed before choosing
+/// ImportOptions. Raises tg::Error(not_found) for a missing file, tg::Error(io_error) for one that
+/// is not a valid ONNX model, and tg::Error(unsupported) "[onnx] graph input 'x': ..." for an input
+/// that is not a tensor or has an element type TensorGraph lacks (e.g. uint16, string).
+TG_API std::vector<InputInfo> model_inputs(const std::filesystem::path& path);
+
 /// Imports the model file at `path` (external data relative to its directory). Raises tg::Error
 /// (not_found) for a missing file, else as described at the top of this header.
 TG_API ImportResult import(const std::filesystem::path& path, const ImportOptions& options = {});
