@@ -1,12 +1,15 @@
-// `tg train`: trains a zoo model on a dataset, then reports the test accuracy and throughput.
+// `tg train`: trains a zoo model on a dataset, then reports the test accuracy and throughput;
+// with --log-dir, also records the epochs (CSV, JSON) and draws the training curves (PNG).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <memory>
 
 #include "commands.h"
 #include "common.h"
 #include "options.h"
+#include "plot.h"
 
 namespace tg::cli {
 namespace {
@@ -18,6 +21,7 @@ struct TrainArgs {
   double lr = -1;  // -1: the optimizer's default
   std::string schedule = "cosine";
   std::string save;
+  std::string log_dir;
   int verbose = 1;
   int64_t augment_shift = -1;  // -1: 1 for mnist, else 0
 };
@@ -61,6 +65,25 @@ nn::Optimizer make_optimizer(const TrainArgs& a, int64_t warmup_steps) {
   return opt;
 }
 
+// The files of --log-dir.
+struct LogFiles {
+  std::filesystem::path csv, json, png;
+};
+
+// Creates --log-dir and the CSVLogger writing its metrics.csv and metrics.json.
+std::shared_ptr<nn::CSVLogger> make_logger(const TrainArgs& a, LogFiles& files) {
+  const std::filesystem::path dir = a.log_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw UsageError(fmt::format("--log-dir: cannot create the directory '{}' ({})", a.log_dir,
+                                 ec ? ec.message() : "a file has that name"));
+  }
+  files = {dir / "metrics.csv", dir / "metrics.json", dir / "curves.png"};
+  return std::make_shared<nn::CSVLogger>(files.csv.string(),
+                                         nn::CSVLoggerOptions{.json_path = files.json.string()});
+}
+
 void run_train(const TrainArgs& a) {
   const Device device = parse_device(a.common.device, "train");
   data::Dataset train = load_dataset(a.common, data::Split::train, "train");
@@ -77,13 +100,22 @@ void run_train(const TrainArgs& a) {
   std::fflush(stdout);
   model.compile(optimizer, nn::Loss::sparse_categorical_crossentropy, {nn::Metric::accuracy},
                 device, {.precision = parse_precision(a.common.precision)});
-  const double seconds = train_epochs(model, train, a, shift, {});
+  std::vector<std::shared_ptr<nn::Callback>> callbacks;
+  LogFiles log;
+  if (!a.log_dir.empty()) callbacks.push_back(make_logger(a, log));
+  const double seconds = train_epochs(model, train, a, shift, callbacks);
   if (!a.save.empty()) {
     model.save(a.save);
     fmt::print("saved checkpoint: {}\n", a.save);
   }
   nn::Logs logs = model.evaluate(test.images, test.labels, {.batch_size = 256});
   const double samples = static_cast<double>(train.size()) * static_cast<double>(a.epochs);
+  if (!a.log_dir.empty()) {
+    const std::string why = draw_curves(a.log_dir, log.csv.filename().string(),
+                                        fmt::format("tg train: {} on {}", a.common.model, a.common.dataset));
+    fmt::print("training log: {} and {} (per epoch); curves: {}\n", log.csv.string(),
+               log.json.string(), why.empty() ? log.png.string() : "not drawn, " + why);
+  }
   fmt::print("throughput: {:.1f} samples/s ({} x {} in {:.1f} s); test loss {:.4f}\n",
              seconds > 0 ? samples / seconds : 0.0, count(a.epochs, "epoch"),
              count(train.size(), "example"), seconds, logs.at("loss"));
@@ -119,6 +151,10 @@ void add_train_command(CLI::App& app) {
                0);
   cmd->add_option("--save", args->save, "Write the trained model (safetensors checkpoint) here")
       ->type_name("FILE");
+  cmd->add_option("--log-dir", args->log_dir,
+                  "Record the training here: metrics.csv and metrics.json (loss, accuracy and seconds "
+                  "per epoch) and curves.png (drawn by gnuplot from curves.gp)")
+      ->type_name("DIR");
   whole_number(cmd->add_option("--verbose,-v", args->verbose,
                                "0: quiet, 1: progress bar, 2: a line per epoch")
                    ->capture_default_str(),
