@@ -65,6 +65,7 @@ if(TG_BUILD_CUDA)
                                    " ${CUDNN_LIBRARY} -ldl -lrt")
 endif()
 file(RELATIVE_PATH TG_PC_PREFIX_FROM_PCDIR ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
+string(REGEX REPLACE "/$" "" TG_PC_PREFIX_FROM_PCDIR "${TG_PC_PREFIX_FROM_PCDIR}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/tensorgraph.pc.in ${PROJECT_BINARY_DIR}/tensorgraph.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/tensorgraph.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 

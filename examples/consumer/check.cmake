@@ -74,6 +74,10 @@ if(MODE STREQUAL "package")
   run_step("pkg-config" COMMAND ${PKG_CONFIG} --cflags --libs --static tensorgraph OUTPUT_VAR flags)
   string(STRIP "${flags}" flags)
   separate_arguments(flags UNIX_COMMAND "${flags}")
+  # A shared libtg in a prefix the loader does not search: found through the program's RPATH.
+  run_step("pkg-config" COMMAND ${PKG_CONFIG} --variable=libdir tensorgraph OUTPUT_VAR libdir)
+  string(STRIP "${libdir}" libdir)
+  list(APPEND flags -Wl,-rpath,${libdir})
   run_step("compiling with pkg-config's flags" COMMAND ${CXX_COMPILER} -std=c++20 -O1 ${sanitize_flags}
            ${consumer_src}/main.cpp ${flags} -o ${WORK}/consumer_pkgconfig)
   run_step("running the pkg-config build" COMMAND ${WORK}/consumer_pkgconfig OUTPUT_VAR out)

@@ -52,7 +52,7 @@ TEST_F(TgCliErrors, CommandsOptionsAndValues) {
       {"", 2, {"tg: give a command: train, eval"}},
       {"trian", 2, {"tg: unknown command 'trian'; did you mean 'train'?"}},
       {"--foo", 2, {"tg: unknown option '--foo'", "'tg --help' lists the options"}},
-      {"--epochs 3 train", 2, {"--epochs is an option of 'tg train'; give it after the command"}},
+      {"--epochs 3 train", 2, {"--epochs is an option of 'tg train'; give it after the command, e.g. tg train --epochs 3"}},
       {"train --bogus", 2, {"tg train: unknown option '--bogus'", "'tg train --help' lists the options"}},
       {"train --epoch 3", 2, {"unknown option '--epoch'; did you mean '--epochs'?"}},
       {"train --epochs 0", 2, {"tg train: --epochs must be >= 1, got 0"}},

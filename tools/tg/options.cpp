@@ -236,7 +236,8 @@ std::optional<Diagnosis> diagnose(const CLI::App& app, const std::vector<std::st
   for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
   const CLI::Option* waiting = nullptr;  // an option whose value comes next
   std::string waiting_flag;
-  for (const std::string& arg : args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
     if (waiting) {
       waiting = nullptr;
       continue;
@@ -249,12 +250,16 @@ std::optional<Diagnosis> diagnose(const CLI::App& app, const std::vector<std::st
       if (!option) {
         if (command == &app) {
           for (const CLI::App* sub : app.get_subcommands({})) {
-            if (find_flag(*sub, flag)) {
-              return Diagnosis{fmt::format("{} is an option of '{}'; give it after the command, "
-                                           "e.g. {} {}",
-                                           flag, command_name(*sub), command_name(*sub), arg),
-                               sub};
+            const CLI::Option* theirs = find_flag(*sub, flag);
+            if (!theirs) continue;
+            std::string example = arg;  // with its value, when it takes one
+            if (theirs->get_type_size() > 0 && arg.find('=') == std::string::npos && i + 1 < args.size()) {
+              example += " " + args[i + 1];
             }
+            return Diagnosis{fmt::format("{} is an option of '{}'; give it after the command, "
+                                         "e.g. {} {}",
+                                         flag, command_name(*sub), command_name(*sub), example),
+                             sub};
           }
         }
         std::string hint = did_you_mean(flag, flags_of(*command));
