@@ -132,6 +132,15 @@ TEST_F(TgCliErrors, RunNamesTheFileAndTheInput) {
   unknown.nodes[1] = node("FancyRelu", {"s"}, {"y"}, "fancy");
   const std::string bad_op = write_model(d, "fancy.onnx", unknown);
   std::ofstream(d / "corrupt.onnx") << "not a model";
+  {
+    // A .npy file whose header's shape is not numbers.
+    const std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, x), }\n";
+    std::ofstream npy(d / "bad.npy", std::ios::binary);
+    npy.write("\x93NUMPY\x01\x00", 8);
+    const char len[2] = {static_cast<char>(header.size()), 0};
+    npy.write(len, 2);
+    npy << header;
+  }
   const std::vector<BadInvocation> cases = {
       {"run " + quote(model) + " " + quote(wrong), 2,
        {"input file '" + wrong + "' holds f32[1,1,3,3], but " + model + " declares input 'x' as f32[2,3]"}},
@@ -147,6 +156,8 @@ TEST_F(TgCliErrors, RunNamesTheFileAndTheInput) {
       {"run " + quote(bad_op) + " " + quote(good), 1,
        {"tg: error (unsupported): [tg run] importing " + bad_op + " failed: ", "node 'fancy' (FancyRelu"}},
       {"run " + quote((d / "corrupt.onnx").string()), 1, {"[tg run] cannot read the model", "not a valid ONNX"}},
+      {"run " + quote(model) + " " + quote((d / "bad.npy").string()), 1,
+       {"bad.npy: the .npy header's shape (2, x) is not a list of sizes"}},
   };
   for (const BadInvocation& c : cases) check(c);
 }

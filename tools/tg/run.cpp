@@ -103,7 +103,15 @@ TensorData read_npy(const fs::path& path) {
   Shape shape;
   std::stringstream ss(dims.substr(1, dims.size() - 2));
   for (std::string tok; std::getline(ss, tok, ',');) {
-    if (tok.find_first_not_of(' ') != std::string::npos) shape.push_back(std::stoll(tok));
+    const size_t b = tok.find_first_not_of(' ');
+    if (b == std::string::npos) continue;
+    const size_t e = tok.find_last_not_of(' ') + 1;
+    int64_t d = -1;
+    auto [end, ec] = std::from_chars(tok.data() + b, tok.data() + e, d);
+    if (ec != std::errc() || end != tok.data() + e || d < 0) {
+      fail(ErrorCode::io_error, file + ": the .npy header's shape " + dims + " is not a list of sizes");
+    }
+    shape.push_back(d);
   }
   TensorData t(shape, dtype);
   if (!in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(t.nbytes()))) {
