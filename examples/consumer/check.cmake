@@ -10,9 +10,9 @@
 #               find_package(TensorGraph); then the same program is compiled and linked with
 #               nothing but `pkg-config --cflags --libs --static tensorgraph`.
 # subdirectory: the consumer builds TensorGraph from SOURCE_DIR with add_subdirectory (CPU
-#               backend). That compiles the library a second time: through ccache (CXX_LAUNCHER,
-#               which scripts/bootstrap.sh sets) those compiles are cache hits; without ccache the
-#               test is skipped (it prints "SKIPPED: ...").
+#               backend) in WORK. That compiles the library a second time: through ccache
+#               (CXX_LAUNCHER, which scripts/bootstrap.sh sets) those compiles are cache hits;
+#               without ccache the test is skipped (it prints "SKIPPED: ...").
 cmake_minimum_required(VERSION 3.25)
 
 foreach(var MODE SOURCE_DIR BUILD_DIR WORK GENERATOR BUILD_TYPE CXX_COMPILER)
@@ -88,15 +88,15 @@ elseif(MODE STREQUAL "subdirectory")
             "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache (scripts/bootstrap.sh does) to run it from the cache")
     return()
   endif()
-  # ccache hits need the same compile commands as the main build's: absolute paths (no
-  # CCACHE_BASEDIR rewriting them relative to a build directory of another depth), CPU backend
-  # (the CUDA objects would miss: their generated include directory lies in the build tree).
-  unset(ENV{CCACHE_BASEDIR})
-  run_step("configuring the consumer" COMMAND ${CMAKE_COMMAND} -S ${consumer_src} -B ${WORK}/build
+  # ccache hits need the same compile commands as the main build's: the CPU backend (the CUDA
+  # objects would miss: their generated include directory lies in the build tree) and, when
+  # CCACHE_BASEDIR rewrites paths relative to the build directory, a WORK directory as deep as
+  # BUILD_DIR (tests/CMakeLists.txt passes BUILD_DIR's sibling <build>-consumer).
+  run_step("configuring the consumer" COMMAND ${CMAKE_COMMAND} -S ${consumer_src} -B ${WORK}
            ${configure_args} -DTG_CONSUMER_WITH=subdirectory -DTG_CONSUMER_SOURCE_DIR=${SOURCE_DIR}
            -DTG_BUILD_CUDA=OFF)
-  run_step("building the consumer and TensorGraph" COMMAND ${CMAKE_COMMAND} --build ${WORK}/build)
-  run_step("running the consumer" COMMAND ${WORK}/build/consumer OUTPUT_VAR out)
+  run_step("building the consumer and TensorGraph" COMMAND ${CMAKE_COMMAND} --build ${WORK})
+  run_step("running the consumer" COMMAND ${WORK}/consumer OUTPUT_VAR out)
   check_output("${out}" "add_subdirectory")
 else()
   message(FATAL_ERROR "check.cmake: MODE must be package or subdirectory, got '${MODE}'")
