@@ -1,7 +1,8 @@
 # The ONNX frontend: src/frontends/onnx/*.cpp, compiled into the tg library.
 #
 # Included by the top-level CMakeLists.txt among the layers: defines the layer tg_frontend_onnx
-# (folded into tg) and TG_ONNX_LINK, the protobuf classes' library tg links. The ONNX
+# (folded into tg), TG_ONNX_LINK (the libraries tg links for it: Debian's onnx_proto and
+# protobuf) and TG_EXTRA_OBJECTS (the protobuf classes generated here, when they are). The ONNX
 # protobuf schema comes from Debian's libonnx-dev: its prebuilt libonnx_proto (onnx/onnx-ml.pb.h)
 # when usable, else C++ generated here with protoc from its onnx/onnx.proto. Without protobuf or
 # the ONNX schema the frontend is left out and src/frontends/onnx/unavailable.cpp makes
@@ -35,19 +36,21 @@ if(TG_BUILD_ONNX)
       find_file(TG_ONNX_PROTO onnx/onnx.proto)
       if(TG_ONNX_PROTO AND Protobuf_PROTOC_EXECUTABLE)
         # Generate the classes from the schema ourselves.
-        set(_tg_onnx_gen ${CMAKE_BINARY_DIR}/tg_onnx_proto)
+        # An OBJECT library folded into tg, so that the installed tg needs no library of ours.
+        set(_tg_onnx_gen ${PROJECT_BINARY_DIR}/tg_onnx_proto)
         file(MAKE_DIRECTORY ${_tg_onnx_gen}/onnx)
         configure_file(${TG_ONNX_PROTO} ${_tg_onnx_gen}/onnx/onnx.proto COPYONLY)
-        add_library(tg_onnx_proto STATIC)
+        add_library(tg_onnx_proto OBJECT)
         protobuf_generate(TARGET tg_onnx_proto LANGUAGE cpp
                           PROTOS ${_tg_onnx_gen}/onnx/onnx.proto
                           IMPORT_DIRS ${_tg_onnx_gen} PROTOC_OUT_DIR ${_tg_onnx_gen})
         target_include_directories(tg_onnx_proto PUBLIC ${_tg_onnx_gen})
         target_link_libraries(tg_onnx_proto PUBLIC protobuf::libprotobuf)
-        set_target_properties(tg_onnx_proto PROPERTIES POSITION_INDEPENDENT_CODE ON)
+        set_target_properties(tg_onnx_proto PROPERTIES POSITION_INDEPENDENT_CODE ON
+                              CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
         set(_tg_onnx_header "onnx/onnx.pb.h")
         set(_tg_onnx_extra_defs "")
-        set(_tg_onnx_link tg_onnx_proto)
+        set(_tg_onnx_link "")
         set(_tg_onnx_includes ${_tg_onnx_gen})
         set(TG_HAVE_ONNX ON)
       endif()
@@ -72,10 +75,11 @@ set_source_files_properties(${TG_ONNX_SOURCES} PROPERTIES
   COMPILE_DEFINITIONS "${_tg_onnx_defs}"
   INCLUDE_DIRECTORIES "${_tg_onnx_includes}")
 if(TG_HAVE_ONNX)
-  set(TG_ONNX_LINK ${_tg_onnx_link})
+  set(TG_ONNX_LINK ${_tg_onnx_link} protobuf::libprotobuf)
   # The generated protobuf headers must exist before the frontend compiles.
   if(TARGET tg_onnx_proto)
     add_dependencies(tg_frontend_onnx tg_onnx_proto)
+    set(TG_EXTRA_OBJECTS $<TARGET_OBJECTS:tg_onnx_proto>)
   endif()
   if(TARGET onnx_proto)
     target_include_directories(tg_frontend_onnx PRIVATE $<TARGET_PROPERTY:onnx_proto,INTERFACE_INCLUDE_DIRECTORIES>)
@@ -98,7 +102,7 @@ if(TG_HAVE_ONNX AND TG_BUILD_TESTS)
     endif()
   endif()
   if(TG_ONNX_HAVE_TORCH)
-    set(_tg_resnet ${CMAKE_BINARY_DIR}/onnx-resnet18)
+    set(_tg_resnet ${PROJECT_BINARY_DIR}/onnx-resnet18)
     add_custom_command(
       OUTPUT ${_tg_resnet}/model.onnx ${_tg_resnet}/input.pb ${_tg_resnet}/output.pb
       COMMAND ${TG_SYSTEM_PYTHON3} ${PROJECT_SOURCE_DIR}/scripts/export-resnet18-onnx.py ${_tg_resnet}

@@ -7,9 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev
-          libdnnl-dev libfmt-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
-          libprotobuf-dev protobuf-compiler libonnx-dev)
+# gnuplot-nox draws `tg train --log-dir`'s curves; libpng-dev lets the tests decode them; ccache
+# makes the test that builds TensorGraph again through add_subdirectory (examples/consumer) cheap.
+PACKAGES=(build-essential cmake ninja-build pkg-config ccache libgtest-dev libgmock-dev
+          libbenchmark-dev libdnnl-dev libfmt-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
+          libprotobuf-dev protobuf-compiler libonnx-dev gnuplot-nox libpng-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

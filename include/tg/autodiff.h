@@ -3,6 +3,7 @@
 #pragma once
 #include <vector>
 
+#include "tg/export.h"
 #include "tg/graph.h"
 
 namespace tg {
@@ -14,15 +15,15 @@ namespace tg {
 /// integer casts, stop_gradient) none flows. Raises tg::Error(dtype_mismatch) "[gradients] ..."
 /// when y or an x is not floating, tg::Error(invalid_argument) for tensors of another graph, and
 /// tg::Error(unsupported) naming the op when a differentiable op on the path has no rule.
-std::vector<Tensor> gradients(Tensor y, const std::vector<Tensor>& xs);
+TG_API std::vector<Tensor> gradients(Tensor y, const std::vector<Tensor>& xs);
 
 /// Vector-Jacobian products: sum over k of cotangents[k]^T * d ys[k] / d x, for each x in xs.
 /// cotangents[k] has the shape and dtype of ys[k] (tg::Error(shape_mismatch / dtype_mismatch)
 /// otherwise). Errors as gradients().
-std::vector<Tensor> vjp(const std::vector<Tensor>& ys, const std::vector<Tensor>& xs,
+TG_API std::vector<Tensor> vjp(const std::vector<Tensor>& ys, const std::vector<Tensor>& xs,
                         const std::vector<Tensor>& cotangents);
 
 /// Identity in the forward pass; blocks gradients (JAX lax.stop_gradient, tf.stop_gradient).
-Tensor stop_gradient(Tensor x);
+TG_API Tensor stop_gradient(Tensor x);
 
 }  // namespace tg

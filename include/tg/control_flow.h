@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "tg/export.h"
 #include "tg/graph.h"
 
 namespace tg {
@@ -47,7 +48,7 @@ using WhileBody = std::function<std::vector<Tensor>(std::span<const Tensor> pass
 /// different result counts (invalid_argument), dtypes (dtype_mismatch) or ranks (shape_mismatch),
 /// naming the result and both types; a block that uses a tensor built inside the other block or
 /// creates a placeholder (invalid_argument). Errors of the ops the blocks build propagate.
-std::vector<Tensor> if_else(Tensor predicate, const BranchBlock& then_block,
+TG_API std::vector<Tensor> if_else(Tensor predicate, const BranchBlock& then_block,
                             const BranchBlock& else_block);
 
 /// Runs `body` n_iterations times: values = initial_values; for i in [0, n): values = body(i,
@@ -63,10 +64,10 @@ std::vector<Tensor> if_else(Tensor predicate, const BranchBlock& then_block,
 /// shape_mismatch); no initial values, or an empty or foreign tensor (invalid_argument); a body
 /// returning another number of values (invalid_argument), another dtype (dtype_mismatch) or
 /// rank (shape_mismatch) than a value's initial one, naming the value and both types.
-std::vector<Tensor> for_loop(Tensor n_iterations, const std::vector<Tensor>& initial_values,
+TG_API std::vector<Tensor> for_loop(Tensor n_iterations, const std::vector<Tensor>& initial_values,
                              const ForBody& body);
 /// for_loop with a trip count fixed when the graph is built (an i32 constant).
-std::vector<Tensor> for_loop(int64_t n_iterations, const std::vector<Tensor>& initial_values,
+TG_API std::vector<Tensor> for_loop(int64_t n_iterations, const std::vector<Tensor>& initial_values,
                              const ForBody& body);
 
 /// Options of while_loop.
@@ -88,7 +89,7 @@ struct WhileLoopOptions {
 /// Errors ("[while_loop] ..."): as for_loop, plus a condition that is not a scalar
 /// (shape_mismatch), `before` passing no values (invalid_argument), a negative max_iterations
 /// (invalid_argument).
-std::vector<Tensor> while_loop(const std::vector<Tensor>& initial_values,
+TG_API std::vector<Tensor> while_loop(const std::vector<Tensor>& initial_values,
                                const WhileCondition& before, const WhileBody& after,
                                WhileLoopOptions options = {});
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tg/export.h"
 #include "tg/ops_conv.h"
 #include "tg/tensor_data.h"
 
@@ -41,19 +42,19 @@ struct LoadOptions {
 /// Errors name the file and what is wrong: a missing file (not_found); an unreadable, corrupt
 /// gzip or truncated file, i.e. fewer bytes than the dims need (io_error); a bad magic number,
 /// unknown type code, rank 0, or bytes after the last value (invalid_argument).
-TensorData read_idx(const std::string& path);
+TG_API TensorData read_idx(const std::string& path);
 
 /// Reads MNIST-style images (IDX u8 [N, H, W]) and labels (IDX u8 [N]), plain or gzip (the
 /// layout of MNIST, Fashion-MNIST and the shipped data/mnist). Pixels are divided by 255; C = 1.
 /// num_classes is 10. Errors (tg::Error "[mnist] <file>: ..."): those of read_idx, then
 /// (invalid_argument) a non-u8 or wrong-rank file, image and label counts that differ, or a
 /// label outside [0, 10) (naming its index).
-Dataset load_mnist(const std::string& images_path, const std::string& labels_path,
+TG_API Dataset load_mnist(const std::string& images_path, const std::string& labels_path,
                    const LoadOptions& options = {});
 /// load_mnist on `dir`/{train,t10k}-{images-idx3,labels-idx1}-ubyte, each with or without ".gz"
 /// (the ".gz" file is used when both exist). A missing file raises tg::Error(not_found) naming
 /// the paths tried.
-Dataset load_mnist_dir(const std::string& dir, Split split, const LoadOptions& options = {});
+TG_API Dataset load_mnist_dir(const std::string& dir, Split split, const LoadOptions& options = {});
 
 /// Reads CIFAR-10 binary batches (https://www.cs.toronto.edu/~kriz/cifar.html): records of one
 /// label byte followed by 3072 bytes of a 32x32 RGB image, channel-major (1024 R, 1024 G,
@@ -62,10 +63,10 @@ Dataset load_mnist_dir(const std::string& dir, Split split, const LoadOptions& o
 /// num_classes is 10. Gzip-compressed files are accepted. Errors ("[cifar10] <file>: ..."): a
 /// missing file (not_found), an unreadable or corrupt file (io_error), a size that is not a
 /// multiple of 3073 bytes, an empty file list, or a label >= 10 (invalid_argument).
-Dataset load_cifar10(const std::vector<std::string>& batch_paths, const LoadOptions& options = {});
+TG_API Dataset load_cifar10(const std::vector<std::string>& batch_paths, const LoadOptions& options = {});
 /// load_cifar10 on `dir`/data_batch_{1..5}.bin (train) or `dir`/test_batch.bin (test), the files
 /// of the "CIFAR-10 binary version" archive (cifar-10-batches-bin).
-Dataset load_cifar10_dir(const std::string& dir, Split split, const LoadOptions& options = {});
+TG_API Dataset load_cifar10_dir(const std::string& dir, Split split, const LoadOptions& options = {});
 
 struct SyntheticOptions {
   int64_t num_examples = 1024;
@@ -88,20 +89,20 @@ struct SyntheticOptions {
 /// (i mod num_classes, then shuffled by Fisher-Yates) and each image mixes its class prototype
 /// with uniform noise as SyntheticOptions::noise says. Errors ("[synthetic] ...",
 /// invalid_argument): a non-positive size or class count, noise outside [0, 1], a bad layout.
-Dataset make_synthetic(const SyntheticOptions& options);
+TG_API Dataset make_synthetic(const SyntheticOptions& options);
 
 /// Examples [begin, end) of `dataset` (copied), clamped to [0, size()]; begin > end gives an
 /// empty dataset with the same image shape.
-Dataset slice(const Dataset& dataset, int64_t begin, int64_t end);
+TG_API Dataset slice(const Dataset& dataset, int64_t begin, int64_t end);
 
 /// A copy of `dataset` with each image translated by its own random offset (dy, dx), each
 /// uniform in [-max_shift, max_shift] (SplitMix64 from `seed`), pixels moved off the image
 /// dropped and uncovered ones set to 0: the usual "random shift" augmentation for MNIST-like
 /// data. Labels are unchanged. max_shift 0 returns an equal copy. Errors ("[random_shift]",
 /// invalid_argument): max_shift < 0.
-Dataset random_shift(const Dataset& dataset, int64_t max_shift, uint64_t seed);
+TG_API Dataset random_shift(const Dataset& dataset, int64_t max_shift, uint64_t seed);
 
 /// Counts of each label (size num_classes), for summaries and tests.
-std::vector<int64_t> label_histogram(const Dataset& dataset);
+TG_API std::vector<int64_t> label_histogram(const Dataset& dataset);
 
 }  // namespace tg::data

@@ -2,10 +2,12 @@
 #pragma once
 #include <string>
 
+#include "tg/export.h"
+
 namespace tg {
 
 /// A compute device: the host CPU or CUDA GPU number `index`.
-struct Device {
+struct TG_API Device {
   enum class Kind { cpu, cuda };
   Kind kind = Kind::cpu;
   int index = 0;

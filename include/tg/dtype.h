@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "tg/export.h"
 #include "tg/half.h"
 
 namespace tg {
@@ -15,19 +16,19 @@ inline constexpr DType kAllDTypes[] = {DType::bool_, DType::i8,   DType::u8,  DT
                                        DType::f16,   DType::bf16, DType::f32, DType::f64};
 
 /// Size of one element in bytes (bool is one byte).
-size_t dtype_size(DType t);
+TG_API size_t dtype_size(DType t);
 /// Lower-case name: "bool", "i8", "u8", "i32", "i64", "f16", "bf16", "f32", "f64".
-std::string_view dtype_name(DType t);
+TG_API std::string_view dtype_name(DType t);
 /// Parses a name produced by dtype_name; raises tg::Error(invalid_argument) otherwise.
-DType dtype_from_name(std::string_view name);
+TG_API DType dtype_from_name(std::string_view name);
 /// f16, bf16, f32, f64.
-bool is_floating(DType t);
+TG_API bool is_floating(DType t);
 /// i8, u8, i32, i64.
-bool is_integer(DType t);
+TG_API bool is_integer(DType t);
 /// Integers and floats (everything but bool).
 inline bool is_numeric(DType t) { return t != DType::bool_; }
 /// Signed integers and floats.
-bool is_signed(DType t);
+TG_API bool is_signed(DType t);
 
 /// Maps a C++ element type to its DType: bool, int8_t, uint8_t, int32_t, int64_t, f16_t, bf16_t,
 /// float, double.

@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "tg/export.h"
+
 namespace tg {
 
 /// What kind of mistake an Error reports.
@@ -21,7 +23,7 @@ enum class ErrorCode {
 
 /// Exception raised by TensorGraph. Messages name the op and the shapes, e.g.
 /// "[conv2d] input channels 3 do not match weights' 4 (input [8,32,32,3], weights [3,3,4,16], hwio)".
-class Error : public std::runtime_error {
+class TG_API Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
   ErrorCode code() const noexcept { return code_; }
@@ -31,6 +33,6 @@ class Error : public std::runtime_error {
 };
 
 /// Name of an error code ("shape_mismatch", ...).
-std::string_view error_code_name(ErrorCode code);
+TG_API std::string_view error_code_name(ErrorCode code);
 
 }  // namespace tg

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tg/device.h"
+#include "tg/export.h"
 #include "tg/tensor_data.h"
 
 namespace tg {
@@ -20,7 +21,7 @@ class Operation;
 
 /// A symbolic value: output `index` of a node of a graph. Cheap to copy. Shape and dtype are
 /// known when the op is built (dims may be -1 when they depend on a dynamic feed).
-class Tensor {
+class TG_API Tensor {
  public:
   Tensor() = default;
   const Shape& shape() const;
@@ -48,7 +49,7 @@ class Tensor {
 };
 
 /// A handle on a node, used for target operations and control dependencies.
-class Operation {
+class TG_API Operation {
  public:
   Operation() = default;
   Operation(std::shared_ptr<ir::Graph> g, int node) : graph_(std::move(g)), node_(node) {}
@@ -128,7 +129,7 @@ struct RuntimeStats {
   int64_t arena_allocations = 0;   ///< arenas allocated (one per executable and concurrent caller)
   int64_t arena_bytes = 0;         ///< bytes held by arenas alive now (intermediates, I/O, scratch)
 };
-RuntimeStats runtime_stats();
+TG_API RuntimeStats runtime_stats();
 
 struct CompiledProgram;
 
@@ -146,7 +147,7 @@ struct CompiledProgram;
 /// division by zero) is recorded by the kernel in a device error word, the commit of variables is
 /// skipped on the device, and run() itself raises the tg::Error naming the op: programs holding
 /// such checks wait for the device at the end of each run; programs without them never wait.
-class Executable {
+class TG_API Executable {
  public:
   Executable() = default;
   explicit Executable(std::shared_ptr<const CompiledProgram> p) : program_(std::move(p)) {}
@@ -181,7 +182,7 @@ class Executable {
 
 /// A computation graph. Copies refer to the same graph. Ops are appended by the free functions
 /// of tg/ops.h, which find the graph through their tensor arguments.
-class Graph {
+class TG_API Graph {
  public:
   Graph();
 
@@ -247,13 +248,13 @@ class Graph {
 /// The value of `variable` at this point of a run: after every assign_variable this read is
 /// ordered after (through control_dependency), else as of its position in build order.
 /// `variable` must come from Graph::variable (tg::Error(invalid_argument) otherwise).
-Tensor read_variable(Tensor variable);
+TG_API Tensor read_variable(Tensor variable);
 /// Sets `variable` to `value` (same dtype and shape: tg::Error(shape_mismatch) otherwise) when
 /// the run reaches it. The new value is published when the whole run succeeds; a run that fails
 /// leaves every variable as it was. Returns the op, to use as a target op or control dependency.
-Operation assign_variable(Tensor variable, Tensor value);
+TG_API Operation assign_variable(Tensor variable, Tensor value);
 
 /// Graphviz DOT rendering of a graph (nodes labelled with op and type, control edges dashed).
-std::string to_dot(const Graph& g);
+TG_API std::string to_dot(const Graph& g);
 
 }  // namespace tg

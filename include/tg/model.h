@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "tg/export.h"
 #include "tg/graph.h"
 #include "tg/nn.h"
 #include "tg/ops_conv.h"
@@ -44,7 +45,7 @@ class Model;
 /// A tensor of a model under construction: a tg::Tensor of the model's graph plus the model's
 /// build context (the graph, the is_training placeholder, the seeds and layer names). Produced by
 /// Input() and by applying layers. Shapes include the batch dim (-1 unless InputOptions fixes it).
-class SymbolicTensor {
+class TG_API SymbolicTensor {
  public:
   SymbolicTensor() = default;
   SymbolicTensor(std::shared_ptr<detail::ModelContext> context, Tensor tensor)
@@ -73,7 +74,7 @@ struct InputOptions {
 /// Starts a model: a placeholder of shape [batch_size, shape...] in a new graph. `shape` excludes
 /// the batch dim and must be static (dims >= 0). Errors "[Input]": dynamic or negative dims, a
 /// non-floating dtype (dtype_mismatch).
-SymbolicTensor Input(Shape shape, InputOptions options = {});
+TG_API SymbolicTensor Input(Shape shape, InputOptions options = {});
 
 // ---------------------------------------------------------------------------------------------
 // Building blocks of layers.
@@ -92,9 +93,9 @@ struct Size2 {
 /// softmax over the last axis unless ActivationOptions say otherwise.
 enum class Act { linear, relu, leaky_relu, elu, gelu, silu, sigmoid, tanh, softmax };
 /// "linear", "relu", ... (the enumerator's name).
-std::string_view act_name(Act act);
+TG_API std::string_view act_name(Act act);
 /// Parses act_name's output (also "none" for linear); tg::Error(invalid_argument) otherwise.
-Act act_from_name(std::string_view name);
+TG_API Act act_from_name(std::string_view name);
 
 /// Weight initializers (drawn on the host with TensorData::random_uniform/random_normal in f32,
 /// then converted to the weight's dtype, from the seed the layer derives; so an f32 and an f64
@@ -144,7 +145,7 @@ struct Initializer {
 // names are the snake_case type name made unique per model: "dense", "dense_1", "conv2d", ...;
 // a name given twice in one model raises tg::Error(invalid_argument).
 
-class Layer {
+class TG_API Layer {
  public:
   Layer() = default;
   explicit Layer(std::shared_ptr<detail::LayerImpl> impl) : impl_(std::move(impl)) {}
@@ -182,7 +183,7 @@ struct DenseOptions {
 /// [units] (Keras Dense, torch.nn.Linear with the kernel transposed). Errors: units < 1
 /// (invalid_argument, at construction "[Dense]"), an input of rank < 2 or a dynamic last dim
 /// (shape_mismatch, naming the layer).
-class Dense : public Layer {
+class TG_API Dense : public Layer {
  public:
   explicit Dense(int64_t units, DenseOptions options = {});
 };
@@ -205,7 +206,7 @@ struct Conv2DOptions {
 /// 2-D convolution (tg::conv2d; Keras Conv2D, torch.nn.Conv2d) plus bias and activation.
 /// Errors: filters < 1 or a bad kernel/stride/dilation/groups/layout (invalid_argument at
 /// construction, "[Conv2D]"); input rank, channels and window problems as conv2d, naming the layer.
-class Conv2D : public Layer {
+class TG_API Conv2D : public Layer {
  public:
   Conv2D(int64_t filters, Size2 kernel_size, Conv2DOptions options = {});
 };
@@ -223,7 +224,7 @@ struct BatchNormLayerOptions {
 /// tg::batch_norm with trainable gamma (ones) and beta (zeros) and running statistics
 /// ("moving_mean" zeros, "moving_variance" ones, non-trainable): batch statistics while
 /// training (fit), running statistics otherwise (evaluate, predict). torch.nn.BatchNorm2d.
-class BatchNorm : public Layer {
+class TG_API BatchNorm : public Layer {
  public:
   explicit BatchNorm(BatchNormLayerOptions options = {});
 };
@@ -238,37 +239,37 @@ struct Pool2DOptions {
   std::string name = "";
 };
 /// tg::max_pool2d over pool_size windows.
-class MaxPool2D : public Layer {
+class TG_API MaxPool2D : public Layer {
  public:
   explicit MaxPool2D(Size2 pool_size = 2, Pool2DOptions options = {});
 };
 /// tg::avg_pool2d over pool_size windows.
-class AvgPool2D : public Layer {
+class TG_API AvgPool2D : public Layer {
  public:
   explicit AvgPool2D(Size2 pool_size = 2, Pool2DOptions options = {});
 };
 /// tg::global_avg_pool2d: [N, H, W, C] (or [N, C, H, W]) -> [N, C].
-class GlobalAvgPool2D : public Layer {
+class TG_API GlobalAvgPool2D : public Layer {
  public:
   explicit GlobalAvgPool2D(Layout layout = Layout::nhwc, std::string name = "");
 };
 
 /// tg::dropout (inverted dropout) while training; the identity otherwise. rate in [0, 1)
 /// (invalid_argument "[Dropout]"). The mask seed defaults to one derived from the model seed.
-class Dropout : public Layer {
+class TG_API Dropout : public Layer {
  public:
   explicit Dropout(double rate, std::optional<uint64_t> seed = std::nullopt, std::string name = "");
 };
 
 /// [N, d1, d2, ...] -> [N, d1*d2*...] (row-major: nchw and nhwc flatten in different orders).
 /// The non-batch dims must be static.
-class Flatten : public Layer {
+class TG_API Flatten : public Layer {
  public:
   explicit Flatten(std::string name = "");
 };
 
 /// [N, ...] -> [N, target_shape...] (target_shape excludes the batch dim; one -1 allowed).
-class Reshape : public Layer {
+class TG_API Reshape : public Layer {
  public:
   explicit Reshape(Shape target_shape, std::string name = "");
 };
@@ -280,27 +281,27 @@ struct ActivationOptions {
   std::string name = "";
 };
 /// Applies an activation function.
-class Activation : public Layer {
+class TG_API Activation : public Layer {
  public:
   explicit Activation(Act act, ActivationOptions options = {});
 };
 
 /// Elementwise sum of two or more inputs of one shape and dtype (residual connections).
 /// Different shapes raise tg::Error(shape_mismatch) naming the layer (no broadcasting).
-class Add : public Layer {
+class TG_API Add : public Layer {
  public:
   explicit Add(std::string name = "");
 };
 
 /// Joins two or more inputs along `axis` (negative counts from the end; axis 0, the batch,
 /// is not allowed).
-class Concatenate : public Layer {
+class TG_API Concatenate : public Layer {
  public:
   explicit Concatenate(int64_t axis = -1, std::string name = "");
 };
 
 /// A weightless layer computing fn(x) with any tg ops (Keras Lambda).
-class Lambda : public Layer {
+class TG_API Lambda : public Layer {
  public:
   explicit Lambda(std::function<Tensor(Tensor)> fn, std::string name = "");
 };
@@ -322,10 +323,10 @@ enum class Loss {
   sparse_categorical_crossentropy, categorical_crossentropy, binary_crossentropy,
   mean_squared_error
 };
-std::string_view loss_name(Loss loss);
+TG_API std::string_view loss_name(Loss loss);
 /// Parses loss_name's output (also "cross_entropy"/"sparse_ce" for sparse, "mse");
 /// tg::Error(invalid_argument) otherwise.
-Loss loss_from_name(std::string_view name);
+TG_API Loss loss_from_name(std::string_view name);
 
 /// accuracy: the fraction of examples whose argmax over the last axis equals the label
 /// (sparse), the argmax of the label (categorical), or with logit > 0 equal to label > 0.5
@@ -333,7 +334,7 @@ Loss loss_from_name(std::string_view name);
 enum class Metric { accuracy };
 
 /// Optimizer configuration for Model::compile: the tg/nn.h step builders.
-struct Optimizer {
+struct TG_API Optimizer {
   enum class Kind { sgd, adam, adamw };
   Kind kind = Kind::adam;
   double learning_rate = 1e-3;
@@ -356,7 +357,7 @@ struct Optimizer {
 using Logs = std::map<std::string, double>;
 
 /// What fit returns: one value per epoch under each key of the epoch logs.
-struct History {
+struct TG_API History {
   std::vector<int64_t> epochs = {};  ///< 0-based epoch numbers
   std::map<std::string, std::vector<double>> metrics = {};
   double seconds = 0;  ///< wall time of the fit
@@ -365,7 +366,7 @@ struct History {
 };
 
 /// Hooks called by fit. A callback may call model.stop_training() to end fit after the epoch.
-class Callback {
+class TG_API Callback {
  public:
   virtual ~Callback() = default;
   virtual void on_train_begin(Model& /*model*/) {}
@@ -388,7 +389,7 @@ struct CheckpointOptions {
 /// the monitored value improved. "{epoch}" in the path is replaced by the 1-based epoch number.
 /// A monitor missing from the logs raises tg::Error(not_found) "[ModelCheckpoint] ..."
 /// (save_best_only only).
-class ModelCheckpoint : public Callback {
+class TG_API ModelCheckpoint : public Callback {
  public:
   explicit ModelCheckpoint(std::string path, CheckpointOptions options = {});
   void on_epoch_end(Model& model, int64_t epoch, const Logs& logs) override;
@@ -415,7 +416,7 @@ struct EarlyStoppingOptions {
 /// Stops fit after `patience` consecutive epochs (at least 1) without an improvement larger
 /// than min_delta (Keras EarlyStopping). A monitor missing from the logs raises
 /// tg::Error(not_found).
-class EarlyStopping : public Callback {
+class TG_API EarlyStopping : public Callback {
  public:
   explicit EarlyStopping(EarlyStoppingOptions options = {});
   void on_train_begin(Model& model) override;
@@ -429,6 +430,47 @@ class EarlyStopping : public Callback {
   int64_t best_epoch_ = -1;
   int64_t wait_ = 0;
   int64_t stopped_epoch_ = -1;
+};
+
+struct CSVLoggerOptions {
+  /// Keep the rows of an existing file and add to them (resuming a training) instead of starting
+  /// the file afresh; the columns are then those of its header line.
+  bool append = false;
+  /// Also rewrite this JSON file with the whole history after every epoch (empty: no JSON): one
+  /// array per column, {"epoch": [1, 2], "loss": [0.61, 0.32], ...}, NaN written as null.
+  std::string json_path = "";
+};
+/// Records the epoch logs of fit in a CSV file (Keras CSVLogger): a header line such as
+/// "epoch,loss,accuracy,seconds", then one row per epoch: the 1-based epoch number (as the
+/// progress line's "Epoch 1/6"), the epoch logs (loss and accuracy first, then val_loss and
+/// val_accuracy, then any other key in name order) and the epoch's wall time in seconds
+/// (training plus validation). Numbers are written in the shortest form that reads back exactly
+/// ("nan" for NaN). The first epoch's logs fix the columns: a key missing from a later epoch
+/// leaves its cell empty, a key new in a later epoch is not written. The file is created when the
+/// logger is constructed, so one logger can serve several fit calls (one epoch each, say), and it
+/// is flushed after every row, so it can be read while training runs. Errors: tg::Error(io_error)
+/// "[CSVLogger] cannot write '<path>'" when a file cannot be created or written (at construction
+/// or at the end of an epoch).
+class TG_API CSVLogger : public Callback {
+ public:
+  explicit CSVLogger(std::string path, CSVLoggerOptions options = {});
+  void on_epoch_begin(Model& model, int64_t epoch) override;
+  void on_epoch_end(Model& model, int64_t epoch, const Logs& logs) override;
+  const std::string& path() const { return path_; }
+  /// The column names, "epoch" first and "seconds" last (empty before the first epoch, unless
+  /// appending to a file with a header).
+  const std::vector<std::string>& columns() const { return columns_; }
+  /// Every row of the file (those read when appending, then one per epoch), in column order;
+  /// empty cells are NaN.
+  const std::vector<std::vector<double>>& rows() const { return rows_; }
+
+ private:
+  void write_json() const;
+  std::string path_;
+  CSVLoggerOptions options_;
+  std::vector<std::string> columns_;
+  std::vector<std::vector<double>> rows_;
+  double epoch_start_ = -1;  ///< steady-clock seconds at on_epoch_begin
 };
 
 struct FitOptions {
@@ -461,7 +503,7 @@ struct EvaluateOptions {
 /// A functional model: the graph reaching `output` from `input`. A handle: copies refer to the
 /// same model. Errors "[Model]": tensors of different models, an output that does not depend on
 /// the input.
-class Model {
+class TG_API Model {
  public:
   Model() = default;
   Model(const SymbolicTensor& input, const SymbolicTensor& output, std::string name = "model");
@@ -543,7 +585,7 @@ class Model {
 /// A plain stack of layers, each applied to the previous one's output. Built (its graph
 /// created) by the constructor given an input shape, by build(), or by the first fit / evaluate
 /// / predict from the data's shape (then with InputOptions defaults but the data's dtype).
-class Sequential : public Model {
+class TG_API Sequential : public Model {
  public:
   explicit Sequential(std::vector<Layer> layers = {}, std::string name = "sequential");
   /// Builds at once for inputs [batch, input_shape...].
@@ -572,31 +614,31 @@ struct ModelOptions {
 };
 
 /// Flatten, Dense+relu per hidden_units (each followed by dropout when > 0; default 0), Dense.
-Model mlp(ModelOptions options = {});
+TG_API Model mlp(ModelOptions options = {});
 /// LeNet-5 (LeCun et al. 1998) as commonly used on 28x28 MNIST: conv 6@5x5 (same padding) +
 /// relu + avg-pool 2, conv 16@5x5 + relu + avg-pool 2, dense 120, 84 (relu), num_classes
 /// (61,706 parameters at 28x28x1 with 10 classes).
-Model lenet5(ModelOptions options = {});
+TG_API Model lenet5(ModelOptions options = {});
 /// The small MNIST CNN of `tg train`: [conv 3x3 (same, no bias) + max-pool 2 + BN + relu] with
 /// 32, then 64 filters (pooling first: BN and relu touch a quarter of the elements), flatten,
 /// dense 128 + relu, dropout (ModelOptions::dropout; default 0.25), dense num_classes
 /// (421,738 parameters). About 98.2% test accuracy on 8,000 MNIST digits in 6 epochs
 /// (docs/model.md).
-Model mnist_cnn(ModelOptions options = {});
+TG_API Model mnist_cnn(ModelOptions options = {});
 /// ResNet-18/34 (He et al. 2016, basic blocks [2,2,2,2] / [3,4,6,3]) and ResNet-50 (bottleneck
 /// blocks [3,4,6,3], v1.5: stride on the 3x3 conv), exactly torchvision's architecture: conv
 /// 7x7/2 pad 3 (no bias) + BN + relu, max-pool 3x3/2 pad 1, the stages (64, 128, 256, 512
 /// channels; x4 expansion for bottlenecks; 1x1/2 conv + BN projection shortcuts), global average
 /// pool, dense num_classes. Parameter counts at 224x224x3 with 1000 classes: 11,689,512,
 /// 21,797,672 and 25,557,032. Convs use he_normal(fan_out), the dense layer torch's default.
-Model resnet18(ModelOptions options = {});
-Model resnet34(ModelOptions options = {});
-Model resnet50(ModelOptions options = {});
+TG_API Model resnet18(ModelOptions options = {});
+TG_API Model resnet34(ModelOptions options = {});
+TG_API Model resnet50(ModelOptions options = {});
 /// The zoo model called `name` (one of names()); tg::Error(invalid_argument) listing them
 /// otherwise.
-Model build(std::string_view name, ModelOptions options = {});
+TG_API Model build(std::string_view name, ModelOptions options = {});
 /// "mlp", "lenet5", "mnist_cnn", "resnet18", "resnet34", "resnet50".
-std::vector<std::string> names();
+TG_API std::vector<std::string> names();
 
 }  // namespace zoo
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tg/export.h"
 #include "tg/graph.h"
 
 namespace tg {
@@ -18,23 +19,23 @@ namespace tg {
 /// constant for autodiff (softmax does not depend on it). Floating x of rank >= 1
 /// (tg::Error(dtype_mismatch) / (invalid_argument) "[softmax] ..." otherwise). A row of all -inf
 /// or containing +inf gives NaN (as PyTorch). Same shape and dtype as x.
-Tensor softmax(Tensor x, int64_t axis = -1);
+TG_API Tensor softmax(Tensor x, int64_t axis = -1);
 /// log(softmax(x)) along `axis`, computed stably as (x - m) - log(sum(exp(x - m))). An element of
 /// -inf in a row that has a finite one gives -inf (not NaN). Errors as softmax ("[log_softmax]").
-Tensor log_softmax(Tensor x, int64_t axis = -1);
+TG_API Tensor log_softmax(Tensor x, int64_t axis = -1);
 
 /// max(x, 0), with gradient 0 at x == 0 (PyTorch). Floating dtypes; errors "[relu]".
-Tensor relu(Tensor x);
+TG_API Tensor relu(Tensor x);
 /// x for x > 0, alpha * x otherwise (torch.nn.LeakyReLU, default slope 0.01). Errors "[leaky_relu]".
-Tensor leaky_relu(Tensor x, double alpha = 0.01);
+TG_API Tensor leaky_relu(Tensor x, double alpha = 0.01);
 /// x for x > 0, alpha * (exp(x) - 1) otherwise (torch.nn.ELU, Clevert et al. 2015). Errors "[elu]".
-Tensor elu(Tensor x, double alpha = 1.0);
+TG_API Tensor elu(Tensor x, double alpha = 1.0);
 /// Gaussian error linear unit (Hendrycks & Gimpel 2016), torch.nn.GELU: exact
 /// x * 0.5 * (1 + erf(x / sqrt(2))), or with approximate_tanh
 /// 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))). Floating dtypes; errors "[gelu]".
-Tensor gelu(Tensor x, bool approximate_tanh = false);
+TG_API Tensor gelu(Tensor x, bool approximate_tanh = false);
 /// x * sigmoid(x) (SiLU / swish, torch.nn.SiLU). Floating dtypes; errors "[silu]".
-Tensor silu(Tensor x);
+TG_API Tensor silu(Tensor x);
 
 // ---------------------------------------------------------------------------------------------
 // Normalization and dropout.
@@ -60,7 +61,7 @@ struct BatchNormOptions {
 /// Errors (tg::Error "[batch_norm]" with the shapes): parameter shapes that are not [C]
 /// (shape_mismatch), dtypes (dtype_mismatch), running statistics that are not variables or an
 /// is_training that is not a bool scalar (invalid_argument).
-Tensor batch_norm(Tensor x, Tensor gamma, Tensor beta, Tensor running_mean, Tensor running_var,
+TG_API Tensor batch_norm(Tensor x, Tensor gamma, Tensor beta, Tensor running_mean, Tensor running_var,
                   Tensor is_training, BatchNormOptions options = {});
 
 struct LayerNormOptions {
@@ -73,7 +74,7 @@ struct LayerNormOptions {
 /// mean and biased variance over the normalized axes. gamma and beta have shape
 /// x.shape[begin_axis:] (either may be an empty Tensor: no scale / no shift). Floating dtypes.
 /// Errors "[layer_norm]": shapes (shape_mismatch), dtypes (dtype_mismatch), axis (invalid_argument).
-Tensor layer_norm(Tensor x, Tensor gamma, Tensor beta, LayerNormOptions options = {});
+TG_API Tensor layer_norm(Tensor x, Tensor gamma, Tensor beta, LayerNormOptions options = {});
 
 struct DropoutOptions {
   double rate = 0.5;   ///< probability of zeroing an element, in [0, 1)
@@ -85,7 +86,7 @@ struct DropoutOptions {
 /// ("dropout_<id>/counter") that each training run increments, so every step draws a new mask
 /// and a run is reproducible from (seed, counter). Errors "[dropout]": rate outside [0, 1),
 /// non-floating x (dtype_mismatch), a bad is_training (invalid_argument).
-Tensor dropout(Tensor x, Tensor is_training, DropoutOptions options = {});
+TG_API Tensor dropout(Tensor x, Tensor is_training, DropoutOptions options = {});
 
 // ---------------------------------------------------------------------------------------------
 // Losses. Each returns the per-element (or per-example) loss when reduction is none, else a
@@ -108,16 +109,16 @@ struct SoftmaxCrossEntropyOptions {
 /// NaN. Per-example losses have logits' shape minus the class axis. Errors
 /// "[softmax_cross_entropy]" at build time: non-floating logits or other label dtypes
 /// (dtype_mismatch), label shapes that do not fit (shape_mismatch), a bad axis (invalid_argument).
-Tensor softmax_cross_entropy(Tensor logits, Tensor labels, SoftmaxCrossEntropyOptions options = {});
+TG_API Tensor softmax_cross_entropy(Tensor logits, Tensor labels, SoftmaxCrossEntropyOptions options = {});
 /// Binary cross entropy of sigmoid(logits) against labels z in [0, 1], elementwise
 /// (torch.nn.BCEWithLogitsLoss): max(x, 0) - x*z + log1p(exp(-|x|)), stable for large |x|, with
 /// the exact gradient sigmoid(x) - z (also at x = 0). logits and labels: one floating dtype
 /// (dtype_mismatch) and equal shapes (shape_mismatch), errors named "[sigmoid_cross_entropy]".
-Tensor sigmoid_cross_entropy(Tensor logits, Tensor labels,
+TG_API Tensor sigmoid_cross_entropy(Tensor logits, Tensor labels,
                              LossReduction reduction = LossReduction::mean);
 /// (predictions - targets)^2, elementwise, then reduced (torch.nn.MSELoss; the mean is over every
 /// element). One floating dtype and equal shapes, errors named "[mean_squared_error]".
-Tensor mean_squared_error(Tensor predictions, Tensor targets,
+TG_API Tensor mean_squared_error(Tensor predictions, Tensor targets,
                           LossReduction reduction = LossReduction::mean);
 
 // ---------------------------------------------------------------------------------------------
@@ -149,7 +150,7 @@ struct SgdOptions {
 };
 /// PyTorch SGD: g = grad + wd*p; with momentum b = g on the first step, else
 /// momentum*b + (1 - dampening)*g, and g = nesterov ? g + momentum*b : b; p -= lr*g.
-std::vector<Operation> sgd_step(Graph& g, const std::vector<Tensor>& params,
+TG_API std::vector<Operation> sgd_step(Graph& g, const std::vector<Tensor>& params,
                                 const std::vector<Tensor>& grads, Tensor learning_rate,
                                 SgdOptions options = {});
 
@@ -166,12 +167,12 @@ struct AdamOptions {
 /// PyTorch Adam (AdamW with decoupled_weight_decay): t += 1; g = grad (+ wd*p unless decoupled);
 /// m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g^2; v_max = max(v_max, v) with amsgrad;
 /// p -= lr * (m / (1 - b1^t)) / (sqrt(v or v_max) / sqrt(1 - b2^t) + eps).
-std::vector<Operation> adam_step(Graph& g, const std::vector<Tensor>& params,
+TG_API std::vector<Operation> adam_step(Graph& g, const std::vector<Tensor>& params,
                                  const std::vector<Tensor>& grads, Tensor learning_rate,
                                  AdamOptions options = {});
 /// adam_step with decoupled_weight_decay = true (torch.optim.AdamW). Without options the weight
 /// decay is AdamW's default 0.01; given options keep their own weight_decay.
-std::vector<Operation> adamw_step(Graph& g, const std::vector<Tensor>& params,
+TG_API std::vector<Operation> adamw_step(Graph& g, const std::vector<Tensor>& params,
                                   const std::vector<Tensor>& grads, Tensor learning_rate,
                                   AdamOptions options = {.weight_decay = 0.01});
 
@@ -181,13 +182,13 @@ std::vector<Operation> adamw_step(Graph& g, const std::vector<Tensor>& params,
 
 /// torch.optim.lr_scheduler.StepLR: base_lr * gamma^floor(step / step_size). step >= 0,
 /// step_size >= 1.
-double step_decay_lr(double base_lr, int64_t step, int64_t step_size, double gamma = 0.1);
+TG_API double step_decay_lr(double base_lr, int64_t step, int64_t step_size, double gamma = 0.1);
 /// Linear warm-up then cosine decay (as transformers' get_cosine_schedule_with_warmup, with a
 /// floor): base_lr * step / warmup_steps for step < warmup_steps; then
 /// min_lr + (base_lr - min_lr) * (1 + cos(pi * (step - warmup_steps) / (total_steps -
 /// warmup_steps))) / 2 up to total_steps; min_lr after. 0 <= warmup_steps <= total_steps,
 /// total_steps >= 1, step >= 0.
-double cosine_warmup_lr(double base_lr, int64_t step, int64_t warmup_steps, int64_t total_steps,
+TG_API double cosine_warmup_lr(double base_lr, int64_t step, int64_t warmup_steps, int64_t total_steps,
                         double min_lr = 0);
 
 }  // namespace tg

@@ -29,13 +29,14 @@
 #include <string>
 #include <vector>
 
+#include "tg/export.h"
 #include "tg/graph.h"
 
 namespace tg::onnx {
 
 /// True when this build has the ONNX frontend (protobuf and the ONNX schema were found); when
 /// false every import raises tg::Error(unsupported).
-bool available();
+TG_API bool available();
 
 /// The newest opset of the default ("ai.onnx") domain the converters were written against;
 /// models importing a newer one raise tg::Error(unsupported).
@@ -64,7 +65,7 @@ struct NamedTensor {
   Tensor tensor;
 };
 
-struct ImportResult {
+struct TG_API ImportResult {
   Graph graph;
   /// The placeholders, in the model's graph-input order (inputs provided by initializers or
   /// fixed through ImportOptions::input_values are not among them).
@@ -88,19 +89,36 @@ struct ImportResult {
   Feeds feeds(const std::vector<TensorData>& values) const;
 };
 
+/// A graph input of a model as its file declares it, before any import.
+struct InputInfo {
+  std::string name;
+  DType dtype = DType::f32;
+  /// The declared dims, -1 for a symbolic or unknown dim; nullopt when the model does not declare
+  /// the input's rank.
+  std::optional<Shape> shape = std::nullopt;
+};
+
+/// The graph inputs of the model file at `path` that no initializer provides, in the model's
+/// order, as declared (nothing is imported: the nodes are not read, so a model whose shapes depend
+/// on an input's value still lists that input). Lets a caller learn what to feed before choosing
+/// ImportOptions. Raises tg::Error(not_found) for a missing file, tg::Error(io_error) for one that
+/// is not a valid ONNX model, and tg::Error(unsupported) "[onnx] graph input 'x': ..." for an input
+/// that is not a tensor or has an element type TensorGraph lacks (e.g. uint16, string).
+TG_API std::vector<InputInfo> model_inputs(const std::filesystem::path& path);
+
 /// Imports the model file at `path` (external data relative to its directory). Raises tg::Error
 /// (not_found) for a missing file, else as described at the top of this header.
-ImportResult import(const std::filesystem::path& path, const ImportOptions& options = {});
+TG_API ImportResult import(const std::filesystem::path& path, const ImportOptions& options = {});
 /// Imports a serialized ModelProto held in memory.
-ImportResult import(std::span<const uint8_t> model_bytes, const ImportOptions& options = {});
+TG_API ImportResult import(std::span<const uint8_t> model_bytes, const ImportOptions& options = {});
 
 /// Reads a serialized TensorProto (the input_*.pb / output_*.pb files of the ONNX test data) as
 /// a host tensor; `name` receives the tensor's name when given. Raises tg::Error(not_found /
 /// io_error) for an unreadable file and tg::Error(unsupported) for a data type TensorGraph does
 /// not have (e.g. uint16, string, complex64).
-TensorData read_tensor_proto(const std::filesystem::path& path, std::string* name = nullptr);
+TG_API TensorData read_tensor_proto(const std::filesystem::path& path, std::string* name = nullptr);
 /// Parses a TensorProto from memory, as read_tensor_proto.
-TensorData parse_tensor_proto(std::span<const uint8_t> bytes, std::string* name = nullptr);
+TG_API TensorData parse_tensor_proto(std::span<const uint8_t> bytes, std::string* name = nullptr);
 
 /// One converter-table row: `op_type` of `domain` ("" is ai.onnx) is supported at opsets
 /// [since_version, until_version] (until_version == kMaxOpset: up to the newest known).
@@ -112,8 +130,8 @@ struct OpSupport {
   std::string notes;  ///< what the converter does not support, if anything
 };
 /// Every converter-table row, ordered by domain, op type, then since_version.
-std::vector<OpSupport> supported_ops();
+TG_API std::vector<OpSupport> supported_ops();
 /// docs/onnx.md's table of supported ops (Markdown), generated from supported_ops().
-std::string supported_ops_markdown();
+TG_API std::string supported_ops_markdown();
 
 }  // namespace tg::onnx

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "tg/export.h"
 #include "tg/graph.h"
 #include "tg/ops_conv.h"  // conv2d, pooling (Layout, Padding)
 
@@ -18,29 +19,29 @@ namespace tg {
 // sign, square accept every numeric dtype; logical_not takes bool only. IEEE semantics for
 // special values (log(0) = -inf, sqrt(-1) = NaN). is_nan/is_inf/logical_not return bool.
 // round is half to even (IEEE roundTiesToEven, as numpy.round). sign(NaN) = NaN, sign(0) = 0.
-Tensor neg(Tensor x);
-Tensor abs(Tensor x);
-Tensor sign(Tensor x);
-Tensor exp(Tensor x);
-Tensor log(Tensor x);
-Tensor log1p(Tensor x);
-Tensor expm1(Tensor x);
-Tensor sqrt(Tensor x);
-Tensor rsqrt(Tensor x);
-Tensor reciprocal(Tensor x);
-Tensor square(Tensor x);
-Tensor sin(Tensor x);
-Tensor cos(Tensor x);
-Tensor tan(Tensor x);
-Tensor tanh(Tensor x);
-Tensor sigmoid(Tensor x);
-Tensor erf(Tensor x);
-Tensor floor(Tensor x);
-Tensor ceil(Tensor x);
-Tensor round(Tensor x);
-Tensor logical_not(Tensor x);
-Tensor is_nan(Tensor x);
-Tensor is_inf(Tensor x);
+TG_API Tensor neg(Tensor x);
+TG_API Tensor abs(Tensor x);
+TG_API Tensor sign(Tensor x);
+TG_API Tensor exp(Tensor x);
+TG_API Tensor log(Tensor x);
+TG_API Tensor log1p(Tensor x);
+TG_API Tensor expm1(Tensor x);
+TG_API Tensor sqrt(Tensor x);
+TG_API Tensor rsqrt(Tensor x);
+TG_API Tensor reciprocal(Tensor x);
+TG_API Tensor square(Tensor x);
+TG_API Tensor sin(Tensor x);
+TG_API Tensor cos(Tensor x);
+TG_API Tensor tan(Tensor x);
+TG_API Tensor tanh(Tensor x);
+TG_API Tensor sigmoid(Tensor x);
+TG_API Tensor erf(Tensor x);
+TG_API Tensor floor(Tensor x);
+TG_API Tensor ceil(Tensor x);
+TG_API Tensor round(Tensor x);
+TG_API Tensor logical_not(Tensor x);
+TG_API Tensor is_nan(Tensor x);
+TG_API Tensor is_inf(Tensor x);
 
 // ---------------------------------------------------------------------------------------------
 // Elementwise binary with NumPy broadcasting (shapes aligned at the right; a dim of 1 stretches;
@@ -56,64 +57,64 @@ Tensor is_inf(Tensor x);
 //   has the divisor's sign); floor_div: numeric; integers round toward -inf, floats give
 //   floor(a/b).
 // - equal ... greater_equal: numeric or bool, result bool. logical_*: bool only.
-Tensor add(Tensor a, Tensor b);
-Tensor sub(Tensor a, Tensor b);
-Tensor mul(Tensor a, Tensor b);
-Tensor div(Tensor a, Tensor b);
-Tensor pow(Tensor a, Tensor b);
-Tensor maximum(Tensor a, Tensor b);
-Tensor minimum(Tensor a, Tensor b);
-Tensor mod(Tensor a, Tensor b);
-Tensor floor_mod(Tensor a, Tensor b);
-Tensor floor_div(Tensor a, Tensor b);
-Tensor atan2(Tensor y, Tensor x);
-Tensor equal(Tensor a, Tensor b);
-Tensor not_equal(Tensor a, Tensor b);
-Tensor less(Tensor a, Tensor b);
-Tensor less_equal(Tensor a, Tensor b);
-Tensor greater(Tensor a, Tensor b);
-Tensor greater_equal(Tensor a, Tensor b);
-Tensor logical_and(Tensor a, Tensor b);
-Tensor logical_or(Tensor a, Tensor b);
-Tensor logical_xor(Tensor a, Tensor b);
+TG_API Tensor add(Tensor a, Tensor b);
+TG_API Tensor sub(Tensor a, Tensor b);
+TG_API Tensor mul(Tensor a, Tensor b);
+TG_API Tensor div(Tensor a, Tensor b);
+TG_API Tensor pow(Tensor a, Tensor b);
+TG_API Tensor maximum(Tensor a, Tensor b);
+TG_API Tensor minimum(Tensor a, Tensor b);
+TG_API Tensor mod(Tensor a, Tensor b);
+TG_API Tensor floor_mod(Tensor a, Tensor b);
+TG_API Tensor floor_div(Tensor a, Tensor b);
+TG_API Tensor atan2(Tensor y, Tensor x);
+TG_API Tensor equal(Tensor a, Tensor b);
+TG_API Tensor not_equal(Tensor a, Tensor b);
+TG_API Tensor less(Tensor a, Tensor b);
+TG_API Tensor less_equal(Tensor a, Tensor b);
+TG_API Tensor greater(Tensor a, Tensor b);
+TG_API Tensor greater_equal(Tensor a, Tensor b);
+TG_API Tensor logical_and(Tensor a, Tensor b);
+TG_API Tensor logical_or(Tensor a, Tensor b);
+TG_API Tensor logical_xor(Tensor a, Tensor b);
 
 // Ternary, broadcasting all three operands.
 /// where(condition, a, b): a where condition (bool) is true, else b. a and b share a dtype.
-Tensor select(Tensor condition, Tensor a, Tensor b);
+TG_API Tensor select(Tensor condition, Tensor a, Tensor b);
 /// min(max(x, low), high), elementwise; all three share a numeric dtype. NaN in x (or in a bound)
 /// propagates; low > high gives high (as numpy.clip).
-Tensor clamp(Tensor x, Tensor low, Tensor high);
+TG_API Tensor clamp(Tensor x, Tensor low, Tensor high);
 
 // Operators: tensor-tensor and tensor-scalar (the scalar becomes a constant of the tensor's dtype;
 // for an integer dtype it must be an integer in range, else tg::Error(invalid_argument)).
-Tensor operator+(Tensor a, Tensor b);
-Tensor operator-(Tensor a, Tensor b);
-Tensor operator*(Tensor a, Tensor b);
-Tensor operator/(Tensor a, Tensor b);
-Tensor operator-(Tensor a);
-Tensor operator+(Tensor a, double b);
-Tensor operator-(Tensor a, double b);
-Tensor operator*(Tensor a, double b);
-Tensor operator/(Tensor a, double b);
-Tensor operator+(double a, Tensor b);
-Tensor operator-(double a, Tensor b);
-Tensor operator*(double a, Tensor b);
-Tensor operator/(double a, Tensor b);
+TG_API Tensor operator+(Tensor a, Tensor b);
+TG_API Tensor operator-(Tensor a, Tensor b);
+TG_API Tensor operator*(Tensor a, Tensor b);
+TG_API Tensor operator/(Tensor a, Tensor b);
+TG_API Tensor operator-(Tensor a);
+TG_API Tensor operator+(Tensor a, double b);
+TG_API Tensor operator-(Tensor a, double b);
+TG_API Tensor operator*(Tensor a, double b);
+TG_API Tensor operator/(Tensor a, double b);
+TG_API Tensor operator+(double a, Tensor b);
+TG_API Tensor operator-(double a, Tensor b);
+TG_API Tensor operator*(double a, Tensor b);
+TG_API Tensor operator/(double a, Tensor b);
 
 /// Converts element type. Float->int truncates toward zero and saturates: out-of-range values
 /// (and +-inf) give the target's min/max, NaN gives 0. Int->int wraps modulo 2^bits; x->bool is
 /// x != 0 (NaN -> true); bool->x is 0 or 1; to f16/bf16 rounds to nearest even via f32.
-Tensor cast(Tensor x, DType dtype);
+TG_API Tensor cast(Tensor x, DType dtype);
 
 // ---------------------------------------------------------------------------------------------
 // Sources (no tensor inputs: they take the graph).
 /// A tensor of `shape` filled with `value` converted to `dtype`.
-Tensor fill(Graph& g, Shape shape, double value, DType dtype = DType::f32);
+TG_API Tensor fill(Graph& g, Shape shape, double value, DType dtype = DType::f32);
 /// iota: element index along `axis` (0, 1, 2, ...), broadcast over the other dims. Numeric dtype.
-Tensor iota(Graph& g, Shape shape, int64_t axis = 0, DType dtype = DType::i32);
+TG_API Tensor iota(Graph& g, Shape shape, int64_t axis = 0, DType dtype = DType::i32);
 /// arange(start, limit, delta): [start, start+delta, ...) stopping before limit, as numpy.arange;
 /// length ceil((limit-start)/delta). delta == 0 raises tg::Error(invalid_argument).
-Tensor arange(Graph& g, double start, double limit, double delta = 1, DType dtype = DType::i32);
+TG_API Tensor arange(Graph& g, double start, double limit, double delta = 1, DType dtype = DType::i32);
 
 /// Random numbers from the counter-based Philox4x32-10 generator: element i (row-major) of the
 /// result depends only on (seed, i), identically on every backend and every run, and equals
@@ -125,16 +126,16 @@ struct RandomDesc {
 };
 /// Uniform on [low, high): low + (high - low) * u, a value rounded up to high steps to the largest
 /// value of the dtype below it. low <= high (low == high gives low).
-Tensor random_uniform(Graph& g, Shape shape, double low = 0, double high = 1, RandomDesc desc = {});
+TG_API Tensor random_uniform(Graph& g, Shape shape, double low = 0, double high = 1, RandomDesc desc = {});
 /// Normal(mean, stddev) via Box-Muller: mean + stddev * z. stddev >= 0.
-Tensor random_normal(Graph& g, Shape shape, double mean = 0, double stddev = 1, RandomDesc desc = {});
+TG_API Tensor random_normal(Graph& g, Shape shape, double mean = 0, double stddev = 1, RandomDesc desc = {});
 /// Uniform on [low, high) with the shape of `like` (whose values are not read; dynamic dims
 /// allowed), element i depending only on (desc.seed, key, i): the Philox counter's upper words
 /// hold the i64 scalar `key`, so each key value draws an independent stream (for per-step
 /// dropout masks). key == 0 gives the same values as random_uniform with the same seed.
 /// Errors "[random_uniform_like]": a key that is not an integer scalar, non-finite bounds or
 /// low > high (invalid_argument), a non-floating desc.dtype (dtype_mismatch).
-Tensor random_uniform_like(Tensor like, Tensor key, double low = 0, double high = 1,
+TG_API Tensor random_uniform_like(Tensor like, Tensor key, double low = 0, double high = 1,
                            RandomDesc desc = {});
 
 // ---------------------------------------------------------------------------------------------
@@ -143,14 +144,14 @@ Tensor random_uniform_like(Tensor like, Tensor key, double low = 0, double high 
 /// NumPy broadcast of x to `shape` (x's dims must be 1 or equal, aligned at the right; a dim of
 /// 1 may become 0). A -1 in `shape` keeps x's dim there (as torch.expand; not allowed on the new
 /// leading dims). Incompatible shapes raise tg::Error(shape_mismatch).
-Tensor broadcast_to(Tensor x, Shape shape);
+TG_API Tensor broadcast_to(Tensor x, Shape shape);
 /// Same elements (row-major order), new shape; at most one -1 is inferred (it stays -1 while x
 /// has a dynamic dim). Element counts must agree (tg::Error(shape_mismatch)); two -1s, a dim
 /// below -1, or a -1 beside a 0 dim raise tg::Error(invalid_argument).
-Tensor reshape(Tensor x, Shape shape);
+TG_API Tensor reshape(Tensor x, Shape shape);
 /// Permutes dims: output dim i is input dim perm[i] (entries may be negative). Empty perm
 /// reverses the dims. A perm that is not a permutation raises tg::Error(invalid_argument).
-Tensor transpose(Tensor x, std::vector<int64_t> perm = {});
+TG_API Tensor transpose(Tensor x, std::vector<int64_t> perm = {});
 
 /// End marker meaning "to the end of the dim" for SliceDesc::end: past the last element for a
 /// positive stride, before the first one (Python's None) for a negative stride.
@@ -166,7 +167,7 @@ struct SliceDesc {
   std::vector<int64_t> strides = {};
   std::vector<int64_t> axes = {};
 };
-Tensor slice(Tensor x, SliceDesc desc);
+TG_API Tensor slice(Tensor x, SliceDesc desc);
 
 /// How pad fills the border (numpy.pad's names): constant value; reflect (mirror without the
 /// edge element); symmetric (mirror with it); edge (repeat the edge element); periodic (wrap).
@@ -181,28 +182,28 @@ struct PadDesc {
   PadMode mode = PadMode::constant;
   double value = 0;  ///< for PadMode::constant
 };
-Tensor pad(Tensor x, PadDesc desc);
+TG_API Tensor pad(Tensor x, PadDesc desc);
 
 /// Joins tensors along `axis`; all other dims (tg::Error(shape_mismatch)) and the dtype
 /// (tg::Error(dtype_mismatch)) must agree. At least one tensor, of rank >= 1.
-Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
+TG_API Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
 /// Splits along `axis` into pieces of the given sizes (>= 0, summing to the dim; a dynamic dim is
 /// not checked: the pieces are slices [offset, offset + size) clamped to it).
-std::vector<Tensor> split(Tensor x, const std::vector<int64_t>& sizes, int64_t axis);
+TG_API std::vector<Tensor> split(Tensor x, const std::vector<int64_t>& sizes, int64_t axis);
 /// Splits along `axis` into `num` equal pieces (the dim must be static and divisible by num).
-std::vector<Tensor> split(Tensor x, int64_t num, int64_t axis);
+TG_API std::vector<Tensor> split(Tensor x, int64_t num, int64_t axis);
 /// Reverses the order of elements along each of `axes` (a repeated axis raises
 /// tg::Error(invalid_argument)).
-Tensor reverse(Tensor x, std::vector<int64_t> axes);
+TG_API Tensor reverse(Tensor x, std::vector<int64_t> axes);
 /// Inserts a dim of size 1 at `axis` (in [-rank-1, rank]). A reshape: x may have at most one
 /// dynamic dim (tg::Error(unsupported) otherwise).
-Tensor expand_dims(Tensor x, int64_t axis);
+TG_API Tensor expand_dims(Tensor x, int64_t axis);
 /// Removes dims of size 1: those in `axes` (each must be 1, else tg::Error(invalid_argument)) or
 /// all when axes is empty (dynamic dims are then kept). A reshape, like expand_dims.
-Tensor squeeze(Tensor x, std::vector<int64_t> axes = {});
+TG_API Tensor squeeze(Tensor x, std::vector<int64_t> axes = {});
 /// Repeats x `multiples[i]` times along dim i (numpy.tile with len(multiples) == rank; each >= 0,
 /// else tg::Error(invalid_argument)).
-Tensor tile(Tensor x, std::vector<int64_t> multiples);
+TG_API Tensor tile(Tensor x, std::vector<int64_t> multiples);
 
 // ---------------------------------------------------------------------------------------------
 // Reductions. Axes may be negative; empty axes reduce over every dim. An axis out of range or a
@@ -215,20 +216,20 @@ struct ReduceDesc {
   std::vector<int64_t> axes = {};
   bool keep_dims = false;
 };
-Tensor reduce_sum(Tensor x, ReduceDesc desc = {});
-Tensor reduce_prod(Tensor x, ReduceDesc desc = {});
+TG_API Tensor reduce_sum(Tensor x, ReduceDesc desc = {});
+TG_API Tensor reduce_prod(Tensor x, ReduceDesc desc = {});
 /// max/min propagate NaN.
-Tensor reduce_max(Tensor x, ReduceDesc desc = {});
-Tensor reduce_min(Tensor x, ReduceDesc desc = {});
+TG_API Tensor reduce_max(Tensor x, ReduceDesc desc = {});
+TG_API Tensor reduce_min(Tensor x, ReduceDesc desc = {});
 /// bool inputs only.
-Tensor reduce_and(Tensor x, ReduceDesc desc = {});
-Tensor reduce_or(Tensor x, ReduceDesc desc = {});
+TG_API Tensor reduce_and(Tensor x, ReduceDesc desc = {});
+TG_API Tensor reduce_or(Tensor x, ReduceDesc desc = {});
 /// Arithmetic mean (floating dtypes; f16/bf16 computed in f32). The mean of nothing is NaN.
-Tensor reduce_mean(Tensor x, ReduceDesc desc = {});
+TG_API Tensor reduce_mean(Tensor x, ReduceDesc desc = {});
 inline Tensor mean(Tensor x, ReduceDesc desc = {}) { return reduce_mean(x, desc); }
 /// Population variance (divides by N, ddof = 0) over the axes (floating dtypes), computed
 /// stably as mean((x - mean(x))^2).
-Tensor reduce_variance(Tensor x, ReduceDesc desc = {});
+TG_API Tensor reduce_variance(Tensor x, ReduceDesc desc = {});
 
 /// Index of the largest (smallest) element along `axis`, as i64. Ties give the first index; a NaN
 /// counts as larger (smaller) than every number, so the first NaN wins, as numpy and PyTorch do.
@@ -238,8 +239,8 @@ struct ArgReduceDesc {
   int64_t axis = 0;
   bool keep_dims = false;
 };
-Tensor argmax(Tensor x, ArgReduceDesc desc = {});
-Tensor argmin(Tensor x, ArgReduceDesc desc = {});
+TG_API Tensor argmax(Tensor x, ArgReduceDesc desc = {});
+TG_API Tensor argmin(Tensor x, ArgReduceDesc desc = {});
 
 // ---------------------------------------------------------------------------------------------
 /// Matrix product with numpy.matmul semantics: a [..., M, K] x b [..., K, N] -> [..., M, N],
@@ -253,7 +254,7 @@ struct MatmulDesc {
   bool transpose_a = false;
   bool transpose_b = false;
 };
-Tensor matmul(Tensor a, Tensor b, MatmulDesc desc = {});
+TG_API Tensor matmul(Tensor a, Tensor b, MatmulDesc desc = {});
 
 // ---------------------------------------------------------------------------------------------
 // Gather and scatter. Index tensors are i32 or i64; negative indices count from the end of their
@@ -267,21 +268,21 @@ struct GatherDesc {
   int64_t axis = 0;
   int64_t batch_dims = 0;
 };
-Tensor gather(Tensor x, Tensor indices, GatherDesc desc = {});
+TG_API Tensor gather(Tensor x, Tensor indices, GatherDesc desc = {});
 /// ONNX GatherND / tf.gather_nd: indices [..., K] index the first K dims after the batch dims;
 /// output shape indices.shape[:-1] + x.shape[batch_dims+K:]. K must be static and
 /// <= x.rank - batch_dims; batch_dims in [0, indices.rank - 1].
 struct GatherNdDesc {
   int64_t batch_dims = 0;
 };
-Tensor gather_nd(Tensor x, Tensor indices, GatherNdDesc desc = {});
+TG_API Tensor gather_nd(Tensor x, Tensor indices, GatherNdDesc desc = {});
 /// ONNX GatherElements / torch.gather: out[i][j] = x[indices[i][j]][j] for axis 0 (etc.);
 /// indices has x's rank and indices.shape[d] <= x.shape[d] for d != axis; the output has
 /// indices' shape.
 struct GatherElementsDesc {
   int64_t axis = 0;
 };
-Tensor gather_elements(Tensor x, Tensor indices, GatherElementsDesc desc = {});
+TG_API Tensor gather_elements(Tensor x, Tensor indices, GatherElementsDesc desc = {});
 
 /// How scatter combines an update with the value already there (ONNX ScatterND reduction).
 /// With none and repeated indices the last update in row-major order wins; add/mul/min/max
@@ -293,14 +294,14 @@ enum class ScatterReduction { none, add, mul, min, max };
 struct ScatterNdDesc {
   ScatterReduction reduction = ScatterReduction::none;
 };
-Tensor scatter_nd(Tensor data, Tensor indices, Tensor updates, ScatterNdDesc desc = {});
+TG_API Tensor scatter_nd(Tensor data, Tensor indices, Tensor updates, ScatterNdDesc desc = {});
 /// ONNX ScatterElements: out[indices[i][j]][j] = updates[i][j] for axis 0 (etc.); indices and
 /// updates share a shape and have data's rank, and indices.shape[d] <= data.shape[d] for d != axis.
 struct ScatterElementsDesc {
   int64_t axis = 0;
   ScatterReduction reduction = ScatterReduction::none;
 };
-Tensor scatter_elements(Tensor data, Tensor indices, Tensor updates, ScatterElementsDesc desc = {});
+TG_API Tensor scatter_elements(Tensor data, Tensor indices, Tensor updates, ScatterElementsDesc desc = {});
 
 // ---------------------------------------------------------------------------------------------
 /// Stencil (MPSGraph stencilWithSourceTensor semantics). The window has rank k = weights.rank()
@@ -328,6 +329,6 @@ struct StencilDesc {
   BoundaryMode boundary_mode = BoundaryMode::zero;
   double padding_constant = 0;
 };
-Tensor stencil(Tensor source, Tensor weights, StencilDesc desc = {});
+TG_API Tensor stencil(Tensor source, Tensor weights, StencilDesc desc = {});
 
 }  // namespace tg

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tg/export.h"
 #include "tg/graph.h"
 
 namespace tg {
@@ -43,7 +44,7 @@ struct Conv2dDesc {
 /// mismatch or channels not divisible by groups (shape_mismatch), different or non-floating
 /// dtypes (dtype_mismatch), bad strides/dilations/padding/groups/layouts or a window larger than
 /// the padded input (invalid_argument).
-Tensor conv2d(Tensor x, Tensor w, Conv2dDesc desc = {});
+TG_API Tensor conv2d(Tensor x, Tensor w, Conv2dDesc desc = {});
 
 /// The gradient of conv2d with respect to its input (the transposed convolution): dy has
 /// conv2d's output shape, w is the forward weights, `input_shape` is the forward input's shape
@@ -52,12 +53,12 @@ Tensor conv2d(Tensor x, Tensor w, Conv2dDesc desc = {});
 /// since the input size is then ambiguous). Returns dx of input_shape.
 /// Errors "[conv2d_backward_data]" as conv2d, plus an input_shape whose forward output shape is
 /// not dy's (shape_mismatch).
-Tensor conv2d_backward_data(Tensor dy, Tensor w, Shape input_shape, Conv2dDesc desc = {});
+TG_API Tensor conv2d_backward_data(Tensor dy, Tensor w, Shape input_shape, Conv2dDesc desc = {});
 
 /// The gradient of conv2d with respect to its weights: dy has conv2d's output shape, x is the
 /// forward input, `weights_shape` the forward weights' shape in desc.weights_layout. Returns dw.
 /// Errors "[conv2d_backward_weights]" as conv2d_backward_data.
-Tensor conv2d_backward_weights(Tensor dy, Tensor x, Shape weights_shape, Conv2dDesc desc = {});
+TG_API Tensor conv2d_backward_weights(Tensor dy, Tensor x, Shape weights_shape, Conv2dDesc desc = {});
 
 /// Transposed convolution (PyTorch ConvTranspose2d, ONNX ConvTranspose): the adjoint of a conv2d
 /// whose weights are `w` in desc.weights_layout, where the forward conv's C_out is this op's
@@ -69,7 +70,7 @@ struct ConvTranspose2dDesc {
   Conv2dDesc conv = {};
   std::vector<int64_t> output_padding = {0, 0};  ///< each in [0, max(stride, dilation))
 };
-Tensor conv_transpose2d(Tensor x, Tensor w, ConvTranspose2dDesc desc = {});
+TG_API Tensor conv_transpose2d(Tensor x, Tensor w, ConvTranspose2dDesc desc = {});
 
 /// 2-D pooling window (PyTorch MaxPool2d/AvgPool2d, ONNX MaxPool/AveragePool).
 /// Output spatial size per dim: floor_or_ceil((in + pad_before + pad_after - dilation*(k-1) - 1)
@@ -91,18 +92,18 @@ struct Pool2dDesc {
 /// dtype except bool (f32 on oneDNN). Errors "[max_pool2d]": rank != 4 (shape_mismatch), a bool
 /// dtype (dtype_mismatch), bad window/strides/padding (a pad >= the dilated window included) or
 /// a window larger than the padded input (invalid_argument).
-Tensor max_pool2d(Tensor x, Pool2dDesc desc = {});
+TG_API Tensor max_pool2d(Tensor x, Pool2dDesc desc = {});
 /// Mean over each window (floating dtypes; others raise dtype_mismatch). Errors "[avg_pool2d]"
 /// as max_pool2d.
-Tensor avg_pool2d(Tensor x, Pool2dDesc desc = {});
+TG_API Tensor avg_pool2d(Tensor x, Pool2dDesc desc = {});
 /// Gradient of max_pool2d: routes each dy element to the first maximal element of its window in
 /// x (row-major within the window); overlapping windows accumulate. Returns dx with x's shape.
-Tensor max_pool2d_backward(Tensor dy, Tensor x, Pool2dDesc desc = {});
+TG_API Tensor max_pool2d_backward(Tensor dy, Tensor x, Pool2dDesc desc = {});
 /// Gradient of avg_pool2d: spreads each dy element evenly over its window's divisor. `x` gives
 /// the forward input's shape (its values are not read). Returns dx with x's shape.
-Tensor avg_pool2d_backward(Tensor dy, Tensor x, Pool2dDesc desc = {});
+TG_API Tensor avg_pool2d_backward(Tensor dy, Tensor x, Pool2dDesc desc = {});
 /// Mean over H and W: [N, H, W, C] -> [N, C] (nhwc) or [N, C, H, W] -> [N, C] (nchw); with
 /// keep_dims the reduced dims stay as 1. Floating dtypes. Errors "[global_avg_pool2d]".
-Tensor global_avg_pool2d(Tensor x, Layout data_layout = Layout::nhwc, bool keep_dims = false);
+TG_API Tensor global_avg_pool2d(Tensor x, Layout data_layout = Layout::nhwc, bool keep_dims = false);
 
 }  // namespace tg

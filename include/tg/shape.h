@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "tg/dtype.h"
+#include "tg/export.h"
 
 namespace tg {
 
@@ -13,16 +14,16 @@ namespace tg {
 using Shape = std::vector<int64_t>;
 
 /// Number of elements (1 for a scalar); -1 when any dim is dynamic.
-int64_t num_elements(const Shape& s);
+TG_API int64_t num_elements(const Shape& s);
 /// True when no dim is -1.
-bool is_static(const Shape& s);
+TG_API bool is_static(const Shape& s);
 /// "[2,3,4]"; dynamic dims (-1) print as "?" (other negative, invalid, dims as numbers).
-std::string shape_to_string(const Shape& s);
+TG_API std::string shape_to_string(const Shape& s);
 /// Row-major strides in elements, e.g. {12,4,1} for [2,3,4].
-std::vector<int64_t> row_major_strides(const Shape& s);
+TG_API std::vector<int64_t> row_major_strides(const Shape& s);
 
 /// Element type and shape of a tensor value.
-struct TensorType {
+struct TG_API TensorType {
   Shape shape;
   DType dtype = DType::f32;
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }

@@ -9,13 +9,14 @@
 
 #include "tg/device.h"
 #include "tg/error.h"
+#include "tg/export.h"
 #include "tg/shape.h"
 
 namespace tg {
 
 /// A dense row-major tensor value on a device. Copies share the same storage (like a
 /// shared_ptr); values are treated as immutable once produced. Shapes are always static here.
-class TensorData {
+class TG_API TensorData {
  public:
   TensorData() = default;
   /// Uninitialized storage for `shape` x `dtype` on `device`. Raises tg::Error(invalid_argument)

@@ -6,6 +6,7 @@
 #include "tg/device.h"
 #include "tg/dtype.h"
 #include "tg/error.h"
+#include "tg/export.h"
 #include "tg/graph.h"
 #include "tg/half.h"
 #include "tg/model.h"

@@ -180,11 +180,23 @@ void check_weight_types(const std::vector<std::pair<std::string, TensorData>>& g
   }
 }
 
+// True when `a` and `b` are rank-4 shapes with the same dims in another order: a convolution
+// kernel of a model built with the other image layout (hwio for nhwc, oihw for nchw).
+bool is_layout_permutation(const Shape& a, const Shape& b) {
+  if (a.size() != 4 || b.size() != 4 || a == b) return false;
+  Shape sa = a, sb = b;
+  std::sort(sa.begin(), sa.end());
+  std::sort(sb.begin(), sb.end());
+  return sa == sb;
+}
+
 [[noreturn]] void fail_problems(std::string_view op, const std::string& what,
-                                const std::vector<std::string>& problems) {
+                                const std::vector<std::string>& problems,
+                                const std::string& note = "") {
   std::string all;
   for (const auto& p : problems) all += "\n  " + p;
-  fail(ErrorCode::shape_mismatch, op, "{}{} mismatch(es), nothing changed:{}", what, problems.size(), all);
+  fail(ErrorCode::shape_mismatch, op, "{}{} mismatch{}, nothing changed:{}{}", what, problems.size(),
+       problems.size() == 1 ? "" : "es", all, note);
 }
 
 TensorData to_dtype(const TensorData& v, DType dtype) {
@@ -361,6 +373,7 @@ void Model::load(const std::string& path) {
   std::vector<int> slots;
   std::vector<TensorData> values;
   std::map<std::string, char> seen;
+  size_t permuted = 0;  // mismatches that are kernels of the other image layout
   for (auto& [name, value] : tensors) {
     int slot = store.find(name);
     if (slot < 0) continue;  // e.g. optimizer state of a compiled model
@@ -368,6 +381,10 @@ void Model::load(const std::string& path) {
     if (value.type() != store.type(slot)) {
       problems.push_back(fmt::format("'{}' is {} in the file, {} in the model", name,
                                      value.type().to_string(), store.type(slot).to_string()));
+      if (value.dtype() == store.type(slot).dtype &&
+          is_layout_permutation(value.shape(), store.type(slot).shape)) {
+        ++permuted;
+      }
       continue;
     }
     slots.push_back(slot);
@@ -376,7 +393,14 @@ void Model::load(const std::string& path) {
   for (const auto& [name, w] : weights) {
     if (!seen.count(name)) problems.push_back(fmt::format("'{}' is missing from the file", name));
   }
-  if (!problems.empty()) fail_problems("load", path + ": ", problems);
+  if (!problems.empty()) {
+    fail_problems("load", path + ": ", problems,
+                  permuted == problems.size()
+                      ? "\n(each mismatch is a kernel with the model's dims in another order: the "
+                        "checkpoint was probably saved by a model built with the other image layout, "
+                        "nhwc or nchw; build this model with that layout)"
+                      : "");
+  }
   store.commit(slots, values);
 }
 

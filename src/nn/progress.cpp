@@ -46,27 +46,35 @@ std::string Progress::format_logs(const Logs& logs) {
 }
 
 std::string Progress::bar(int64_t step, int64_t total, int width) {
-  if (total <= 0) return "[" + std::string(static_cast<size_t>(width), '=') + "]";
+  if (total <= 0) step = total = 1;
   auto done = static_cast<int>(static_cast<double>(width) * static_cast<double>(step) /
                                static_cast<double>(total));
   done = std::clamp(done, 0, width);
-  std::string s = "[" + std::string(static_cast<size_t>(done), '=');
-  if (done < width) s += '>' + std::string(static_cast<size_t>(width - done - 1), '.');
-  return s + "]";
+  std::string s;  // built piece by piece, as in line()
+  s.reserve(static_cast<size_t>(width) + 2);
+  s += '[';
+  s.append(static_cast<size_t>(done), '=');
+  if (done < width) {
+    s += '>';
+    s.append(static_cast<size_t>(width - done - 1), '.');
+  }
+  s += ']';
+  return s;
 }
 
 std::string Progress::line(int64_t step, int64_t samples, const Logs& logs, bool final) const {
   const double t = elapsed();
   std::string s = title_.empty() ? "" : title_ + " ";
   s += fmt::format("{}/{}", step, total_);
-  if (tty_ && verbose_ == 1) s += " " + bar(step, total_);
+  // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) about " " + string.
+  if (tty_ && verbose_ == 1) (s += ' ') += bar(step, total_);
   if (final) {
-    s += " - " + duration(t, true);
+    (s += " - ") += duration(t, true);
   } else if (step > 0) {
-    s += " - ETA " + duration(t / static_cast<double>(step) * static_cast<double>(total_ - step));
+    (s += " - ETA ") += duration(t / static_cast<double>(step) * static_cast<double>(total_ - step));
   }
   std::string l = format_logs(logs);
-  if (!l.empty()) s += " - " + l;
+  if (!l.empty()) (s += " - ") += l;
   if (t > 0 && samples > 0) s += fmt::format(" - {:.0f} samples/s", static_cast<double>(samples) / t);
   return s;
 }

@@ -371,6 +371,29 @@ TEST(ModelIO, LoadAndSetWeightsErrors) {
   EXPECT_EQ(m.get_weights()[1].second.to_vector<float>(), std::vector<float>(16, 0.25f));
 }
 
+TEST(ModelIO, LoadSaysWhenTheMismatchesLookLikeTheOtherLayout) {
+  const std::string path = temp_path("nhwc.safetensors");
+  zoo::lenet5({.input_shape = {28, 28, 1}, .layout = Layout::nhwc}).save(path);
+  Model nchw = zoo::lenet5({.input_shape = {1, 28, 28}, .layout = Layout::nchw});
+  // Both kernels (hwio in the file, oihw in the model) mismatch; nothing else does.
+  EXPECT_TG_ERROR(nchw.load(path), ErrorCode::shape_mismatch, "2 mismatches, nothing changed");
+  EXPECT_TG_ERROR(nchw.load(path), ErrorCode::shape_mismatch,
+                  "saved by a model built with the other image layout, nhwc or nchw");
+  // Other mismatches get no such hint.
+  Model other = Sequential({2}, {Dense(5), Dense(3)});
+  const std::string dense_path = temp_path("dense.safetensors");
+  other.save(dense_path);
+  Model m = small_mlp();
+  try {
+    m.load(dense_path);
+    ADD_FAILURE() << "load accepted a checkpoint of another model";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("layout"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(path);
+  std::filesystem::remove(dense_path);
+}
+
 TEST(ModelIO, CheckpointAndEarlyStopping) {
   auto [x, y] = clusters(30, 2);
   Model m = small_mlp();

@@ -2,6 +2,8 @@
 // input values, external data) and every class of bad model (each error names the node).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -93,6 +95,39 @@ TEST(OnnxImport, InputValuesFixShapeInputs) {
   auto x = TensorData::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
   expect_close(r.graph.run(r.feeds({x}), r.targets(), {}, Device::cpu())[0], {1, 2, 3, 4, 5, 6},
                {3, 2});
+}
+
+// model_inputs lists the declared inputs without importing: the inputs the import would make
+// constants (the Reshape's shape) are there, initializers are not.
+TEST(OnnxImport, ModelInputsAreTheDeclaredOnes) {
+  if (!available()) GTEST_SKIP();
+  auto dir = std::filesystem::temp_directory_path() / ("tg_onnx_inputs_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  Model m = reshape_model();
+  m.inputs.push_back(Msg().bytes(1, "any").msg(2, Msg().msg(1, Msg().varint(1, kFloat))));  // no shape
+  std::ofstream(dir / "reshape.onnx", std::ios::binary) << m.bytes();
+  std::ofstream(dir / "add_relu.onnx", std::ios::binary) << add_relu_model().bytes();
+  std::vector<InputInfo> in = model_inputs(dir / "reshape.onnx");
+  ASSERT_EQ(in.size(), 3u);
+  EXPECT_EQ(in[0].name, "x");
+  EXPECT_EQ(in[0].dtype, DType::f32);
+  EXPECT_EQ(in[0].shape, (Shape{2, 3}));
+  EXPECT_EQ(in[1].name, "shape");
+  EXPECT_EQ(in[1].dtype, DType::i64);
+  EXPECT_EQ(in[1].shape, (Shape{2}));
+  EXPECT_EQ(in[2].name, "any");
+  EXPECT_FALSE(in[2].shape.has_value());
+  in = model_inputs(dir / "add_relu.onnx");  // w is an initializer: not an input
+  ASSERT_EQ(in.size(), 1u);
+  EXPECT_EQ(in[0].shape, (Shape{-1, 3}));
+  std::ofstream(dir / "bad.onnx") << "not a model";
+  EXPECT_TG_ERROR(model_inputs(dir / "bad.onnx"), ErrorCode::io_error, "not a valid ONNX ModelProto");
+  EXPECT_TG_ERROR(model_inputs(dir / "missing.onnx"), ErrorCode::not_found, "cannot open model file");
+  Model u16 = add_relu_model();
+  u16.inputs = {value_info("x", kUint16, {2})};
+  std::ofstream(dir / "u16.onnx", std::ios::binary) << u16.bytes();
+  EXPECT_TG_ERROR(model_inputs(dir / "u16.onnx"), ErrorCode::unsupported, "graph input 'x': ");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(OnnxImport, ExternalData) {

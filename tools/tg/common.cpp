@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <vector>
+
+#include "options.h"
 
 namespace tg::cli {
 namespace fs = std::filesystem;
@@ -14,43 +16,40 @@ namespace fs = std::filesystem;
 void add_common_options(CLI::App& cmd, CommonArgs& args) {
   std::string models;
   for (const std::string& name : nn::zoo::names()) models += (models.empty() ? "" : ", ") + name;
-  cmd.add_option("--model,-m", args.model, "Zoo model: " + models)
-      ->capture_default_str()
-      ->check(CLI::IsMember(nn::zoo::names()));
-  cmd.add_option("--dataset,-d", args.dataset,
-                 "mnist (the shipped 8,000/2,000 digits, or --data-dir), cifar10 (--data-dir: "
-                 "the cifar-10-batches-bin directory) or synthetic")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"mnist", "cifar10", "synthetic"}));
-  cmd.add_option("--data-dir", args.data_dir,
-                 "Directory of the dataset files (mnist: {train,t10k}-{images-idx3,labels-idx1}"
-                 "-ubyte[.gz])");
-  cmd.add_option("--layout", args.layout, "Image layout: nhwc or nchw")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"nhwc", "nchw"}));
-  cmd.add_option("--device", args.device, "cpu or cuda")->capture_default_str();
-  cmd.add_option("--precision", args.precision,
-                 "conv/matmul arithmetic on CUDA (CompileOptions::precision): f32, tf32, bf16 or f16")
-      ->check(CLI::IsMember({"f32", "tf32", "bf16", "f16"}))
-      ->capture_default_str();
-  cmd.add_option("--limit", args.limit, "Use at most this many examples of each split (-1: all)")
-      ->capture_default_str()
-      ->check(CLI::Validator(
-          [](std::string& value) {
-            int64_t n = 0;
-            return CLI::detail::lexical_cast(value, n) && n >= -1 ? std::string()
-                                                                  : "must be an integer >= -1";
-          },
-          "INT >= -1"));
-  cmd.add_option("--synthetic-examples", args.synthetic_examples,
-                 "Training examples of --dataset synthetic (test: a quarter)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd.add_option("--batch-size,-b", args.batch_size, "Examples per batch")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd.add_option("--seed", args.seed, "Seed of the weights, the shuffling and synthetic data")
-      ->capture_default_str();
+  one_of(cmd.add_option("--model,-m", args.model, "Zoo model: " + models)->capture_default_str(),
+         nn::zoo::names(), "a model of the zoo");
+  one_of(cmd.add_option("--dataset,-d", args.dataset,
+                        "mnist (the shipped 8,000/2,000 digits, or --data-dir), cifar10 (--data-dir: "
+                        "the cifar-10-batches-bin directory) or synthetic")
+             ->capture_default_str(),
+         {"mnist", "cifar10", "synthetic"}, "a dataset");
+  existing_directory(cmd.add_option("--data-dir", args.data_dir,
+                                    "Directory of the dataset files (mnist: {train,t10k}-{images-idx3,"
+                                    "labels-idx1}-ubyte[.gz])")
+                         ->type_name("DIR"));
+  one_of(cmd.add_option("--layout", args.layout, "Image layout: nhwc or nchw")->capture_default_str(),
+         {"nhwc", "nchw"}, "an image layout");
+  device_name(cmd.add_option("--device", args.device, "cpu, cuda (the first GPU) or cuda:N")
+                  ->capture_default_str());
+  one_of(cmd.add_option("--precision", args.precision,
+                        "Arithmetic of convolutions and matrix products on CUDA: f32, tf32, bf16 "
+                        "or f16")
+             ->capture_default_str(),
+         {"f32", "tf32", "bf16", "f16"}, "a precision");
+  whole_number(cmd.add_option("--limit", args.limit,
+                              "Use at most this many examples of each split (-1: all)")
+                   ->capture_default_str(),
+               -1);
+  whole_number(cmd.add_option("--synthetic-examples", args.synthetic_examples,
+                              "Training examples of --dataset synthetic (test: a quarter)")
+                   ->capture_default_str(),
+               1);
+  whole_number(cmd.add_option("--batch-size,-b", args.batch_size, "Examples per batch")
+                   ->capture_default_str(),
+               1);
+  whole_number(cmd.add_option("--seed", args.seed, "Seed of the weights, the shuffling and synthetic data")
+                   ->capture_default_str(),
+               0);
 }
 
 namespace {
@@ -73,12 +72,8 @@ ComputePrecision parse_precision(const std::string& name) {
 
 Device parse_device(const std::string& name, std::string_view command) {
   if (name == "cpu") return Device::cpu();
-  int index = 0;
-  if (name.rfind("cuda", 0) != 0 ||
-      (name.size() > 4 && (name[4] != ':' || sscanf(name.c_str() + 5, "%d", &index) != 1))) {
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("[{}] --device {}: expected cpu, cuda or cuda:N", command, name));
-  }
+  // The name was checked when the command line was parsed (device_name, options.h).
+  const int64_t index = name.size() > 5 ? std::strtoll(name.c_str() + 5, nullptr, 10) : 0;
   const int count = Device::cuda_device_count();
   if (index < 0 || index >= count) {
     throw Error(ErrorCode::unsupported,
@@ -86,7 +81,7 @@ Device parse_device(const std::string& name, std::string_view command) {
                             "this build, no driver, or no GPU); use --device cpu",
                             command, name, count));
   }
-  return Device::cuda(index);
+  return Device::cuda(static_cast<int>(index));
 }
 
 namespace {
@@ -133,9 +128,8 @@ data::Dataset load_dataset(const CommonArgs& args, data::Split split, std::strin
   if (args.dataset == "mnist") return data::load_mnist_dir(mnist_dir(args.data_dir), split, options);
   if (args.dataset == "cifar10") {
     if (args.data_dir.empty()) {
-      throw Error(ErrorCode::invalid_argument,
-                  fmt::format("[{}] --dataset cifar10 needs --data-dir <cifar-10-batches-bin "
-                              "directory>", command));
+      throw UsageError("--dataset cifar10 needs --data-dir DIR, the cifar-10-batches-bin directory "
+                       "of https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz");
     }
     return data::load_cifar10_dir(args.data_dir, split, options);
   }
@@ -149,8 +143,8 @@ data::Dataset load_dataset(const CommonArgs& args, data::Split split, std::strin
 
 std::string describe(const data::Dataset& d) {
   const Shape s = d.image_shape();
-  return fmt::format("{} x {}x{}x{} ({}), {} classes", d.size(), s[0], s[1], s[2],
-                     d.layout == Layout::nhwc ? "nhwc" : "nchw", d.num_classes);
+  return fmt::format("{} x {}x{}x{} ({}), {}", d.size(), s[0], s[1], s[2],
+                     d.layout == Layout::nhwc ? "nhwc" : "nchw", count(d.num_classes, "class", "classes"));
 }
 
 nn::Model build_model(const CommonArgs& args, const data::Dataset& dataset) {

@@ -28,15 +28,17 @@ struct CommonArgs {
   uint64_t seed = 0;
 };
 
-/// Adds --model, --dataset, --data-dir, --layout, --device, --limit, --synthetic-examples,
-/// --batch-size and --seed to `cmd`, bound to `args`.
+/// Adds --model, --dataset, --data-dir, --layout, --device, --precision, --limit,
+/// --synthetic-examples, --batch-size and --seed to `cmd`, bound to `args`, each checked when the
+/// command line is parsed (a bad value is a UsageError, options.h).
 void add_common_options(CLI::App& cmd, CommonArgs& args);
 
 Layout parse_layout(const std::string& name);
-/// Device::cpu() for "cpu"; for "cuda" / "cuda:N" the CUDA device when this build has a CUDA
-/// backend, else tg::Error(unsupported) "[command] ..." saying so.
+/// Device::cpu() for "cpu"; for "cuda" / "cuda:N" (a name device_name, options.h, accepted) the
+/// CUDA device when this build has a CUDA backend and that GPU, else tg::Error(unsupported)
+/// "[command] --device cuda:N: no such CUDA GPU here ...".
 Device parse_device(const std::string& name, std::string_view command);
-/// "f32", "tf32", "bf16", "f16" (checked by CLI11) as a ComputePrecision.
+/// "f32", "tf32", "bf16", "f16" (checked when parsed) as a ComputePrecision.
 ComputePrecision parse_precision(const std::string& name);
 
 /// "arena: 1.2 MB per run (3.4 MB of intermediates without reuse; 1 allocated)": the memory
@@ -50,7 +52,7 @@ std::string mnist_dir(const std::string& data_dir);
 
 /// The `split` part of the dataset the args name, in their layout, limited by --limit.
 /// synthetic: --synthetic-examples training examples (a quarter of that, at least 1, for test)
-/// of a 28x28x1 10-class task chosen by --seed.
+/// of a 28x28x1 10-class task chosen by --seed. cifar10 without --data-dir is a UsageError.
 data::Dataset load_dataset(const CommonArgs& args, data::Split split, std::string_view command);
 
 /// "8000 x 28x28x1 (nhwc), 10 classes".

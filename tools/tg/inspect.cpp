@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "options.h"
 #include "tg/onnx.h"
 #include "tg/tg.h"
 
@@ -29,7 +30,7 @@ void inspect(const InspectArgs& a) {
     if (a.model.empty()) return;
   }
   if (a.model.empty()) {
-    throw tg::Error(tg::ErrorCode::invalid_argument, "[tg inspect] give a model (or --list-ops)");
+    throw tg::cli::UsageError("give a model file (tg inspect MODEL.onnx), or --list-ops");
   }
   tg::onnx::ImportResult m =
       tg::onnx::import(a.model, {.initializers_as_variables = a.variables});
@@ -42,7 +43,7 @@ void inspect(const InspectArgs& a) {
     std::cout << "  " << out.name << ": " << out.tensor.to_string() << "\n";
   }
   if (!m.variables.empty()) std::cout << "variables: " << m.variables.size() << "\n";
-  std::cout << "graph (" << m.graph.num_nodes() << " nodes):\n" << m.graph.to_string();
+  std::cout << "graph (" << tg::cli::count(m.graph.num_nodes(), "node") << "):\n" << m.graph.to_string();
   // The memory plan of the compiled model (dynamic dims taken as 1).
   tg::FeedTypes types;
   for (const auto& in : m.inputs) {
@@ -73,12 +74,13 @@ namespace tg::cli {
 void add_inspect_command(CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd = app.add_subcommand("inspect", "Print the graph an ONNX model imports to");
-  cmd->add_option("model", args->model, "The .onnx file")->check(CLI::ExistingFile);
+  tg::cli::existing_file(cmd->add_option("model", args->model, "The .onnx file"));
   cmd->add_option("--dot", args->dot, "Also write the graph as a Graphviz DOT file");
   cmd->add_flag("--list-ops", args->list_ops, "Print the supported ONNX ops and opsets");
   cmd->add_flag("--variables", args->variables, "Import initializers as variables");
-  cmd->add_option("--device", args->device, "Device the arena line is planned for: cpu, cuda or cuda:N")
-      ->capture_default_str();
+  tg::cli::device_name(
+      cmd->add_option("--device", args->device, "Device the arena line is planned for: cpu, cuda or cuda:N")
+          ->capture_default_str());
   cmd->callback([args] { inspect(*args); });  // main() reports a tg::Error
 }
 

@@ -1,9 +1,13 @@
 // `tg run model.onnx`: imports an ONNX model, feeds it inputs from .pb (TensorProto) or .npy
 // files (or random data of the right shapes), prints the outputs' shapes and a summary, writes
-// them as .npy files, and with --repeat N times the compiled executable (median, p90).
+// them as .npy files with -o DIR, and with --repeat N times the compiled executable (median, p90).
+// Input files that do not fit the model's declared inputs are usage errors (status 2) naming the
+// file and the input; a model that fails to import is reported as such (status 1).
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -18,6 +22,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "options.h"
 #include "tg/onnx.h"
 #include "tg/tg.h"
 
@@ -98,7 +103,15 @@ TensorData read_npy(const fs::path& path) {
   Shape shape;
   std::stringstream ss(dims.substr(1, dims.size() - 2));
   for (std::string tok; std::getline(ss, tok, ',');) {
-    if (tok.find_first_not_of(' ') != std::string::npos) shape.push_back(std::stoll(tok));
+    const size_t b = tok.find_first_not_of(' ');
+    if (b == std::string::npos) continue;
+    const size_t e = tok.find_last_not_of(' ') + 1;
+    int64_t d = -1;
+    auto [end, ec] = std::from_chars(tok.data() + b, tok.data() + e, d);
+    if (ec != std::errc() || end != tok.data() + e || d < 0) {
+      fail(ErrorCode::io_error, file + ": the .npy header's shape " + dims + " is not a list of sizes");
+    }
+    shape.push_back(d);
   }
   TensorData t(shape, dtype);
   if (!in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(t.nbytes()))) {
@@ -145,9 +158,8 @@ struct RunArgs {
   uint64_t seed = 0;
   std::string device = "";
   std::string precision = "f32";
-  int repeat = 0;
-  std::string output_dir = ".";
-  bool no_write = false;
+  int64_t repeat = 0;
+  std::string output_dir;  // empty: the outputs are printed, not written
 };
 
 TensorData read_tensor_file(const fs::path& p) {
@@ -183,72 +195,167 @@ std::string file_name_for(const std::string& name) {
   return s.empty() ? "output" : s;
 }
 
-// Fills `data` (name -> value) from the command line's input files.
-void collect_inputs(const RunArgs& a, const tg::onnx::ImportResult& probe,
-                    std::map<std::string, TensorData>& data) {
-  size_t position = 0;
-  for (const std::string& spec : a.inputs) {
-    size_t eq = spec.find('=');
-    std::string name;
-    fs::path path;
-    if (eq != std::string::npos && !fs::exists(spec)) {
-      name = spec.substr(0, eq);
-      path = spec.substr(eq + 1);
-    } else {
-      if (position >= probe.inputs.size() + probe.fixed_inputs.size()) {
-        fail(ErrorCode::invalid_argument, "more input files than the model has inputs");
-      }
-      name = position < probe.inputs.size() ? probe.inputs[position].name
-                                            : probe.fixed_inputs[position - probe.inputs.size()];
-      ++position;
-      path = spec;
-    }
-    data[name] = read_tensor_file(path);
-  }
+std::string names_of(const std::vector<tg::onnx::InputInfo>& inputs) {
+  std::vector<std::string> names;
+  for (const auto& in : inputs) names.push_back("'" + in.name + "'");
+  return names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "));
 }
 
-Shape parse_dims(const std::string& text) {
-  Shape s;
-  std::stringstream ss(text);
-  for (std::string tok; std::getline(ss, tok, ',');) s.push_back(std::stoll(tok));
-  return s;
+std::string declared(const tg::onnx::InputInfo& in) {
+  return fmt::format("{}{}", tg::dtype_name(in.dtype),
+                     in.shape ? tg::shape_to_string(*in.shape) : std::string("[rank not declared]"));
+}
+
+// True when `shape` fits the declared one (same rank, equal static dims).
+bool fits(const std::optional<Shape>& declared_shape, const Shape& shape) {
+  if (!declared_shape) return true;
+  if (declared_shape->size() != shape.size()) return false;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if ((*declared_shape)[d] >= 0 && (*declared_shape)[d] != shape[d]) return false;
+  }
+  return true;
+}
+
+const tg::onnx::InputInfo* find_input(const std::vector<tg::onnx::InputInfo>& inputs,
+                                      const std::string& name) {
+  for (const auto& in : inputs) {
+    if (in.name == name) return &in;
+  }
+  return nullptr;
+}
+
+// --shape name=d0,d1,...: each checked against the model's declared inputs.
+std::map<std::string, Shape> parse_shapes(const RunArgs& a,
+                                          const std::vector<tg::onnx::InputInfo>& inputs) {
+  std::map<std::string, Shape> shapes;
+  for (const std::string& spec : a.shapes) {
+    const size_t eq = spec.find('=');
+    const std::string example = fmt::format("e.g. --shape {}=1,3,224,224",
+                                            inputs.empty() ? "input" : inputs.front().name);
+    if (eq == std::string::npos || eq == 0) {
+      throw tg::cli::UsageError(fmt::format("--shape {}: expected name=d0,d1,... ({})", spec, example));
+    }
+    const std::string name = spec.substr(0, eq);
+    const tg::onnx::InputInfo* in = find_input(inputs, name);
+    if (!in) {
+      throw tg::cli::UsageError(fmt::format("--shape {}: {} has no input '{}' (its inputs: {})", spec,
+                                            a.model, name, names_of(inputs)));
+    }
+    Shape shape;
+    std::stringstream ss(spec.substr(eq + 1));
+    for (std::string tok; std::getline(ss, tok, ',');) {
+      int64_t d = 0;
+      auto [end, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), d);
+      if (ec != std::errc() || end != tok.data() + tok.size() || tok.empty() || d < 1) {
+        throw tg::cli::UsageError(fmt::format(
+            "--shape {}: '{}' is not a dimension; give whole numbers >= 1 separated by commas ({})",
+            spec, tok.size() > 24 ? tok.substr(0, 20) + "..." : tok, example));
+      }
+      shape.push_back(d);
+    }
+    if (!fits(in->shape, shape)) {
+      throw tg::cli::UsageError(fmt::format("--shape {}: the model declares input '{}' as {}; give "
+                                            "its rank and keep its fixed dims",
+                                            spec, name, declared(*in)));
+    }
+    shapes[name] = shape;
+  }
+  return shapes;
+}
+
+// The input files of the command line by input name ("path" in the model's input order, or
+// "name=path"), each checked against the input's declared dtype and shape.
+std::map<std::string, TensorData> read_inputs(const RunArgs& a,
+                                              const std::vector<tg::onnx::InputInfo>& inputs) {
+  std::map<std::string, TensorData> data;
+  size_t position = 0;
+  for (const std::string& spec : a.inputs) {
+    const size_t eq = spec.find('=');
+    const tg::onnx::InputInfo* in = nullptr;
+    fs::path path = spec;
+    if (eq != std::string::npos && !fs::exists(spec)) {
+      in = find_input(inputs, spec.substr(0, eq));
+      if (!in) {
+        throw tg::cli::UsageError(fmt::format("{}: {} has no input '{}' (its inputs: {})", spec,
+                                              a.model, spec.substr(0, eq), names_of(inputs)));
+      }
+      path = spec.substr(eq + 1);
+    } else {
+      if (position >= inputs.size()) {
+        throw tg::cli::UsageError(fmt::format(
+            "{} given for {}, which has {} ({})", tg::cli::count(static_cast<int64_t>(a.inputs.size()),
+                                                                 "input file"),
+            a.model, tg::cli::count(static_cast<int64_t>(inputs.size()), "input"), names_of(inputs)));
+      }
+      in = &inputs[position++];
+    }
+    if (!fs::is_regular_file(path)) {
+      throw tg::cli::UsageError(fmt::format("input file '{}' (for input '{}'): no such file",
+                                            path.string(), in->name));
+    }
+    TensorData v = read_tensor_file(path);
+    if (v.dtype() != in->dtype || !fits(in->shape, v.shape())) {
+      throw tg::cli::UsageError(fmt::format("input file '{}' holds {}{}, but {} declares input '{}' as "
+                                            "{}",
+                                            path.string(), tg::dtype_name(v.dtype()),
+                                            tg::shape_to_string(v.shape()), a.model, in->name,
+                                            declared(*in)));
+    }
+    data[in->name] = std::move(v);
+  }
+  return data;
+}
+
+// An import error in the command line's terms: the library names its options, tg run its flags.
+std::string in_cli_terms(std::string message) {
+  static const std::pair<const char*, const char*> kTerms[] = {
+      {"ImportOptions::input_shapes", "--shape NAME=d0,d1,..."},
+      {"ImportOptions::input_values", "an input file"},
+      {"ImportOptions::", "the import options "}};
+  for (const auto& [api, cli] : kTerms) {
+    for (size_t at = message.find(api); at != std::string::npos; at = message.find(api, at)) {
+      message.replace(at, std::strlen(api), cli);
+      at += std::strlen(cli);
+    }
+  }
+  return message;
 }
 
 void run_model(const RunArgs& a) {
-  tg::onnx::ImportOptions opts;
-  for (const std::string& spec : a.shapes) {
-    size_t eq = spec.find('=');
-    if (eq == std::string::npos) fail(ErrorCode::invalid_argument, "--shape takes name=d0,d1,...");
-    opts.input_shapes[spec.substr(0, eq)] = parse_dims(spec.substr(eq + 1));
-  }
-  // First import: learn the inputs (names, declared types).
-  std::map<std::string, TensorData> data;
-  tg::onnx::ImportOptions probe_opts = opts;
-  probe_opts.input_values = [&](const std::string&) -> std::optional<TensorData> {
-    return std::nullopt;
-  };
-  tg::onnx::ImportResult probe;
+  // The inputs as the file declares them: what the command line's files and shapes must fit.
+  std::vector<tg::onnx::InputInfo> inputs;
   try {
-    probe = tg::onnx::import(a.model, probe_opts);
+    inputs = tg::onnx::model_inputs(a.model);
   } catch (const tg::Error& e) {
-    if (a.inputs.empty() && !a.random) throw;
+    throw tg::Error(e.code(), fmt::format("[tg run] cannot read the model {}: {}", a.model, e.what()));
   }
-  collect_inputs(a, probe, data);
-  for (const tg::onnx::NamedTensor& in : probe.inputs) {
+  std::map<std::string, Shape> shapes = parse_shapes(a, inputs);
+  std::map<std::string, TensorData> data = read_inputs(a, inputs);
+  for (const tg::onnx::InputInfo& in : inputs) {
     if (data.count(in.name)) continue;
     if (!a.random) {
-      fail(ErrorCode::not_found, "no value for input '" + in.name + "' (give a file or --random)");
+      throw tg::cli::UsageError(fmt::format(
+          "no value for input '{}' ({}) of {}: give a file for each input in order (tg run {} "
+          "FILE...), or {}=FILE, or --random",
+          in.name, declared(in), a.model, a.model, in.name));
     }
-    Shape s = in.tensor.shape();
+    auto given = shapes.find(in.name);
+    Shape s = given != shapes.end() ? given->second : in.shape.value_or(Shape{});
     for (int64_t& d : s) d = d < 0 ? 1 : d;
-    data[in.name] = random_input({s, in.tensor.dtype()}, a.seed + data.size());
+    data[in.name] = random_input({s, in.dtype}, a.seed + data.size());
   }
+  tg::onnx::ImportOptions opts;
   for (const auto& [name, v] : data) opts.input_shapes[name] = v.shape();
   opts.input_values = [&](const std::string& name) -> std::optional<TensorData> {
     auto it = data.find(name);
     return it == data.end() ? std::nullopt : std::optional<TensorData>(it->second);
   };
-  tg::onnx::ImportResult m = tg::onnx::import(a.model, opts);
+  tg::onnx::ImportResult m;
+  try {
+    m = tg::onnx::import(a.model, opts);
+  } catch (const tg::Error& e) {
+    throw tg::Error(e.code(), fmt::format("[tg run] importing {} failed: {}", a.model, in_cli_terms(e.what())));
+  }
   tg::Device device = a.device.empty() ? tg::Device::default_device()
                                        : tg::cli::parse_device(a.device, "tg run");
   tg::FeedTypes types;
@@ -261,15 +368,16 @@ void run_model(const RunArgs& a) {
   tg::Executable exe =
       m.graph.compile(device, types, m.targets(), {}, {.precision = tg::cli::parse_precision(a.precision)});
   std::vector<TensorData> outs = exe.run(feeds);
-  std::cout << "model " << a.model << " (opset " << m.opset << ", " << m.graph.num_nodes()
-            << " graph nodes) on " << device.to_string() << ", precision " << a.precision << "\n";
+  std::cout << "model " << a.model << " (opset " << m.opset << ", "
+            << tg::cli::count(m.graph.num_nodes(), "graph node") << ") on " << device.to_string()
+            << ", precision " << a.precision << "\n";
   std::cout << tg::cli::arena_line(exe) << "\n";
-  if (!a.no_write) fs::create_directories(a.output_dir);
+  if (!a.output_dir.empty()) fs::create_directories(a.output_dir);
   for (size_t i = 0; i < outs.size(); ++i) {
     TensorData host = outs[i].to(tg::Device::cpu());
     std::cout << "  " << m.outputs[i].name << ": " << host.type().to_string() << "  "
               << summary(host) << "\n";
-    if (!a.no_write) {
+    if (!a.output_dir.empty()) {
       fs::path p = fs::path(a.output_dir) / (file_name_for(m.outputs[i].name) + ".npy");
       write_npy(p, host);
       std::cout << "    written to " << p.string() << "\n";
@@ -277,7 +385,7 @@ void run_model(const RunArgs& a) {
   }
   if (a.repeat > 0) {
     std::vector<double> ms;
-    for (int r = 0; r < a.repeat; ++r) {
+    for (int64_t r = 0; r < a.repeat; ++r) {
       auto t0 = std::chrono::steady_clock::now();
       std::vector<TensorData> o = exe.run(feeds);
       for (TensorData& t : o) t = t.to(tg::Device::cpu());  // wait for the results
@@ -285,8 +393,8 @@ void run_model(const RunArgs& a) {
     }
     std::sort(ms.begin(), ms.end());
     auto pct = [&](double p) { return ms[std::min(ms.size() - 1, static_cast<size_t>(p * static_cast<double>(ms.size())))]; };
-    std::cout << "latency over " << a.repeat << " runs: median " << pct(0.5) << " ms, p90 "
-              << pct(0.9) << " ms, min " << ms.front() << " ms\n";
+    std::cout << "latency over " << tg::cli::count(a.repeat, "run") << ": median " << pct(0.5)
+              << " ms, p90 " << pct(0.9) << " ms, min " << ms.front() << " ms\n";
   }
 }
 
@@ -297,23 +405,29 @@ namespace tg::cli {
 void add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Run an ONNX model on given or random inputs");
-  cmd->add_option("model", args->model, "The .onnx file")->required()->check(CLI::ExistingFile);
+  existing_file(cmd->add_option("model", args->model, "The .onnx file")->required());
   cmd->add_option("inputs", args->inputs,
                   "Input values: .pb (TensorProto) or .npy files, in the model's input order, "
                   "or name=file");
   cmd->add_flag("--random", args->random, "Random values for inputs not given (floats in [-1, 1), "
                 "integers 0; dynamic dims 1 unless --shape)");
-  cmd->add_option("--seed", args->seed, "Seed of the random inputs");
-  cmd->add_option("--shape", args->shapes, "Fix an input's shape: name=d0,d1,...");
-  cmd->add_option("--device", args->device, "cpu, cuda or cuda:N (default: TG_DEVICE or the GPU)");
-  cmd->add_option("--precision", args->precision,
-                  "conv/matmul arithmetic on CUDA (CompileOptions::precision): f32, tf32, bf16 or f16")
-      ->check(CLI::IsMember({"f32", "tf32", "bf16", "f16"}))
-      ->capture_default_str();
-  cmd->add_option("--repeat", args->repeat, "Time N more runs and print median and p90 latency")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--output-dir,-o", args->output_dir, "Where the outputs' .npy files go");
-  cmd->add_flag("--no-write", args->no_write, "Do not write the outputs");
+  whole_number(cmd->add_option("--seed", args->seed, "Seed of the random inputs"), 0);
+  cmd->add_option("--shape", args->shapes, "Fix an input's shape: name=d0,d1,...")
+      ->type_name("NAME=D0,D1,...");
+  device_name(cmd->add_option("--device", args->device,
+                              "cpu, cuda or cuda:N (default: TG_DEVICE, else the GPU if there is one)"));
+  one_of(cmd->add_option("--precision", args->precision,
+                         "Arithmetic of convolutions and matrix products on CUDA: f32, tf32, bf16 or "
+                         "f16")
+             ->capture_default_str(),
+         {"f32", "tf32", "bf16", "f16"}, "a precision");
+  whole_number(cmd->add_option("--repeat", args->repeat,
+                               "Time N more runs and print median and p90 latency"),
+               0);
+  cmd->add_option("--output-dir,-o", args->output_dir,
+                  "Write the outputs here as .npy files, one per output (without it nothing is "
+                  "written)")
+      ->type_name("DIR");
   cmd->callback([args] { run_model(*args); });  // main() reports a tg::Error
 }
 

@@ -1,11 +1,15 @@
-// `tg train`: trains a zoo model on a dataset, then reports the test accuracy and throughput.
+// `tg train`: trains a zoo model on a dataset, then reports the test accuracy and throughput;
+// with --log-dir, also records the epochs (CSV, JSON) and draws the training curves (PNG).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <memory>
 
 #include "commands.h"
 #include "common.h"
+#include "options.h"
+#include "plot.h"
 
 namespace tg::cli {
 namespace {
@@ -17,6 +21,7 @@ struct TrainArgs {
   double lr = -1;  // -1: the optimizer's default
   std::string schedule = "cosine";
   std::string save;
+  std::string log_dir;
   int verbose = 1;
   int64_t augment_shift = -1;  // -1: 1 for mnist, else 0
 };
@@ -29,11 +34,12 @@ class StopAfterEpoch : public nn::Callback {
 
 // Trains for a.epochs epochs; with a shift, epoch e sees the images shifted by random_shift
 // (seeded by the seed and e). Returns the wall seconds spent in fit.
-double train_epochs(nn::Model& model, const data::Dataset& train, const TrainArgs& a, int64_t shift) {
+double train_epochs(nn::Model& model, const data::Dataset& train, const TrainArgs& a, int64_t shift,
+                    const std::vector<std::shared_ptr<nn::Callback>>& callbacks) {
   nn::FitOptions options{.epochs = a.epochs, .batch_size = a.common.batch_size,
-                         .seed = a.common.seed, .verbose = a.verbose};
+                         .seed = a.common.seed, .callbacks = callbacks, .verbose = a.verbose};
   if (shift == 0) return model.fit(train.images, train.labels, options).seconds;
-  options.callbacks = {std::make_shared<StopAfterEpoch>()};
+  options.callbacks.push_back(std::make_shared<StopAfterEpoch>());
   double seconds = 0;
   for (int64_t e = 0; e < a.epochs; ++e) {
     const uint64_t seed = a.common.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(e);
@@ -59,6 +65,25 @@ nn::Optimizer make_optimizer(const TrainArgs& a, int64_t warmup_steps) {
   return opt;
 }
 
+// The files of --log-dir.
+struct LogFiles {
+  std::filesystem::path csv, json, png;
+};
+
+// Creates --log-dir and the CSVLogger writing its metrics.csv and metrics.json.
+std::shared_ptr<nn::CSVLogger> make_logger(const TrainArgs& a, LogFiles& files) {
+  const std::filesystem::path dir = a.log_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw UsageError(fmt::format("--log-dir: cannot create the directory '{}' ({})", a.log_dir,
+                                 ec ? ec.message() : "a file has that name"));
+  }
+  files = {dir / "metrics.csv", dir / "metrics.json", dir / "curves.png"};
+  return std::make_shared<nn::CSVLogger>(files.csv.string(),
+                                         nn::CSVLoggerOptions{.json_path = files.json.string()});
+}
+
 void run_train(const TrainArgs& a) {
   const Device device = parse_device(a.common.device, "train");
   data::Dataset train = load_dataset(a.common, data::Split::train, "train");
@@ -69,22 +94,31 @@ void run_train(const TrainArgs& a) {
   nn::Optimizer optimizer = make_optimizer(a, std::min<int64_t>(steps_per_epoch / 2, 100));
   fmt::print("tg train: {} ({} parameters) on {}: train {}, test {}\n", a.common.model,
              model.parameter_count(), a.common.dataset, describe(train), describe(test));
-  fmt::print("          {} lr {} ({} schedule), batch {}, {} epochs, random shift {}, seed {}, {}\n",
-             a.optimizer, optimizer.learning_rate, a.schedule, a.common.batch_size, a.epochs,
-             shift, a.common.seed, device.to_string());
+  fmt::print("          {} lr {} ({} schedule), batch {}, {}, random shift {}, seed {}, {}\n",
+             a.optimizer, optimizer.learning_rate, a.schedule, a.common.batch_size,
+             count(a.epochs, "epoch"), shift, a.common.seed, device.to_string());
   std::fflush(stdout);
   model.compile(optimizer, nn::Loss::sparse_categorical_crossentropy, {nn::Metric::accuracy},
                 device, {.precision = parse_precision(a.common.precision)});
-  const double seconds = train_epochs(model, train, a, shift);
+  std::vector<std::shared_ptr<nn::Callback>> callbacks;
+  LogFiles log;
+  if (!a.log_dir.empty()) callbacks.push_back(make_logger(a, log));
+  const double seconds = train_epochs(model, train, a, shift, callbacks);
   if (!a.save.empty()) {
     model.save(a.save);
     fmt::print("saved checkpoint: {}\n", a.save);
   }
   nn::Logs logs = model.evaluate(test.images, test.labels, {.batch_size = 256});
   const double samples = static_cast<double>(train.size()) * static_cast<double>(a.epochs);
-  fmt::print("throughput: {:.1f} samples/s ({} epochs x {} examples in {:.1f} s); test loss {:.4f}\n",
-             seconds > 0 ? samples / seconds : 0.0, a.epochs, train.size(), seconds,
-             logs.at("loss"));
+  if (!a.log_dir.empty()) {
+    const std::string why = draw_curves(a.log_dir, log.csv.filename().string(),
+                                        fmt::format("tg train: {} on {}", a.common.model, a.common.dataset));
+    fmt::print("training log: {} and {} (per epoch); curves: {}\n", log.csv.string(),
+               log.json.string(), why.empty() ? log.png.string() : "not drawn, " + why);
+  }
+  fmt::print("throughput: {:.1f} samples/s ({} x {} in {:.1f} s); test loss {:.4f}\n",
+             seconds > 0 ? samples / seconds : 0.0, count(a.epochs, "epoch"),
+             count(train.size(), "example"), seconds, logs.at("loss"));
   fmt::print("test accuracy: {:.2f}%\n", 100.0 * logs.at("accuracy"));
 }
 
@@ -97,26 +131,34 @@ void add_train_command(CLI::App& app) {
   args->common.batch_size = 32;
   CLI::App* cmd = app.add_subcommand("train", "Train a model and report its test accuracy");
   add_common_options(*cmd, args->common);
-  cmd->add_option("--epochs,-e", args->epochs, "Passes over the training set")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--optimizer", args->optimizer, "sgd (momentum 0.9), adam or adamw")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
-  cmd->add_option("--lr", args->lr, "Peak learning rate (default: 0.002 for adam/adamw, 0.05 for sgd)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--schedule", args->schedule,
-                  "Learning-rate schedule: cosine (linear warm-up, then cosine decay to 0) or constant")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"cosine", "constant"}));
-  cmd->add_option("--augment-shift", args->augment_shift,
-                  "Shift each training image by up to N pixels (a new random shift every epoch); "
-                  "default: 1 for mnist, 0 otherwise")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--save", args->save, "Write the trained model (safetensors checkpoint) here");
-  cmd->add_option("--verbose,-v", args->verbose, "0: quiet, 1: progress bar, 2: a line per epoch")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 2));
+  whole_number(cmd->add_option("--epochs,-e", args->epochs, "Passes over the training set")
+                   ->capture_default_str(),
+               1);
+  one_of(cmd->add_option("--optimizer", args->optimizer, "sgd (momentum 0.9), adam or adamw")
+             ->capture_default_str(),
+         {"sgd", "adam", "adamw"}, "an optimizer");
+  number_above(cmd->add_option("--lr", args->lr,
+                               "Peak learning rate (default: 0.002 for adam/adamw, 0.05 for sgd)"),
+               0);
+  one_of(cmd->add_option("--schedule", args->schedule,
+                         "Learning-rate schedule: cosine (linear warm-up, then cosine decay to 0) or "
+                         "constant")
+             ->capture_default_str(),
+         {"cosine", "constant"}, "a schedule");
+  whole_number(cmd->add_option("--augment-shift", args->augment_shift,
+                               "Shift each training image by up to N pixels (a new random shift every "
+                               "epoch); default: 1 for mnist, 0 otherwise"),
+               0);
+  cmd->add_option("--save", args->save, "Write the trained model (safetensors checkpoint) here")
+      ->type_name("FILE");
+  cmd->add_option("--log-dir", args->log_dir,
+                  "Record the training here: metrics.csv and metrics.json (loss, accuracy and seconds "
+                  "per epoch) and curves.png (drawn by gnuplot from curves.gp)")
+      ->type_name("DIR");
+  whole_number(cmd->add_option("--verbose,-v", args->verbose,
+                               "0: quiet, 1: progress bar, 2: a line per epoch")
+                   ->capture_default_str(),
+               0, 2);
   cmd->callback([args] { run_train(*args); });
 }
 

@@ -426,9 +426,8 @@ ImportResult import_model(const pb::ModelProto& model, const ImportOptions& opti
   }
 }
 
-ImportResult import_bytes(const void* data, size_t size, const std::string& what,
-                          const ImportOptions& options, const std::filesystem::path& dir) {
-  pb::ModelProto model;
+// Parses a serialized ModelProto; tg::Error naming `what` when it is too large or corrupt.
+void parse_model(pb::ModelProto& model, const void* data, size_t size, const std::string& what) {
   if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
     throw Error(ErrorCode::unsupported,
                 fmt::format("{}{}: models over 2 GiB must keep their weights in external data",
@@ -440,14 +439,16 @@ ImportResult import_bytes(const void* data, size_t size, const std::string& what
                             "corrupt; protobuf parsing failed after reading {} bytes)",
                             kPrefix, what, size));
   }
+}
+
+ImportResult import_bytes(const void* data, size_t size, const std::string& what,
+                          const ImportOptions& options, const std::filesystem::path& dir) {
+  pb::ModelProto model;
+  parse_model(model, data, size, what);
   return import_model(model, options, dir);
 }
 
-}  // namespace
-
-bool available() { return true; }
-
-ImportResult import(const std::filesystem::path& path, const ImportOptions& options) {
+std::string read_model_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw Error(ErrorCode::not_found,
@@ -457,9 +458,43 @@ ImportResult import(const std::filesystem::path& path, const ImportOptions& opti
   if (in.bad()) {
     throw Error(ErrorCode::io_error, fmt::format("{}cannot read '{}'", kPrefix, path.string()));
   }
+  return bytes;
+}
+
+}  // namespace
+
+bool available() { return true; }
+
+ImportResult import(const std::filesystem::path& path, const ImportOptions& options) {
+  const std::string bytes = read_model_file(path);
   std::filesystem::path dir = options.external_data_dir;
   if (dir.empty()) dir = path.has_parent_path() ? path.parent_path() : ".";
   return import_bytes(bytes.data(), bytes.size(), fmt::format("'{}'", path.string()), options, dir);
+}
+
+std::vector<InputInfo> model_inputs(const std::filesystem::path& path) {
+  const std::string bytes = read_model_file(path);
+  pb::ModelProto model;
+  parse_model(model, bytes.data(), bytes.size(), fmt::format("'{}'", path.string()));
+  std::set<std::string> initialized;
+  for (const pb::TensorProto& init : model.graph().initializer()) initialized.insert(init.name());
+  std::vector<InputInfo> inputs;
+  for (const pb::ValueInfoProto& in : model.graph().input()) {
+    if (initialized.count(in.name())) continue;
+    if (!in.type().has_tensor_type()) {
+      throw Error(ErrorCode::unsupported,
+                  fmt::format("{}graph input '{}': {} type is not supported", kPrefix, in.name(),
+                              value_kind(in.type())));
+    }
+    InputInfo info{.name = in.name(), .shape = declared_shape(in.type().tensor_type())};
+    try {
+      info.dtype = require_dtype(in.type().tensor_type().elem_type());
+    } catch (const Error& e) {
+      throw Error(e.code(), fmt::format("{}graph input '{}': {}", kPrefix, in.name(), e.what()));
+    }
+    inputs.push_back(std::move(info));
+  }
+  return inputs;
 }
 
 ImportResult import(std::span<const uint8_t> model_bytes, const ImportOptions& options) {
