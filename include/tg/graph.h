@@ -102,7 +102,7 @@ struct CompileOptions {
   /// same time, such as a model's training and evaluation steps (tg::nn::Model uses it). Their
   /// runs take turns (one waits while another queues its work); on CUDA, an executable recorded
   /// against a smaller shared arena records again once it grew. Empty: arenas of its own.
-  std::string arena_group;
+  std::string arena_group = {};
 };
 
 /// Options of one Executable::run.
@@ -128,6 +128,10 @@ struct RuntimeStats {
   int64_t autotune_runs = 0;       ///< library algorithm searches (cuDNN engines timed on a problem)
   int64_t arena_allocations = 0;   ///< arenas allocated (one per executable and concurrent caller)
   int64_t arena_bytes = 0;         ///< bytes held by arenas alive now (intermediates, I/O, scratch)
+  /// Bytes of inputs copied into an executable's input slots before its runs (inputs from
+  /// another device; on a GPU also device inputs that came at another address than the one its
+  /// CUDA graph was recorded with: inputs that keep their address are read in place).
+  int64_t input_copy_bytes = 0;
 };
 TG_API RuntimeStats runtime_stats();
 

@@ -34,6 +34,7 @@ RuntimeStats runtime_stats() {
   s.kernel_compiles = get(Counter::kernel_compiles);
   s.autotune_runs = get(Counter::autotune_runs);
   s.arena_allocations = get(Counter::arena_allocations);
+  s.input_copy_bytes = get(Counter::input_copy_bytes);
   s.arena_bytes = get(Counter::arena_bytes);
   return s;
 }

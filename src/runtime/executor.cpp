@@ -430,6 +430,7 @@ void RunState::enqueue(std::span<const TensorData> feeds) {
       bound[i] = f;  // read in place
     } else if (!slot.empty()) {
       b.copy(const_cast<void*>(slot.storage_ptr()), p_.device_, f.storage_ptr(), f.device(), f.nbytes(), stream_);
+      stats::add(Counter::input_copy_bytes, static_cast<int64_t>(f.nbytes()));
       bound[i] = slot;
     } else {
       bound[i] = f.to(p_.device_);
@@ -445,16 +446,23 @@ void RunState::enqueue(std::span<const TensorData> feeds) {
   if (profile_ && !t_timed.empty()) collect_timed(b, stream_);
 }
 
-void RunState::enqueue_recorded() {
+void RunState::enqueue_recorded(std::span<const TensorData> feeds) {
   const backends::Backend& b = p_.backend_;
   recording_ = true;
   if (inst_.record) b.fill_zero(inst_.record, sizeof(backends::DeviceErrorRecord), stream_);
   std::vector<TensorData> bound = inst_.input_slots;
   const ir::Graph& g = *p_.plan_->graph;
+  inst_.recorded_feeds.assign(bound.size(), nullptr);
+  inst_.feed_moved.resize(bound.size(), 0);
   for (size_t i = 0; i < bound.size(); ++i) {
     if (bound[i].empty()) {  // an empty feed: no slot
       const TensorType& t = g.node(p_.plan_->feed_nodes[i]).outputs[0];
       bound[i] = TensorData(t.shape, t.dtype, p_.device_);
+    } else if (i < feeds.size() && feeds[i].device() == p_.device_ && !inst_.feed_moved[i]) {
+      // Read in place, as an interpreted run does (a feed is never written: the memory plan
+      // computes nothing in place over it); replays check that it comes at the same address.
+      bound[i] = feeds[i];
+      inst_.recorded_feeds[i] = feeds[i].storage_ptr();
     }
   }
   execute(p_.top_, bound, inst_.values, true);
@@ -758,12 +766,28 @@ std::vector<TensorData> Program::run(std::span<const TensorData> feeds, const Ru
     inst.scratch_bytes = need;
   }
 
+  if (inst.recorded) {
+    // A feed the recording reads in place that now comes at another address: record again,
+    // reading that feed's input slot from now on.
+    bool moved = false;
+    for (size_t i = 0; i < feeds.size() && i < inst.recorded_feeds.size(); ++i) {
+      if (inst.recorded_feeds[i] && feeds[i].storage_ptr() != inst.recorded_feeds[i]) {
+        inst.feed_moved[i] = 1;
+        moved = true;
+      }
+    }
+    if (moved) {
+      inst.recorded.reset();
+      inst.recorded_formatters.clear();
+      inst.recorded_slots.clear();
+    }
+  }
   if (recordable_ && warmed_.load() && !inst.record_failed && !inst.recorded) {
     RunState rec(*this, inst, nullptr);
     try {
       inst.recorded = backend_.record([&](void* s) {
         rec.set_stream(s);
-        rec.enqueue_recorded();
+        rec.enqueue_recorded(feeds);
       });
       inst.recorded_formatters = std::move(rec.formatters);
       inst.recorded_slots = std::move(rec.recorded_slots);
@@ -781,8 +805,9 @@ std::vector<TensorData> Program::run(std::span<const TensorData> feeds, const Ru
   if (inst.recorded) {
     for (size_t i = 0; i < feeds.size(); ++i) {
       const TensorData& slot = inst.input_slots[i];
-      if (slot.empty()) continue;
+      if (slot.empty() || inst.recorded_feeds[i]) continue;  // no slot, or read in place
       backend_.copy(const_cast<void*>(slot.storage_ptr()), device_, feeds[i].storage_ptr(), feeds[i].device(), feeds[i].nbytes(), stream);
+      stats::add(Counter::input_copy_bytes, static_cast<int64_t>(feeds[i].nbytes()));
     }
     backend_.replay(*inst.recorded, stream);
     stats::add(Counter::graph_launches);

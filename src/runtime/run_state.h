@@ -27,6 +27,12 @@ struct Instance {
   std::unique_ptr<backends::RecordedRun> recorded;
   std::vector<backends::DeviceErrorFormatter> recorded_formatters;
   std::vector<int> recorded_slots;  ///< the variables the recorded run assigns
+  /// Per feed: the device address the recorded run reads it at in place, or null where it reads
+  /// the feed's input slot (the feed is copied there before each replay).
+  std::vector<const void*> recorded_feeds;
+  /// Per feed: it came at another address than the one recorded once, so recordings read its
+  /// input slot from then on (a feed whose buffer changes every run is copied, not re-recorded).
+  std::vector<char> feed_moved;
   bool record_failed = false;
   size_t held_bytes = 0;  ///< counted in runtime_stats().arena_bytes
   uint64_t shared_generation = 0;  ///< the shared arena's generation the views point into
@@ -47,9 +53,11 @@ class RunState final : public backends::RunServices {
   /// `feeds` bound to the placeholders, stages the targets in their slots and commits the
   /// assigned variables (predicated on the record).
   void enqueue(std::span<const TensorData> feeds);
-  /// enqueue for a recording: the placeholders read the input slots, and the variables it
-  /// assigns are kept in recorded_slots instead of being marked written (nothing ran yet).
-  void enqueue_recorded();
+  /// enqueue for a recording: the variables it assigns are kept in recorded_slots instead of
+  /// being marked written (nothing ran yet). A feed on the program's device whose address did
+  /// not move is read in place (its address goes to Instance::recorded_feeds); the other
+  /// placeholders read their input slots.
+  void enqueue_recorded(std::span<const TensorData> feeds);
   void set_stream(void* stream) { stream_ = stream; }
   /// The targets: copies out of the arena (or the values themselves where unplanned).
   std::vector<TensorData> results();
