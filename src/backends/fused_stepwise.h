@@ -6,7 +6,8 @@
 namespace tg::backends {
 
 /// Runs ctx's fused_elementwise node with `table`'s broadcast_to, unary/binary/ternary/cast
-/// kernels (inputs first broadcast to the program's shape).
+/// kernels (inputs first broadcast to the program's shape), and for row-reduction steps
+/// (ir/fused_rows.h) its reduce_sum / reduce_max over the last axis, broadcast back.
 void run_fused_stepwise(KernelContext& ctx, const KernelTable& table);
 /// Runs ctx's fused_reduce node: the program as run_fused_stepwise, then `table`'s reduce_sum
 /// kernel on each output value.

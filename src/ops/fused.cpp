@@ -1,9 +1,11 @@
 // Type inference of the fused ops (made by passes/fuse_elementwise.cpp and passes/fuse_reduce.cpp,
 // never by the builder): output k has FusedAttrs::shape (fused_reduce: with reduce_axes removed,
-// or 1 when keep_dims) and the dtype of program value outputs[k].
+// or 1 when keep_dims) and the dtype of program value outputs[k]. Row programs (ir/fused_rows.h):
+// fused_elementwise steps that are row reductions are checked here (the verifier's check).
 #include <algorithm>
 
 #include "core/error_util.h"
+#include "ir/fused_rows.h"
 #include "ops/registry.h"
 
 namespace tg::ops {
@@ -14,6 +16,29 @@ std::vector<TensorType> infer_fused(const ir::Node& node, std::span<const Tensor
   const int num_inputs = static_cast<int>(inputs.size());
   std::vector<TensorType> out;
   const bool reduce = node.kind == ir::OpKind::fused_reduce;
+  std::vector<DType> dtype;
+  for (const TensorType& t : inputs) dtype.push_back(t.dtype);
+  for (size_t k = 0; k < a.steps.size(); ++k) {
+    const ir::FusedStep& s = a.steps[k];
+    if (ir::is_row_reduction_step(s.kind)) {
+      // A row reduction: one floating argument of the step's dtype, over the last axis.
+      const std::string_view step = ir::op_name(s.kind);
+      if (reduce || a.shape.empty()) {
+        fail(ErrorCode::internal, ir::op_name(node.kind), "step {} ({}) is a row reduction; only fused_elementwise "
+             "programs of rank >= 1 have them", k, step);
+      }
+      const int v = s.args.size() == 1 ? s.args[0] : -1;
+      if (v < 0 || v >= num_inputs + static_cast<int>(k)) {
+        fail(ErrorCode::internal, ir::op_name(node.kind), "step {} ({}) must read one earlier value", k, step);
+      }
+      const DType t = dtype[static_cast<size_t>(v)];
+      if (!is_floating(t) || t != s.dtype) {
+        fail(ErrorCode::internal, ir::op_name(node.kind), "step {} ({}) reduces {} to {}; floating dtypes, unchanged", k,
+             step, dtype_name(t), dtype_name(s.dtype));
+      }
+    }
+    dtype.push_back(s.dtype);
+  }
   Shape shape = a.shape;
   if (reduce) {
     shape.clear();

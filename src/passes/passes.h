@@ -4,6 +4,7 @@
 #include <span>
 #include <vector>
 
+#include "ir/fused_rows.h"
 #include "ir/graph.h"
 
 namespace tg::passes {
@@ -81,6 +82,13 @@ bool fuse_elementwise(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vecto
 /// reductions merged; then dead-code elimination. Remaps `roots`, `root_ops` and `keep`.
 bool fuse_reductions(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
                      std::vector<int>& keep);
+
+/// Row fusion (passes/fuse_rows.cpp), after fuse_reductions: a chain of reductions over the last
+/// axis (fused_reduce, reduce_sum, reduce_max) and their readers over the same rows (LayerNorm's
+/// mean, variance and normalization; softmax's max, sum of exp and division; a mask's arithmetic)
+/// becomes one fused_rows node, when rows have at most ir::kMaxFusedRowLength elements. Then
+/// dead-code elimination. Remaps `roots`, `root_ops` and `keep`; true when it fused anything.
+bool fuse_rows(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops, std::vector<int>& keep);
 
 /// The nodes fuse_elementwise can fuse: one elementwise op (unary, binary, ternary, cast
 /// families) with one output of static shape and no regions.

@@ -163,6 +163,7 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     passes::eliminate_common_subexpressions(*g, roots, root_ops, feeds);
     passes::fuse_elementwise(*g, roots, root_ops, feeds);
     passes::fuse_reductions(*g, roots, root_ops, feeds);
+    passes::fuse_rows(*g, roots, root_ops, feeds);
   }
 
   auto plan = std::make_shared<runtime::PlannedGraph>();

@@ -3,7 +3,9 @@
 // generated reduction kernels are checked against the float64 CPU reference in both mappings
 // (kept channel innermost as in NHWC batch norm; reduced dims around a kept one as in NCHW),
 // with sibling sums, per-channel broadcasts, divisions and rsqrt repeated per element, and a
-// softmax over short rows.
+// softmax over short rows. Row programs (ir/fused_rows.h: LayerNorm, masked softmax in one kernel
+// a call on CUDA) over rows of 37..5000 elements: a warp a row (several rows a block) and blocks
+// of 256 and 1024 threads with shared-memory partials, rows that are not a multiple of 32.
 #include "conformance/harness.h"
 
 namespace {
@@ -63,4 +65,42 @@ TG_CONFORMANCE_CASES(fused) {
   };
   softmax.tolerance = kSumTolerance;
   cases.push_back(softmax);
+
+  // LayerNorm of a residual sum (BERT's add + LayerNorm): x + r, normalized over the last axis.
+  auto layer_norm = [](std::string name, tg::Shape shape) {
+    OpCase c;
+    c.name = std::move(name);
+    const int64_t n = shape.back();
+    c.inputs = {InputSpec{shape, DType::f32, -1, 2}, InputSpec{shape, DType::f32, -1, 1},
+                InputSpec{{n}, DType::f32, 0.5, 1.5}, InputSpec{{n}, DType::f32, -0.5, 0.5}};
+    c.build = [](tg::Graph&, const std::vector<Tensor>& in) {
+      return std::vector<Tensor>{tg::layer_norm(in[0] + in[1], in[2], in[3], {.begin_axis = -1, .epsilon = 1e-5})};
+    };
+    c.tolerance = kSumTolerance;
+    return c;
+  };
+  cases.push_back(layer_norm("fused_rows_layer_norm_100", {3, 5, 100}));
+  cases.push_back(layer_norm("fused_rows_layer_norm_1000", {7, 1000}));
+  cases.push_back(layer_norm("fused_rows_layer_norm_5000", {3, 5000}));
+
+  // BERT's masked attention softmax: scores * scale + (1 - mask) * -10000 with an i64 key mask
+  // [batch, 1, 1, keys] broadcast over heads and queries, softmax over the keys.
+  auto masked_softmax = [](std::string name, int64_t keys) {
+    OpCase c;
+    c.name = std::move(name);
+    std::vector<double> mask;
+    for (int64_t b = 0; b < 2; ++b) {
+      for (int64_t k = 0; k < keys; ++k) mask.push_back(k < keys - 3 - 5 * b ? 1 : 0);
+    }
+    c.inputs = {InputSpec{{2, 3, 5, keys}, DType::f32, -4, 4}, InputSpec{{2, 1, 1, keys}, DType::i64, 0, 1, mask}};
+    c.build = [](tg::Graph&, const std::vector<Tensor>& in) {
+      const DType t = in[0].dtype();
+      Tensor bias = (1.0 - tg::cast(in[1], t)) * -10000.0;
+      return std::vector<Tensor>{tg::softmax(in[0] * 0.125 + bias, -1)};
+    };
+    c.tolerance = kSumTolerance;
+    return c;
+  };
+  cases.push_back(masked_softmax("fused_rows_masked_softmax_37", 37));
+  cases.push_back(masked_softmax("fused_rows_masked_softmax_128", 128));
 }

@@ -17,54 +17,13 @@
 #include <regex>
 #include <sstream>
 
+#include "ir_text.h"
+
 namespace {
 
 using namespace tg;
 using namespace tg::cuda;
-
-std::vector<std::string> split(const std::string& s, const std::string& sep) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  for (size_t p; (p = s.find(sep, at)) != std::string::npos; at = p + sep.size()) out.push_back(s.substr(at, p - at));
-  out.push_back(s.substr(at));
-  return out;
-}
-
-std::vector<int64_t> numbers(const std::string& s) {
-  std::vector<int64_t> out;
-  for (const std::string& t : split(s, ",")) {
-    if (!t.empty()) out.push_back(std::stoll(t));
-  }
-  return out;
-}
-
-/// "f32[1,1,1,64]" -> type.
-TensorType parse_type(const std::string& t) {
-  const size_t b = t.find('[');
-  return TensorType{Shape(numbers(t.substr(b + 1, t.rfind(']') - b - 1))), dtype_from_name(t.substr(0, b))};
-}
-
-/// Output types of every printed node: the text after the last " : " (before a "  # name").
-std::map<std::string, std::vector<TensorType>> node_types(const std::vector<std::string>& lines) {
-  std::map<std::string, std::vector<TensorType>> out;
-  for (std::string l : lines) {
-    if (l.empty() || l[0] != '%') continue;
-    if (size_t c = l.find("  # "); c != std::string::npos) l.resize(c);
-    const size_t colon = l.rfind(" : ");
-    if (colon == std::string::npos) continue;
-    std::vector<TensorType> types;
-    for (std::string t : split(l.substr(colon + 3), "], ")) types.push_back(parse_type(t.back() == ']' ? t : t + "]"));
-    out[l.substr(1, l.find(' ') - 1)] = types;
-  }
-  return out;
-}
-
-std::string field(const std::string& line, const std::string& name, char open, char close) {
-  const size_t at = line.find(name + "=" + open);
-  if (at == std::string::npos) fail(ErrorCode::invalid_argument, "tg_fused_reduce_emu", "no {} in {}", name, line);
-  const size_t b = at + name.size() + 2;
-  return line.substr(b, line.find(close, b) - b);
-}
+using namespace tg_emu_ir;
 
 std::string array(const long long* a) { return fmt::format("{{{},{},{},{}}}", a[0], a[1], a[2], a[3]); }
 
@@ -151,28 +110,10 @@ void write_node(const std::vector<std::string>& lines, const std::string& id, co
     fail(ErrorCode::not_found, "tg_fused_reduce_emu", "%{} is not a fused_reduce node", id);
   }
   const std::string& l = *line;
-  ir::FusedAttrs attrs;
-  attrs.shape = Shape(numbers(field(l, "shape", '[', ']')));
-  for (int64_t o : numbers(field(l, "outputs", '[', ']'))) attrs.outputs.push_back(static_cast<int>(o));
-  attrs.reduce_axes = numbers(field(l, "reduce_axes", '[', ']'));
-  attrs.keep_dims = l.find("keep_dims=true") != std::string::npos;
-  static const std::regex step(R"((\w+)\(([\d,]*)\):(\w+))");
-  for (const std::string& s : split(field(l, "steps", '{', '}'), "; ")) {
-    std::smatch m;
-    ir::FusedStep st;
-    if (!std::regex_match(s, m, step) || !ir::op_kind_from_name(m[1].str(), &st.kind)) {
-      fail(ErrorCode::invalid_argument, "tg_fused_reduce_emu", "step '{}'", s);
-    }
-    for (int64_t v : numbers(m[2].str())) st.args.push_back(static_cast<int>(v));
-    st.dtype = dtype_from_name(m[3].str());
-    attrs.steps.push_back(st);
-  }
-  const size_t open = l.find("fused_reduce(") + 13;
+  const ir::FusedAttrs attrs = fused_attrs(l);
   std::vector<DType> in;
   std::vector<TensorData> inputs;
-  for (const std::string& ref : split(l.substr(open, l.find(')', open) - open), ", ")) {
-    const std::vector<std::string> parts = split(ref.substr(1), ":");
-    const TensorType t = types.at(parts[0]).at(parts.size() > 1 ? std::stoul(parts[1]) : 0);
+  for (const TensorType& t : input_types(l, "fused_reduce", types)) {
     in.push_back(t.dtype);
     inputs.push_back(TensorData::zeros(t.shape, t.dtype));
   }

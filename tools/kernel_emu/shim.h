@@ -90,3 +90,31 @@ T __shfl_down_sync(unsigned, T v, int off) {
   __syncthreads();
   return r;
 }
+
+/// The value of lane (lane ^ mask) of the calling thread's warp.
+template <class T>
+T __shfl_xor_sync(unsigned, T v, int mask) {
+  static_assert(sizeof(T) <= 8, "8-byte shuffle slots");
+  const unsigned tid = threadIdx.y * blockDim.x + threadIdx.x;
+  std::memcpy(&tg_emu::shuffle_slots[tid], &v, sizeof(T));
+  __syncthreads();
+  T r = v;
+  const unsigned src = (tid & ~31u) | ((tid & 31u) ^ static_cast<unsigned>(mask));
+  if (src < tg_emu::shuffle_slots.size()) std::memcpy(&r, &tg_emu::shuffle_slots[src], sizeof(T));
+  __syncthreads();
+  return r;
+}
+
+/// The value of lane `lane` of the calling thread's warp.
+template <class T>
+T __shfl_sync(unsigned, T v, int lane) {
+  static_assert(sizeof(T) <= 8, "8-byte shuffle slots");
+  const unsigned tid = threadIdx.y * blockDim.x + threadIdx.x;
+  std::memcpy(&tg_emu::shuffle_slots[tid], &v, sizeof(T));
+  __syncthreads();
+  T r = v;
+  const unsigned src = (tid & ~31u) | static_cast<unsigned>(lane & 31);
+  if (src < tg_emu::shuffle_slots.size()) std::memcpy(&r, &tg_emu::shuffle_slots[src], sizeof(T));
+  __syncthreads();
+  return r;
+}

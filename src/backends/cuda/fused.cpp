@@ -3,7 +3,7 @@
 // types (so values round exactly as the single-op kernels do; fused_program_source below, shared
 // with fused_reduce, see fused_program.h), called by the elementwise kernel template of
 // elementwise_codegen.h (broadcast inputs, vectorized contiguous paths, NVRTC with caches).
-// fused_reduce: fused_reduce.cpp.
+// fused_reduce: fused_reduce.cpp. Row programs (fused_elementwise with row reductions): fused_rows.cpp.
 #include <fmt/format.h>
 
 #include <memory>
@@ -15,6 +15,7 @@
 #include "backends/cuda/elementwise_ops.h"
 #include "backends/cuda/fused_program.h"
 #include "core/error_util.h"
+#include "ir/fused_rows.h"
 
 namespace tg::cuda {
 
@@ -120,6 +121,10 @@ const ElementwiseSpec& cached_spec(const ir::FusedAttrs& a, std::span<const DTyp
 
 void fused_kernel(KernelContext& ctx) {
   const auto& a = std::get<ir::FusedAttrs>(ctx.node.attrs);
+  if (ir::has_row_reductions(a)) {
+    fused_rows_kernel(ctx);
+    return;
+  }
   DType in[64];
   const size_t n_in = ctx.inputs.size();
   if (n_in > 64) fail(ErrorCode::unsupported, "fused_elementwise", "{} inputs; at most 64", n_in);

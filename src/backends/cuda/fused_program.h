@@ -45,5 +45,8 @@ const FusedProgramSource& cached_fused_program(const ir::FusedAttrs& a, std::spa
 
 /// The CUDA kernel of fused_reduce (fused_reduce.cpp), registered by register_fused_kernels.
 void fused_reduce_kernel(backends::KernelContext& ctx);
+/// The CUDA kernel of a fused_elementwise row program (ir/fused_rows.h; fused_rows.cpp): one
+/// kernel, a warp or block per row. tg::Error(unsupported) for rows over ir::kMaxFusedRowLength.
+void fused_rows_kernel(backends::KernelContext& ctx);
 
 }  // namespace tg::cuda
