@@ -17,6 +17,7 @@ enum class Counter {
   kernel_compiles,
   autotune_runs,
   arena_allocations,
+  control_fallbacks,
   arena_bytes,  ///< a level, not a count: add() with a negative delta when an arena goes
   kCount
 };

@@ -1,7 +1,8 @@
 // Control flow in the runtime: if_else, for_loop and while_loop interpret their regions, running
 // a region only when it is taken. The predicate or trip count is read on the host (a small host
-// feed is read without touching the device; a device value waits for the stream). Lowering them
-// to CUDA graph conditional nodes, so the host never waits, is later work (the control-flow issue).
+// feed is read without touching the device; a device value waits for the stream). While a run is
+// recorded (a CUDA graph), control flow becomes conditional nodes instead and the host never
+// waits (control_flow_graph.cpp).
 #include <limits>
 
 #include "core/convert.h"
@@ -12,8 +13,10 @@ namespace tg::runtime {
 namespace {
 
 // A scalar predicate: bool, or a number where non-zero (and NaN) means true.
-bool truthy(const TensorData& host) {
-  if (host.num_elements() < 1) fail(ErrorCode::invalid_argument, "control_flow", "the predicate is empty");
+bool truthy(const TensorData& host, const char* op) {
+  if (host.num_elements() != 1) {
+    fail(ErrorCode::shape_mismatch, op, "the predicate must have exactly one element, got {}", host.type().to_string());
+  }
   const double v = load_as_double(host.dtype(), host.raw_data(), 0);
   return v != 0.0 || v != v;
 }
@@ -38,6 +41,11 @@ std::vector<TensorData> with_captures(std::vector<TensorData> own, std::span<con
 
 void RunState::run_control(const ir::Node& node, std::span<const TensorData> inputs, std::vector<TensorData>& outs) {
   const char* op = ir::op_name(node.kind).data();
+  if (recording_) {
+    record_control(node, inputs, outs);
+    check_outputs(node, outs);
+    return;
+  }
   // The first input (predicate or trip count) on the host: a host feed's copy when there is one.
   auto first_on_host = [&] {
     const TensorData* h = host_value(node.inputs[0]);
@@ -45,7 +53,7 @@ void RunState::run_control(const ir::Node& node, std::span<const TensorData> inp
   };
   switch (node.kind) {
     case ir::OpKind::if_else: {
-      const bool taken = truthy(first_on_host());
+      const bool taken = truthy(first_on_host(), op);
       outs = run_region(node.regions[taken ? 0 : 1], inputs.subspan(1));
       break;
     }
@@ -69,7 +77,7 @@ void RunState::run_control(const ir::Node& node, std::span<const TensorData> inp
           std::vector<TensorData>(inputs.begin(), inputs.begin() + static_cast<ptrdiff_t>(k)), inputs, k);
       for (int64_t iteration = 0;; ++iteration) {
         std::vector<TensorData> b = run_region(node.regions[0], before_args);
-        const bool go_on = truthy(to_host(b[0])) && (a.max_iterations < 0 || iteration < a.max_iterations);
+        const bool go_on = truthy(to_host(b[0]), op) && (a.max_iterations < 0 || iteration < a.max_iterations);
         b.erase(b.begin());
         if (!go_on) {
           outs = std::move(b);
