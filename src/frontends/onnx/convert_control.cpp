@@ -2,7 +2,7 @@
 //  - If: a condition known at import time inlines the taken branch; otherwise tg::if_else runs
 //    the branch chosen at run time (both branches must give the same dtypes and ranks).
 //  - Loop: unrolled when the trip count and the condition of every iteration are known at import
-//    time (graph inputs they depend on are fixed through ImportOptions::input_values); otherwise
+//    time (from constants, initializers and shapes); otherwise
 //    (a data-dependent exit, a trip count fed at run time) tg::while_loop over (iteration,
 //    condition, carried values), which runs on the device; scan outputs then are unsupported.
 //  - Scan (opset 9+): unrolled over the (static) sequence length.
@@ -62,13 +62,13 @@ std::vector<Tensor> loop_on_device(NodeContext& c, const pb::GraphProto& body, c
   return std::vector<Tensor>(r.begin() + 2, r.end());
 }
 
-// An import-time value of input i, or nullopt when it is known only at run time.
+// An import-time value of input i (a one-element tensor), or nullopt when it is known only at
+// run time.
 std::optional<double> scalar_now(NodeContext& c, int i) {
-  try {
-    return c.scalar(i);
-  } catch (const Error&) {
-    return std::nullopt;
-  }
+  std::optional<TensorData> v = c.try_value(i);
+  if (!v) return std::nullopt;
+  if (v->num_elements() != 1) c.fail(ErrorCode::invalid_argument, "input {} must hold one value, got {}", i, v->type().to_string());
+  return v->element_as_double(0);
 }
 
 }  // namespace
