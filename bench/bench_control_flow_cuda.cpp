@@ -3,6 +3,8 @@
 //   while: while mean(y) > T_WHILE: y = y * 0.999 + 0.001        (T_WHILE: 1000 iterations)
 //   for:   1000 times y = y * 0.999 + 0.001                       (a fixed trip count)
 //   forif: 1000 times y = (mean(y) > 1.2) ? y * 0.999 + 0.001 : y * 1.001
+//   forsel (ours only): forif with tg::select instead of if_else (both sides computed, no IF
+//          node): what the branch's conditional node costs
 // Our side: tg::while_loop / for_loop / if_else compiled for cuda:0 (recorded into one CUDA graph
 // with conditional nodes from the second run on); a timed run is Executable::run and mean(y) read
 // back to the host (wall clock, median of --reps after warm-up runs), as the peers' is their loop
@@ -13,7 +15,7 @@
 // ours >= 5 (while) and >= 2.5 (for).
 //
 // Usage: tg_bench_control_flow_cuda [--n 1048576] [--iters 1000] [--reps 10] [--no-peer]
-//                                   [--loops while,for,forif]
+//                                   [--loops while,for,forif,forsel]
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -36,7 +38,7 @@ struct Args {
   int64_t iters = 1000;
   int reps = 10;
   bool peer = true;
-  std::string loops = "while,for,forif";
+  std::string loops = "while,for,forif,forsel";
 };
 
 Args parse(int argc, char** argv) {
@@ -76,6 +78,11 @@ void build(Loop& l, const std::string& which, const Args& a) {
         [&](std::span<const tg::Tensor> v) { return std::vector{step(v[0])}; })[0];
   } else if (which == "for") {
     out = tg::for_loop(a.iters, {l.y}, [&](tg::Tensor, std::span<const tg::Tensor> v) { return std::vector{step(v[0])}; })[0];
+  } else if (which == "forsel") {
+    tg::Tensor t = l.g.constant(kIfThreshold, tg::DType::f32);
+    out = tg::for_loop(a.iters, {l.y}, [&](tg::Tensor, std::span<const tg::Tensor> v) {
+      return std::vector{tg::select(tg::greater(tg::reduce_mean(v[0]), t), step(v[0]), v[0] * 1.001f)};
+    })[0];
   } else {
     tg::Tensor t = l.g.constant(kIfThreshold, tg::DType::f32);
     out = tg::for_loop(a.iters, {l.y}, [&](tg::Tensor, std::span<const tg::Tensor> v) {
@@ -178,6 +185,7 @@ int main(int argc, char** argv) {
       std::printf("%-6s %-5s %8.3f ms  %6.2f us/iteration  mean %.6f  %s / tg = %.2fx\n", which.c_str(), peer.c_str(),
                   it->second.ms, pus, it->second.mean, peer.c_str(), pus / us);
     }
+    if (which == "forsel") continue;
     const double limit = which == "while" ? 4 : which == "for" ? 3 : 8;
     std::printf("%-6s check: %.2f us/iteration <= %.0f: %s", which.c_str(), us, limit, us <= limit ? "met" : "NOT met");
     auto jax = peers.find("jax");
