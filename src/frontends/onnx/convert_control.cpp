@@ -2,7 +2,8 @@
 //  - If: a condition known at import time inlines the taken branch; otherwise tg::if_else runs
 //    the branch chosen at run time (both branches must give the same dtypes and ranks).
 //  - Loop: unrolled when the trip count and the condition of every iteration are known at import
-//    time (from constants, initializers and shapes); otherwise
+//    time (from constants, initializers and shapes; with scan outputs also through
+//    ImportOptions::input_values); otherwise
 //    (a data-dependent exit, a trip count fed at run time) tg::while_loop over (iteration,
 //    condition, carried values), which runs on the device; scan outputs then are unsupported.
 //  - Scan (opset 9+): unrolled over the (static) sequence length.
@@ -96,9 +97,11 @@ std::vector<Tensor> convert_loop(NodeContext& c) {
   }
   const std::optional<double> trips_now = c.has_input(0) ? scalar_now(c, 0) : std::optional<double>(-1);
   const std::optional<double> cond_now = c.has_input(1) ? scalar_now(c, 1) : std::optional<double>(1);
-  if (!trips_now || !cond_now) return loop_on_device(c, body, initial, n_scan);
-  int64_t max_trips = static_cast<int64_t>(*trips_now);
-  bool cond = *cond_now != 0;
+  if ((!trips_now || !cond_now) && n_scan == 0) return loop_on_device(c, body, initial, n_scan);
+  // Scan outputs need unrolling: the trip count and condition may still be fixed through
+  // ImportOptions::input_values (value() asks for them).
+  int64_t max_trips = static_cast<int64_t>(trips_now ? *trips_now : c.scalar(0));
+  bool cond = (cond_now ? *cond_now : c.scalar(1)) != 0;
   constexpr int64_t kMaxUnroll = 4096;
   std::vector<std::vector<Tensor>> scans(static_cast<size_t>(n_scan));
   for (int64_t i = 0; cond && (max_trips < 0 || i < max_trips); ++i) {
@@ -119,8 +122,9 @@ std::vector<Tensor> convert_loop(NodeContext& c) {
         next = g.run({}, {out[0]}, {}, Device::cpu()).at(0);
       } catch (const Error&) {
         // A data-dependent exit: the loop runs on the device instead (the nodes unrolled so far
-        // are dead code, removed at compile).
-        return loop_on_device(c, body, initial, n_scan);
+        // are dead code, removed at compile); scan outputs cannot (their length is unknown).
+        if (n_scan == 0) return loop_on_device(c, body, initial, n_scan);
+        c.fail(ErrorCode::unsupported, "the loop condition depends on run-time values");
       }
     }
     cond = truthy(*next);
