@@ -93,6 +93,40 @@ void RunState::run_control(const ir::Node& node, std::span<const TensorData> inp
   check_outputs(node, outs);
 }
 
+std::vector<TensorData> RunState::run_region(const ir::Region& region, std::span<const TensorData> args,
+                                             std::span<const TensorData> dests) {
+  auto it = p_.regions_.find(region.body.get());
+  if (it == p_.regions_.end() || args.size() != region.params.size()) {
+    fail(ErrorCode::internal, p_.device_.to_string(), "region not planned or {} arguments for {} parameters",
+         args.size(), region.params.size());
+  }
+  std::vector<std::vector<TensorData>> values(static_cast<size_t>(region.body->size()));
+  // Destinations: each written by the first result that is a kernel's own output.
+  const ir::Graph* saved_graph = dest_graph_;
+  std::vector<std::pair<ir::ValueRef, TensorData>> saved = std::move(dest_);
+  dest_.clear();
+  dest_graph_ = dests.empty() ? nullptr : region.body.get();
+  for (size_t r = 0; r < dests.size() && r < it->second.results.size(); ++r) {
+    const ir::ValueRef v = it->second.results[r];
+    bool first = true;
+    for (size_t q = 0; q < r; ++q) first = first && !(it->second.results[q] == v);
+    if (first) dest_.emplace_back(v, dests[r]);
+  }
+  struct Restore {
+    RunState& s;
+    const ir::Graph* graph;
+    std::vector<std::pair<ir::ValueRef, TensorData>>& saved;
+    ~Restore() {
+      s.dest_graph_ = graph;
+      s.dest_ = std::move(saved);
+    }
+  } restore{*this, saved_graph, saved};
+  execute(it->second, args, values, false);
+  std::vector<TensorData> out;
+  for (const auto& r : it->second.results) out.push_back(values[r.node][r.index]);
+  return out;
+}
+
 void RunState::check_outputs(const ir::Node& node, const std::vector<TensorData>& outs) {
   bool ok = outs.size() == node.outputs.size();
   for (size_t i = 0; ok && i < outs.size(); ++i) {

@@ -139,6 +139,32 @@ struct StreamSwitch {
 
 }  // namespace
 
+std::string Program::control_fallback_reason() const {
+  if (recorder_ == nullptr) return fmt::format("{} cannot record control flow", device_.to_string());
+  for (const auto& [body, plan] : regions_) {
+    for (size_t i = 0; i < plan.schedule.size(); ++i) {
+      const ir::Node& n = body->node(plan.schedule[i]);
+      bool dynamic = plan.dynamic[i] != 0;
+      for (const TensorType& t : n.outputs) dynamic = dynamic || !is_static(t.shape);
+      if (dynamic) {
+        return fmt::format("{} %{} in a region has a shape known only at run time ({}): a value whose shape "
+                           "changes per iteration or branch", ir::op_name(n.kind), n.id, n.outputs.empty() ? "" : n.outputs[0].to_string());
+      }
+    }
+  }
+  const ir::Graph& g = *plan_->graph;
+  for (int id : plan_->schedule) {
+    const ir::Node& n = g.node(id);
+    if (n.regions.empty()) continue;
+    for (const TensorType& t : n.outputs) {
+      if (!is_static(t.shape)) {
+        return fmt::format("{} %{} gives {}, a shape known only at run time", ir::op_name(n.kind), n.id, t.to_string());
+      }
+    }
+  }
+  return {};
+}
+
 TensorData RunState::fresh(const TensorType& type) const { return TensorData(type.shape, type.dtype, p_.device_); }
 
 void RunState::copy_values(std::span<const TensorData> dst, std::span<const TensorData> src) {

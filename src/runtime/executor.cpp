@@ -251,32 +251,6 @@ void Program::add_region_plans(const ir::Graph& g) {
   }
 }
 
-std::string Program::control_fallback_reason() const {
-  if (recorder_ == nullptr) return fmt::format("{} cannot record control flow", device_.to_string());
-  for (const auto& [body, plan] : regions_) {
-    for (size_t i = 0; i < plan.schedule.size(); ++i) {
-      const ir::Node& n = body->node(plan.schedule[i]);
-      bool dynamic = plan.dynamic[i] != 0;
-      for (const TensorType& t : n.outputs) dynamic = dynamic || !is_static(t.shape);
-      if (dynamic) {
-        return fmt::format("{} %{} in a region has a shape known only at run time ({}): a value whose shape "
-                           "changes per iteration or branch", ir::op_name(n.kind), n.id, n.outputs.empty() ? "" : n.outputs[0].to_string());
-      }
-    }
-  }
-  const ir::Graph& g = *plan_->graph;
-  for (int id : plan_->schedule) {
-    const ir::Node& n = g.node(id);
-    if (n.regions.empty()) continue;
-    for (const TensorType& t : n.outputs) {
-      if (!is_static(t.shape)) {
-        return fmt::format("{} %{} gives {}, a shape known only at run time", ir::op_name(n.kind), n.id, t.to_string());
-      }
-    }
-  }
-  return {};
-}
-
 size_t Program::arena_bytes() const {
   return static_cast<size_t>(memory_.arena_bytes) + align_up(scratch_need_.load());
 }
@@ -443,40 +417,6 @@ TensorData RunState::to_host(const TensorData& t) {
   p_.backend_.copy(h.storage_ptr(), Device::cpu(), t.storage_ptr(), t.device(), t.nbytes(), stream_);
   stats::add(Counter::host_waits);
   return h;
-}
-
-std::vector<TensorData> RunState::run_region(const ir::Region& region, std::span<const TensorData> args,
-                                             std::span<const TensorData> dests) {
-  auto it = p_.regions_.find(region.body.get());
-  if (it == p_.regions_.end() || args.size() != region.params.size()) {
-    fail(ErrorCode::internal, p_.device_.to_string(), "region not planned or {} arguments for {} parameters",
-         args.size(), region.params.size());
-  }
-  std::vector<std::vector<TensorData>> values(static_cast<size_t>(region.body->size()));
-  // Destinations: each written by the first result that is a kernel's own output.
-  const ir::Graph* saved_graph = dest_graph_;
-  std::vector<std::pair<ir::ValueRef, TensorData>> saved = std::move(dest_);
-  dest_.clear();
-  dest_graph_ = dests.empty() ? nullptr : region.body.get();
-  for (size_t r = 0; r < dests.size() && r < it->second.results.size(); ++r) {
-    const ir::ValueRef v = it->second.results[r];
-    bool first = true;
-    for (size_t q = 0; q < r; ++q) first = first && !(it->second.results[q] == v);
-    if (first) dest_.emplace_back(v, dests[r]);
-  }
-  struct Restore {
-    RunState& s;
-    const ir::Graph* graph;
-    std::vector<std::pair<ir::ValueRef, TensorData>>& saved;
-    ~Restore() {
-      s.dest_graph_ = graph;
-      s.dest_ = std::move(saved);
-    }
-  } restore{*this, saved_graph, saved};
-  execute(it->second, args, values, false);
-  std::vector<TensorData> out;
-  for (const auto& r : it->second.results) out.push_back(values[r.node][r.index]);
-  return out;
 }
 
 void RunState::enqueue(std::span<const TensorData> feeds) {
