@@ -9,9 +9,10 @@ cd "$(dirname "$0")/.."
 B=${1:-build-cuda}
 stage=$(mktemp -d)
 mkdir -p "$stage/bin" "$stage/lib" .gpu
-exclude=$(git rev-parse --git-path info/exclude)  # .git is a file in a worktree
+exclude=$(git rev-parse --git-path info/exclude 2>/dev/null || echo .git/info/exclude)  # worktrees too
 grep -qs '^/.gpu/' "$exclude" || { mkdir -p "$(dirname "$exclude")"; echo /.gpu/ >> "$exclude"; }
-for f in "$B/tests/tg_tests" "$B/bin/tg" "$B/bench/tg_bench_resnet50_cuda" "$B/bench/tg_bench_latency_cuda"; do
+for f in "$B/tests/tg_tests" "$B/bin/tg" "$B/bench/tg_bench_resnet50_cuda" "$B/bench/tg_bench_latency_cuda" \
+         "$B/bench/tg_bench_control_flow_cuda"; do
   [ -x "$f" ] && cp "$f" "$stage/bin/"
 done
 for f in "$stage"/bin/*; do

@@ -38,12 +38,14 @@ using WhileCondition =
 using WhileBody = std::function<std::vector<Tensor>(std::span<const Tensor> passed)>;
 
 /// if (predicate) then_block() else else_block(), choosing at run time: only the taken branch
-/// runs. `predicate` is a scalar (rank 0) of any dtype: bool, or a number where
-/// non-zero (and NaN) means true. Both blocks return the same number (>= 1) of tensors with the
-/// same dtypes and ranks; a dim on which the branches differ is -1 (dynamic) in the result and at
-/// run time has the taken branch's size. Gradients flow through the taken branch only (the
-/// gradient is itself an if_else on the same predicate).
-/// Errors (tg::Error at build time, "[if_else] ..."): a non-scalar predicate (shape_mismatch);
+/// runs. `predicate` is a tensor of exactly one element (shape [], [1], [1, 1]...) of any dtype:
+/// bool, or a number where non-zero (and NaN) means true. On CUDA the choice is made on the
+/// device (a conditional node of the run's CUDA graph; docs/control_flow.md). Both blocks return
+/// the same number (>= 1) of tensors with the same dtypes and ranks; a dim on which the branches
+/// differ is -1 (dynamic) in the result and at run time has the taken branch's size. Gradients
+/// flow through the taken branch only (the gradient is itself an if_else on the same predicate).
+/// Errors (tg::Error at build time, "[if_else] ..."): a predicate of more than one element
+/// (shape_mismatch, naming its type);
 /// blocks returning no tensors, an empty tensor or a tensor of another graph (invalid_argument);
 /// different result counts (invalid_argument), dtypes (dtype_mismatch) or ranks (shape_mismatch),
 /// naming the result and both types; a block that uses a tensor built inside the other block or
@@ -81,12 +83,13 @@ struct WhileLoopOptions {
 /// MPSGraph's while loop: values = initial_values; loop { (cond, passed) = before(values); if
 /// (!cond) return passed; values = after(passed); }. `before` runs first, so a condition that is
 /// false at once runs `after` zero times and returns before(initial_values)'s passed values. The
-/// condition is a scalar as if_else's predicate. `after` returns as many values as there are
-/// initial values with the same dtypes and ranks (dims that change become -1, as for_loop);
+/// condition is a one-element tensor as if_else's predicate. `after` returns as many values as
+/// there are initial values with the same dtypes and ranks (dims that change become -1, as
+/// for_loop);
 /// `before` passes >= 1 values, of any types, which are the loop's results.
 /// Gradients: only with options.max_iterations; otherwise tg::gradients raises
 /// tg::Error(unsupported) "[gradients] while_loop ... maximum iteration count".
-/// Errors ("[while_loop] ..."): as for_loop, plus a condition that is not a scalar
+/// Errors ("[while_loop] ..."): as for_loop, plus a condition of more than one element
 /// (shape_mismatch), `before` passing no values (invalid_argument), a negative max_iterations
 /// (invalid_argument).
 TG_API std::vector<Tensor> while_loop(const std::vector<Tensor>& initial_values,

@@ -132,6 +132,9 @@ struct RuntimeStats {
   /// another device; on a GPU also device inputs that came at another address than the one its
   /// CUDA graph was recorded with: inputs that keep their address are read in place).
   int64_t input_copy_bytes = 0;
+  /// Executables whose control flow could not be lowered to CUDA graph conditional nodes (a loop
+  /// value whose shape changes per iteration): their runs are driven by the host (logged once).
+  int64_t control_fallbacks = 0;
 };
 TG_API RuntimeStats runtime_stats();
 

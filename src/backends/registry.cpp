@@ -2,10 +2,12 @@
 // core code reaches through core::device_runtime() (TensorData on a GPU). Everything else
 // reaches backends through src/backends/backend.h only.
 #include "backends/backend.h"
+#include "backends/control_recording.h"
 #include "backends/cpu/cpu_backend.h"
 #include "core/device_runtime.h"
 #include "core/error_util.h"
 #ifdef TG_HAVE_CUDA
+#include "backends/cuda/control_recorder.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/runtime.h"
 #endif
@@ -19,6 +21,13 @@ const Backend& backend_for(Device device) {
   if (device.is_cuda()) return cuda::cuda_backend(device.index);
 #endif
   fail(ErrorCode::unsupported, "device", "no backend for {} in this build", device.to_string());
+}
+
+const ControlRecorder* control_recorder(Device device) {
+#ifdef TG_HAVE_CUDA
+  if (device.is_cuda()) return &cuda::control_recorder();
+#endif
+  return nullptr;
 }
 }  // namespace backends
 

@@ -28,6 +28,20 @@ bool cuda_graphs_enabled() {
   return v == nullptr || std::string(v) != "0";
 }
 
+int loop_unroll() {
+  const char* v = std::getenv("TG_LOOP_UNROLL");
+  if (v == nullptr || *v == 0) return 4;
+  const int k = std::atoi(v);
+  return k < 1 ? 1 : k > 8 ? 8 : k;
+}
+
+int64_t unroll_limit() {
+  const char* v = std::getenv("TG_UNROLL_LIMIT");
+  if (v == nullptr || *v == 0) return 8192;
+  const long long n = std::atoll(v);
+  return n < 0 ? 0 : n;
+}
+
 bool cudnn_graph_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("TG_CUDNN_GRAPH");

@@ -1,5 +1,6 @@
 // Every TG_* environment variable the library reads, in one place.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -19,6 +20,17 @@ bool cudnn_graph_enabled();
 /// TG_CUDA_GRAPHS=0: CUDA executables are never captured into a CUDA graph (every run walks the
 /// nodes on the host, as the first run does), for debugging. Default on. Read at every compile.
 bool cuda_graphs_enabled();
+
+/// TG_LOOP_UNROLL: body copies per iteration of a while node when control flow is recorded into a
+/// CUDA graph (runtime/control_flow_graph.cpp): a for loop with a fixed trip count runs that many
+/// copies per iteration, a while loop whose body has no side effects runs that many iterations
+/// speculatively and keeps the state of the first whose condition is false. 1..8, default 4.
+/// Read at every recording.
+int loop_unroll();
+/// TG_UNROLL_LIMIT: a for loop with a fixed trip count is unrolled into plain graph nodes when
+/// its trip count times its body's node count (constants and parameters aside) is at most this
+/// (default 8192; 0: never). Read at every recording.
+int64_t unroll_limit();
 
 /// Where generated GPU kernels are cached on disk: TG_KERNEL_CACHE_DIR, else
 /// $XDG_CACHE_HOME/tg/kernels, else $HOME/.cache/tg/kernels; nullopt when none is set.

@@ -18,6 +18,7 @@ enum class Counter {
   autotune_runs,
   arena_allocations,
   input_copy_bytes,
+  control_fallbacks,
   arena_bytes,  ///< a level, not a count: add() with a negative delta when an arena goes
   kCount
 };

@@ -77,6 +77,15 @@ void check_scalar(const TensorType& t, std::string_view op, std::string_view wha
   }
 }
 
+void check_one_element(const TensorType& t, std::string_view op, std::string_view what) {
+  for (int64_t d : t.shape) {
+    if (d != 1 && d != -1) {
+      fail(ErrorCode::shape_mismatch, op, "{} must have exactly one element (shape [], [1], [1, 1]...), got {}", what,
+           t.to_string());
+    }
+  }
+}
+
 void check_trip_count(const TensorType& t) {
   if (!is_integer(t.dtype)) {
     fail(ErrorCode::dtype_mismatch, "for_loop", "n_iterations must be an integer scalar, got {}",
@@ -107,7 +116,7 @@ void check_params(const ir::Node& node, const ir::Region& r, size_t own, size_t 
 
 std::vector<TensorType> infer_if_else(const ir::Node& node, std::span<const TensorType> in) {
   check_structure(node, 2, 1, in);
-  check_scalar(in[0], "if_else", "predicate");
+  check_one_element(in[0], "if_else", "predicate");
   for (const ir::Region& r : node.regions) check_params(node, r, 0, in.size() - 1);
   std::vector<TensorType> a = result_types(node.regions[0]), b = result_types(node.regions[1]);
   if (a.empty() || b.empty()) {
@@ -185,7 +194,7 @@ std::vector<TensorType> infer_while_loop(const ir::Node& node, std::span<const T
          "before passes no values; it must return the condition and "
          "at least one value");
   }
-  check_scalar(b[0], "while_loop", "the condition");
+  check_one_element(b[0], "while_loop", "the condition");
   std::vector<TensorType> passed(b.begin() + 1, b.end());
   check_params(node, after, passed.size(), captures);
   std::vector<TensorType> after_params = param_types(after, 0, passed.size());
@@ -441,7 +450,7 @@ std::vector<Tensor> with_captures(std::vector<Tensor> operands, const std::share
 std::vector<Tensor> if_else(Tensor predicate, const BranchBlock& then_block,
                             const BranchBlock& else_block) {
   ops::check_operand(predicate, "if_else", "predicate");
-  ops::check_scalar(predicate.type(), "if_else", "predicate");
+  ops::check_one_element(predicate.type(), "if_else", "predicate");
   if (!then_block)
     fail(ErrorCode::invalid_argument, "if_else", "then_block is empty (not callable)");
   if (!else_block)
@@ -528,7 +537,7 @@ std::vector<Tensor> while_loop(const std::vector<Tensor>& initial_values,
            "before passes no values; it must return the condition and "
            "at least one value");
     }
-    ops::check_scalar(b[0], "while_loop", "the condition");
+    ops::check_one_element(b[0], "while_loop", "the condition");
     std::vector<TensorType> passed(b.begin() + 1, b.end());
     std::vector<TensorType> a = tracer.trace(
         "after", passed, ops::names("passed", passed.size()), [&](const std::vector<Tensor>& p) {

@@ -1,7 +1,8 @@
 // Control flow in the runtime: if_else, for_loop and while_loop interpret their regions, running
 // a region only when it is taken. The predicate or trip count is read on the host (a small host
-// feed is read without touching the device; a device value waits for the stream). Lowering them
-// to CUDA graph conditional nodes, so the host never waits, is later work (the control-flow issue).
+// feed is read without touching the device; a device value waits for the stream). While a run is
+// recorded (a CUDA graph), control flow becomes conditional nodes instead and the host never
+// waits (control_flow_graph.cpp).
 #include <limits>
 
 #include "core/convert.h"
@@ -12,8 +13,10 @@ namespace tg::runtime {
 namespace {
 
 // A scalar predicate: bool, or a number where non-zero (and NaN) means true.
-bool truthy(const TensorData& host) {
-  if (host.num_elements() < 1) fail(ErrorCode::invalid_argument, "control_flow", "the predicate is empty");
+bool truthy(const TensorData& host, const char* op) {
+  if (host.num_elements() != 1) {
+    fail(ErrorCode::shape_mismatch, op, "the predicate must have exactly one element, got {}", host.type().to_string());
+  }
   const double v = load_as_double(host.dtype(), host.raw_data(), 0);
   return v != 0.0 || v != v;
 }
@@ -38,6 +41,11 @@ std::vector<TensorData> with_captures(std::vector<TensorData> own, std::span<con
 
 void RunState::run_control(const ir::Node& node, std::span<const TensorData> inputs, std::vector<TensorData>& outs) {
   const char* op = ir::op_name(node.kind).data();
+  if (recording_) {
+    record_control(node, inputs, outs);
+    check_outputs(node, outs);
+    return;
+  }
   // The first input (predicate or trip count) on the host: a host feed's copy when there is one.
   auto first_on_host = [&] {
     const TensorData* h = host_value(node.inputs[0]);
@@ -45,7 +53,7 @@ void RunState::run_control(const ir::Node& node, std::span<const TensorData> inp
   };
   switch (node.kind) {
     case ir::OpKind::if_else: {
-      const bool taken = truthy(first_on_host());
+      const bool taken = truthy(first_on_host(), op);
       outs = run_region(node.regions[taken ? 0 : 1], inputs.subspan(1));
       break;
     }
@@ -69,7 +77,7 @@ void RunState::run_control(const ir::Node& node, std::span<const TensorData> inp
           std::vector<TensorData>(inputs.begin(), inputs.begin() + static_cast<ptrdiff_t>(k)), inputs, k);
       for (int64_t iteration = 0;; ++iteration) {
         std::vector<TensorData> b = run_region(node.regions[0], before_args);
-        const bool go_on = truthy(to_host(b[0])) && (a.max_iterations < 0 || iteration < a.max_iterations);
+        const bool go_on = truthy(to_host(b[0]), op) && (a.max_iterations < 0 || iteration < a.max_iterations);
         b.erase(b.begin());
         if (!go_on) {
           outs = std::move(b);
@@ -83,6 +91,40 @@ void RunState::run_control(const ir::Node& node, std::span<const TensorData> inp
     default: fail(ErrorCode::internal, op, "not a control-flow op");
   }
   check_outputs(node, outs);
+}
+
+std::vector<TensorData> RunState::run_region(const ir::Region& region, std::span<const TensorData> args,
+                                             std::span<const TensorData> dests) {
+  auto it = p_.regions_.find(region.body.get());
+  if (it == p_.regions_.end() || args.size() != region.params.size()) {
+    fail(ErrorCode::internal, p_.device_.to_string(), "region not planned or {} arguments for {} parameters",
+         args.size(), region.params.size());
+  }
+  std::vector<std::vector<TensorData>> values(static_cast<size_t>(region.body->size()));
+  // Destinations: each written by the first result that is a kernel's own output.
+  const ir::Graph* saved_graph = dest_graph_;
+  std::vector<std::pair<ir::ValueRef, TensorData>> saved = std::move(dest_);
+  dest_.clear();
+  dest_graph_ = dests.empty() ? nullptr : region.body.get();
+  for (size_t r = 0; r < dests.size() && r < it->second.results.size(); ++r) {
+    const ir::ValueRef v = it->second.results[r];
+    bool first = true;
+    for (size_t q = 0; q < r; ++q) first = first && !(it->second.results[q] == v);
+    if (first) dest_.emplace_back(v, dests[r]);
+  }
+  struct Restore {
+    RunState& s;
+    const ir::Graph* graph;
+    std::vector<std::pair<ir::ValueRef, TensorData>>& saved;
+    ~Restore() {
+      s.dest_graph_ = graph;
+      s.dest_ = std::move(saved);
+    }
+  } restore{*this, saved_graph, saved};
+  execute(it->second, args, values, false);
+  std::vector<TensorData> out;
+  for (const auto& r : it->second.results) out.push_back(values[r.node][r.index]);
+  return out;
 }
 
 void RunState::check_outputs(const ir::Node& node, const std::vector<TensorData>& outs) {

@@ -55,8 +55,8 @@ void collect_variables(const ir::Graph& g, std::vector<int>& slots, bool& assign
   }
 }
 
-// True for nodes whose kernels may find bad input on the device (and report it in the run's
-// device error record): gathers and scatters (indices), integer divisions (zero divisors).
+}  // namespace
+
 bool may_fail_on_device(const ir::Node& n) {
   using K = ir::OpKind;
   auto int_division = [](K k, DType t) {
@@ -77,6 +77,8 @@ bool may_fail_on_device(const ir::Node& n) {
     default: return !n.outputs.empty() && int_division(n.kind, n.outputs[0].dtype);
   }
 }
+
+namespace {
 
 // Kernels timed by device events in a profiled run: evaluated after the run.
 struct Timed {
@@ -130,7 +132,8 @@ GraphState& graph_state(ir::Graph& g) {
 
 Program::Program(std::shared_ptr<const PlannedGraph> plan, const backends::Backend& backend, size_t memory_budget,
                  std::shared_ptr<SharedArena> shared)
-    : plan_(std::move(plan)), backend_(backend), device_(backend.device()), budget_(memory_budget),
+    : plan_(std::move(plan)), backend_(backend), recorder_(backends::control_recorder(backend.device())),
+      device_(backend.device()), budget_(memory_budget),
       shared_(std::move(shared)) {
   const ir::Graph& g = *plan_->graph;
   MemoryPlanOptions options;
@@ -149,11 +152,22 @@ Program::Program(std::shared_ptr<const PlannedGraph> plan, const backends::Backe
   }
   bool dynamic = false;
   for (char d : top_.dynamic) dynamic = dynamic || d;
-  recordable_ = backend_.can_record() && env::cuda_graphs_enabled() && !env::profile() && !env::trace() &&
-                regions_.empty() && !dynamic;
+  recordable_ = backend_.can_record() && env::cuda_graphs_enabled() && !env::profile() && !env::trace() && !dynamic;
+  if (recordable_ && !regions_.empty()) {
+    const std::string why = control_fallback_reason();
+    if (!why.empty()) {
+      recordable_ = false;
+      stats::add(Counter::control_fallbacks);
+      static std::atomic<bool> told{false};
+      if (!told.exchange(true)) {
+        std::fprintf(stderr, "[tg] control flow runs host-driven (the host reads each predicate and trip count): %s\n",
+                     why.c_str());
+      }
+    }
+  }
   direct_.resize(static_cast<size_t>(g.size()));
   for (const ir::Node& n : g.nodes()) direct_[n.id].assign(n.outputs.size(), -1);
-  if (recordable_) plan_direct_writes();
+  if (recordable_ && regions_.empty()) plan_direct_writes();
   if (budget_ > 0 && static_cast<size_t>(memory_.arena_bytes) > budget_) {
     fail(ErrorCode::out_of_memory, "compile", "one run's arena needs {} bytes, more than memory_budget_bytes {}",
          memory_.arena_bytes, budget_);
@@ -405,19 +419,6 @@ TensorData RunState::to_host(const TensorData& t) {
   return h;
 }
 
-std::vector<TensorData> RunState::run_region(const ir::Region& region, std::span<const TensorData> args) {
-  auto it = p_.regions_.find(region.body.get());
-  if (it == p_.regions_.end() || args.size() != region.params.size()) {
-    fail(ErrorCode::internal, p_.device_.to_string(), "region not planned or {} arguments for {} parameters",
-         args.size(), region.params.size());
-  }
-  std::vector<std::vector<TensorData>> values(static_cast<size_t>(region.body->size()));
-  execute(it->second, args, values, false);
-  std::vector<TensorData> out;
-  for (const auto& r : it->second.results) out.push_back(values[r.node][r.index]);
-  return out;
-}
-
 void RunState::enqueue(std::span<const TensorData> feeds) {
   const backends::Backend& b = p_.backend_;
   profile_ = env::profile() && p_.runs_.fetch_add(1) > 0;
@@ -523,6 +524,7 @@ void RunState::run_step(const GraphPlan& plan, size_t step, std::vector<std::vec
     // Its own copy: the regions' steps reuse the scratch vector.
     const std::vector<TensorData> args = inputs;
     outs.assign(node.outputs.size(), TensorData());
+    control_graph_ = plan.graph;
     run_control(node, args, outs);
     return;
   }
@@ -559,7 +561,16 @@ void RunState::run_step(const GraphPlan& plan, size_t step, std::vector<std::vec
     }
   } else {
     outs.clear();
-    for (const TensorType& t : node.outputs) outs.emplace_back(t.shape, t.dtype, p_.device_);
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      const TensorType& t = node.outputs[i];
+      TensorData out;
+      if (plan.graph == dest_graph_) {
+        for (const auto& [ref, buffer] : dest_) {
+          if (ref.node == node.id && ref.index == static_cast<int>(i) && buffer.shape() == t.shape && buffer.dtype() == t.dtype) out = buffer;
+        }
+      }
+      outs.push_back(out.empty() ? TensorData(t.shape, t.dtype, p_.device_) : std::move(out));
+    }
   }
   call_kernel(node, kernel, inputs, outs);
   guard_ = false;

@@ -13,11 +13,16 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/control_recording.h"
 #include "ir/graph.h"
 #include "runtime/memory_plan.h"
 #include "tg/graph.h"
 
 namespace tg::runtime {
+
+/// True for nodes whose kernels may find bad input on the device (and report it in the run's
+/// device error record): gathers and scatters (indices), integer divisions (zero divisors).
+bool may_fail_on_device(const ir::Node& n);
 
 /// A graph ready for lowering (compile's output): dead code removed, every type static except
 /// where control flow makes it dynamic, nodes in execution order.
@@ -94,9 +99,12 @@ class Program {
   std::unique_ptr<Instance> make_instance() const;
   void bind_arena(Instance& inst, std::shared_ptr<void> memory) const;
   void add_region_plans(const ir::Graph& g);
+  /// Why the program's control flow cannot be recorded (conditional nodes), or empty.
+  std::string control_fallback_reason() const;
 
   std::shared_ptr<const PlannedGraph> plan_;
   const backends::Backend& backend_;
+  const backends::ControlRecorder* recorder_ = nullptr;  ///< conditional nodes, where the backend has them
   Device device_;
   GraphPlan top_;
   std::unordered_map<const ir::Graph*, GraphPlan> regions_;

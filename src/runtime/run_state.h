@@ -5,6 +5,7 @@
 #include <limits>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "runtime/program.h"
@@ -70,8 +71,11 @@ class RunState final : public backends::RunServices {
   int64_t wait_ns = 0;                                     ///< time check_device_errors waited
 
   // ---- used by control flow (control_flow.cpp)
-  /// Runs a region of a node of this program with its parameters bound to `args`.
-  std::vector<TensorData> run_region(const ir::Region& region, std::span<const TensorData> args);
+  /// Runs a region of a node of this program with its parameters bound to `args`. `dests`
+  /// (empty, or one per result): buffers the kernels producing the results write straight into
+  /// where they can (a recorded branch's outputs); the results are still returned.
+  std::vector<TensorData> run_region(const ir::Region& region, std::span<const TensorData> args,
+                                     std::span<const TensorData> dests = {});
   /// A host copy of a small feed, when `v` is a placeholder fed from the host (no device read).
   const TensorData* host_value(ir::ValueRef v) const;
   /// The value of a one-element tensor on the host (reads the device in stream order).
@@ -86,6 +90,24 @@ class RunState final : public backends::RunServices {
   void call_kernel(const ir::Node& node, backends::Kernel kernel, std::span<const TensorData> inputs,
                    std::vector<TensorData>& outs);
   void run_control(const ir::Node& node, std::span<const TensorData> inputs, std::vector<TensorData>& outs);
+
+  // ---- control flow recorded as CUDA graph conditional nodes (control_flow_graph.cpp)
+  /// Variables a control-flow node's regions assign, held in fixed buffers while it records.
+  struct Pinned {
+    std::vector<int> slots;
+    std::vector<TensorData> buffers;
+  };
+  void record_control(const ir::Node& node, std::span<const TensorData> inputs, std::vector<TensorData>& outs);
+  void record_if(const ir::Node& node, std::span<const TensorData> inputs, std::vector<TensorData>& outs);
+  void record_for(const ir::Node& node, std::span<const TensorData> inputs, std::vector<TensorData>& outs);
+  void record_while(const ir::Node& node, std::span<const TensorData> inputs, std::vector<TensorData>& outs);
+  /// A new buffer (from the recording's pool: fixed for every replay).
+  TensorData fresh(const TensorType& type) const;
+  /// Queues dst[i] = src[i] (skipping identical buffers; through temporaries when a source
+  /// overlaps another destination).
+  void copy_values(std::span<const TensorData> dst, std::span<const TensorData> src);
+  Pinned pin_variables(const ir::Node& node);
+  void settle_variables(const Pinned& pinned);
   void check_outputs(const ir::Node& node, const std::vector<TensorData>& outs);
   Device device() const;
   void stage_targets();
@@ -106,6 +128,10 @@ class RunState final : public backends::RunServices {
   bool profile_ = false;
   bool recording_ = false;
   bool guard_ = false;  ///< the current kernel writes variables' buffers directly
+  /// run_region's destinations for the results of the region now running (dest_graph_).
+  const ir::Graph* dest_graph_ = nullptr;
+  const ir::Graph* control_graph_ = nullptr;  ///< the graph of the control-flow node now running
+  std::vector<std::pair<ir::ValueRef, TensorData>> dest_;
 };
 
 }  // namespace tg::runtime

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "ir/graph.h"
+#include "control_flow/test_device.h"
 #include "test_util.h"
 
 namespace tg {
@@ -10,8 +11,8 @@ namespace {
 
 using testing::expect_close;
 using testing::expect_equal;
-using testing::run1;
-using testing::run_cpu;
+using testing::run1_on_test_device;
+using testing::run_on_test_device;
 
 TG_COVERS(value, for_loop);
 // The seed's example: 4 iterations of values * m.
@@ -26,8 +27,8 @@ TEST(ForLoop, FourIterationsMultiplyingByATensor) {
   EXPECT_EQ(r[0].type(), (TensorType{{2}, DType::f32}));
   TensorData iv = TensorData::from_vector<float>({1, -0.5f}, {2});
   // [1 * 2^4, -0.5 * 3^4]
-  expect_equal(run1(g, r[0], {{n, TensorData::scalar<int32_t>(4)}, {init, iv}}), {16, -40.5}, {2});
-  expect_equal(run1(g, r[0], {{n, TensorData::scalar<int32_t>(1)}, {init, iv}}), {2, -1.5}, {2});
+  expect_equal(run1_on_test_device(g, r[0], {{n, TensorData::scalar<int32_t>(4)}, {init, iv}}), {16, -40.5}, {2});
+  expect_equal(run1_on_test_device(g, r[0], {{n, TensorData::scalar<int32_t>(1)}, {init, iv}}), {2, -1.5}, {2});
 }
 
 TEST(ForLoop, IndexIsAZeroBasedI32Scalar) {
@@ -39,7 +40,7 @@ TEST(ForLoop, IndexIsAZeroBasedI32Scalar) {
     return std::vector{v[0] + concat({reshape(i64, {1}), reshape(i64 * i64, {1})}, 0)};
   });
   // sum of 0..4 = 10, sum of squares = 0 + 1 + 4 + 9 + 16 = 30
-  expect_equal(run1(g, r[0]), {10, 30}, {2});
+  expect_equal(run1_on_test_device(g, r[0]), {10, 30}, {2});
 }
 
 // Zero (or negative) trips return the initial values, and the body never runs.
@@ -74,7 +75,7 @@ TEST(ForLoop, TripCountOfEveryIntegerDtype) {
     Tensor n = g.placeholder({}, dt, "n");
     Tensor r = for_loop(
         n, {x}, [&](Tensor, std::span<const Tensor> v) { return std::vector{v[0] * 3.0}; })[0];
-    expect_equal(run1(g, r, {{n, TensorData::full({}, dt, 3)}}), {27}, {});
+    expect_equal(run1_on_test_device(g, r, {{n, TensorData::full({}, dt, 3)}}), {27}, {});
   }
 }
 
@@ -90,7 +91,7 @@ TEST(ForLoop, NestedLoops) {
     });
   })[0];
   EXPECT_EQ(g.num_nodes(), 3);  // zero, the trip count constant, the outer for_loop
-  expect_equal(run1(g, r), {60}, {});
+  expect_equal(run1_on_test_device(g, r), {60}, {});
 }
 
 // The body assigns a variable each iteration; each iteration's read sees the previous one's
@@ -103,12 +104,12 @@ TEST(ForLoop, BodyAssignsAVariable) {
     assign_variable(total, read_variable(total) + i);
     return std::vector{v[0] * 2.0};
   })[0];
-  expect_equal(run1(g, r), {16}, {});
+  expect_equal(run1_on_test_device(g, r), {16}, {});
   expect_equal(g.variable_value(total), {6}, {});  // 0 + 0 + 1 + 2 + 3
   // Read after the loop (ordered by a control dependency).
   Tensor after =
       g.control_dependency({r.op()}, [&] { return std::vector{read_variable(total)}; })[0];
-  expect_equal(run1(g, after), {12}, {});
+  expect_equal(run1_on_test_device(g, after), {12}, {});
   expect_equal(g.variable_value(total), {12}, {});
 }
 
@@ -123,9 +124,9 @@ TEST(ForLoop, FailedRunLeavesVariablesUnchanged) {
     assign_variable(total, read_variable(total) + 1.0);
     return std::vector{v[0] + gather(table, i)};
   })[0];
-  expect_equal(run1(g, r, {{n, TensorData::scalar<int32_t>(2)}}), {3}, {});
+  expect_equal(run1_on_test_device(g, r, {{n, TensorData::scalar<int32_t>(2)}}), {3}, {});
   expect_equal(g.variable_value(total), {102}, {});
-  EXPECT_TG_ERROR(run1(g, r, {{n, TensorData::scalar<int32_t>(3)}}), ErrorCode::out_of_range,
+  EXPECT_TG_ERROR(run1_on_test_device(g, r, {{n, TensorData::scalar<int32_t>(3)}}), ErrorCode::out_of_range,
                   "[gather]");
   expect_equal(g.variable_value(total), {102}, {});
 }
@@ -143,10 +144,10 @@ TEST(ForLoop, ValueChangingShapeBecomesDynamic) {
       });
   EXPECT_EQ(traced, 2);  // once with [1,2], again with the relaxed [?,2]
   EXPECT_EQ(r[0].shape(), (Shape{-1, 2}));
-  auto out = run_cpu(g, r, {{n, TensorData::scalar<int32_t>(2)}});
+  auto out = run_on_test_device(g, r, {{n, TensorData::scalar<int32_t>(2)}});
   expect_equal(out[0], {1, 2, 10, 20, 10, 20, 100, 200}, {4, 2});
   expect_equal(out[1], {3 + 33}, {});
-  auto none = run_cpu(g, r, {{n, TensorData::scalar<int32_t>(0)}});
+  auto none = run_on_test_device(g, r, {{n, TensorData::scalar<int32_t>(0)}});
   expect_equal(none[0], {1, 2}, {1, 2});
 }
 
@@ -159,7 +160,7 @@ TEST(ForLoop, SeveralLoopValues) {
                                    [&](Tensor, std::span<const Tensor> v) {
                                      return std::vector{v[1], v[0] + v[1]};
                                    });
-  auto out = run_cpu(g, r);
+  auto out = run_on_test_device(g, r);
   expect_equal(out[0], {55}, {});
   expect_equal(out[1], {89}, {});
 }
@@ -254,7 +255,7 @@ TEST(ForLoopErrors, TripCountBeyondTheIndexRangeAtRunTime) {
   Tensor n = g.placeholder({}, DType::i64, "n");
   Tensor r = for_loop(n, {g.constant(1.0, DType::f32)},
                       [&](Tensor, std::span<const Tensor> v) { return std::vector{v[0]}; })[0];
-  EXPECT_TG_ERROR(run1(g, r, {{n, TensorData::scalar<int64_t>(int64_t{1} << 31)}}),
+  EXPECT_TG_ERROR(run1_on_test_device(g, r, {{n, TensorData::scalar<int64_t>(int64_t{1} << 31)}}),
                   ErrorCode::out_of_range,
                   "[for_loop] trip count 2147483648 does not fit the i32 index");
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autodiff/gradcheck.h"
+#include "control_flow/test_device.h"
 #include "test_util.h"
 
 namespace tg {
@@ -11,7 +12,7 @@ namespace {
 
 using testing::expect_close;
 using testing::expect_equal;
-using testing::run_cpu;
+using testing::run_on_test_device;
 
 using Inputs = const std::vector<Tensor>&;
 
@@ -143,7 +144,7 @@ TEST(ControlFlowGradients, IfElseTakenBranchOnlyBothPredicates) {
   std::vector<Tensor> d = gradients(f, {x, y});
   EXPECT_EQ(d[0].op().kind_name(), "if_else");  // differentiated as an if_else
   for (auto [xv, yv] : {std::pair{0.7, 1.9}, std::pair{1.3, -0.4}}) {
-    auto out = run_cpu(g, {f, d[0], d[1]},
+    auto out = run_on_test_device(g, {f, d[0], d[1]},
                        {{x, TensorData::scalar<double>(xv)}, {y, TensorData::scalar<double>(yv)}});
     if (xv < yv) {
       expect_close(out[0], {xv * yv * std::sin(xv)}, {}, 1e-12, 1e-12);
@@ -185,7 +186,7 @@ TEST(ControlFlowGradients, RnnForLoopMatchesTheUnrolledGraph) {
   std::vector<Tensor> targets = {looped, unrolled};
   targets.insert(targets.end(), gl.begin(), gl.end());
   targets.insert(targets.end(), gu.begin(), gu.end());
-  std::vector<TensorData> out = run_cpu(g, targets, feeds);
+  std::vector<TensorData> out = run_on_test_device(g, targets, feeds);
   auto values = [](const TensorData& t) { return t.to_vector<double>(); };
   expect_close(out[0], values(out[1]), {1, kHidden}, 0, 1e-6);
   double largest = 0;
@@ -208,12 +209,12 @@ TEST(ControlFlowGradients, ForLoopHandComputedAndZeroTrips) {
   Feeds feeds = {{x, TensorData::from_vector<double>({1.5, -2}, {2})},
                  {w, TensorData::from_vector<double>({2, 0.5}, {2})}};
   feeds.emplace_back(n, TensorData::scalar<int32_t>(3));
-  auto out = run_cpu(g, {f, d[0], d[1]}, feeds);
+  auto out = run_on_test_device(g, {f, d[0], d[1]}, feeds);
   expect_close(out[0], {12, -0.25}, {2}, 1e-12, 1e-12);
   expect_close(out[1], {8, 0.125}, {2}, 1e-12, 1e-12);
   expect_close(out[2], {3 * 1.5 * 4, 3 * -2 * 0.25}, {2}, 1e-12, 1e-12);
   feeds.back().second = TensorData::scalar<int32_t>(0);
-  out = run_cpu(g, {f, d[0], d[1]}, feeds);
+  out = run_on_test_device(g, {f, d[0], d[1]}, feeds);
   expect_equal(out[0], {1.5, -2}, {2});
   expect_equal(out[1], {1, 1}, {2});
   expect_equal(out[2], {0, 0}, {2});
@@ -237,7 +238,7 @@ TEST(ControlFlowGradients, BoundedWhileLoopHandComputed) {
   };
   Tensor f10 = loop(10), f3 = loop(3);
   std::vector<Tensor> d10 = gradients(f10, {x, w}), d3 = gradients(f3, {x, w});
-  auto out = run_cpu(g, {f10, d10[0], d10[1], f3, d3[0], d3[1]},
+  auto out = run_on_test_device(g, {f10, d10[0], d10[1], f3, d3[0], d3[1]},
                      {{x, TensorData::scalar<double>(1.5)}, {w, TensorData::scalar<double>(2)}});
   expect_close(out[0], {192}, {}, 1e-12, 1e-12);
   expect_close(out[1], {128}, {}, 1e-12, 1e-12);
@@ -269,7 +270,7 @@ TEST(ControlFlowGradients, UnboundedWhileLoopIsNotDifferentiable) {
       [&](std::span<const Tensor> p) { return std::vector{p[0] + 1.0}; })[0];
   Tensor y = x * cast(steps, DType::f64);
   Tensor dy = gradients(y, {x})[0];
-  expect_equal(run_cpu(g, {dy}, {{x, TensorData::scalar<double>(5)}})[0], {3}, {});
+  expect_equal(run_on_test_device(g, {dy}, {{x, TensorData::scalar<double>(5)}})[0], {3}, {});
 }
 
 // The backward pass replays the loop without its assignments: the variable is updated once per
@@ -283,7 +284,7 @@ TEST(ControlFlowGradients, BackwardPassDoesNotRepeatAssignments) {
     return std::vector{sin(v[0])};
   })[0];
   Tensor d = gradients(f, {x})[0];
-  auto out = run_cpu(g, {f, d}, {{x, TensorData::scalar<double>(0.5)}});
+  auto out = run_on_test_device(g, {f, d}, {{x, TensorData::scalar<double>(0.5)}});
   expect_equal(g.variable_value(count), {4}, {});
   double h = 0.5, dh = 1;
   for (int i = 0; i < 4; ++i) {

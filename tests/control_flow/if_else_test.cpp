@@ -1,6 +1,7 @@
 // if_else: values on both branches, numeric predicates, captures, differing branch shapes, side
 // effects only in the taken branch, nesting, control dependencies, printing, and build errors.
 #include "ir/graph.h"
+#include "control_flow/test_device.h"
 #include "test_util.h"
 
 namespace tg {
@@ -8,8 +9,8 @@ namespace {
 
 using testing::expect_close;
 using testing::expect_equal;
-using testing::run1;
-using testing::run_cpu;
+using testing::run1_on_test_device;
+using testing::run_on_test_device;
 
 TensorData f32(float v) { return TensorData::scalar<float>(v); }
 
@@ -24,10 +25,10 @@ TEST(IfElse, SeedExampleOnBothBranches) {
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].type(), (TensorType{{}, DType::f32}));
   EXPECT_EQ(r[0].op().kind_name(), "if_else");
-  expect_equal(run1(g, r[0], {{x, f32(2)}, {y, f32(5)}}), {7}, {});  // 2 < 5: 2 + 5
-  expect_equal(run1(g, r[0], {{x, f32(5)}, {y, f32(2)}}), {3}, {});  // 5 >= 2: 5 - 2
-  expect_equal(run1(g, r[0], {{x, f32(4)}, {y, f32(4)}}), {0}, {});  // equal: else
-  expect_equal(run1(g, r[0], {{x, f32(-1.5f)}, {y, f32(0.25f)}}), {-1.25}, {});
+  expect_equal(run1_on_test_device(g, r[0], {{x, f32(2)}, {y, f32(5)}}), {7}, {});  // 2 < 5: 2 + 5
+  expect_equal(run1_on_test_device(g, r[0], {{x, f32(5)}, {y, f32(2)}}), {3}, {});  // 5 >= 2: 5 - 2
+  expect_equal(run1_on_test_device(g, r[0], {{x, f32(4)}, {y, f32(4)}}), {0}, {});  // equal: else
+  expect_equal(run1_on_test_device(g, r[0], {{x, f32(-1.5f)}, {y, f32(0.25f)}}), {-1.25}, {});
 }
 
 TEST(IfElse, NumericPredicateNonZeroIsTrue) {
@@ -38,15 +39,30 @@ TEST(IfElse, NumericPredicateNonZeroIsTrue) {
     Tensor p = g.placeholder({}, dt, "p");
     Tensor r = if_else(
         p, [&] { return std::vector{a}; }, [&] { return std::vector{b}; })[0];
-    expect_equal(run1(g, r, {{p, TensorData::full({}, dt, 0)}}), {10, 20}, {2});
-    expect_equal(run1(g, r, {{p, TensorData::full({}, dt, 3)}}), {1, 2}, {2});
+    expect_equal(run1_on_test_device(g, r, {{p, TensorData::full({}, dt, 0)}}), {10, 20}, {2});
+    expect_equal(run1_on_test_device(g, r, {{p, TensorData::full({}, dt, 3)}}), {1, 2}, {2});
   }
   Tensor p = g.placeholder({}, DType::f64, "pf");
   Tensor r = if_else(
       p, [&] { return std::vector{a}; }, [&] { return std::vector{b}; })[0];
-  expect_equal(run1(g, r, {{p, TensorData::scalar<double>(-0.5)}}), {1, 2}, {2});
-  expect_equal(run1(g, r, {{p, TensorData::scalar<double>(NAN)}}), {1, 2}, {2});  // NaN != 0
-  expect_equal(run1(g, r, {{p, TensorData::scalar<double>(-0.0)}}), {10, 20}, {2});
+  expect_equal(run1_on_test_device(g, r, {{p, TensorData::scalar<double>(-0.5)}}), {1, 2}, {2});
+  expect_equal(run1_on_test_device(g, r, {{p, TensorData::scalar<double>(NAN)}}), {1, 2}, {2});  // NaN != 0
+  expect_equal(run1_on_test_device(g, r, {{p, TensorData::scalar<double>(-0.0)}}), {10, 20}, {2});
+}
+
+// Predicates of any one-element shape, as torch.cond and ONNX If accept them.
+TEST(IfElse, OneElementPredicatesOfAnyRank) {
+  Graph g;
+  Tensor x = g.placeholder({2}, DType::f32, "x");
+  const TensorData xv = TensorData::from_vector<float>({1, -3}, {2});
+  for (const Shape& s : {Shape{}, Shape{1}, Shape{1, 1}, Shape{1, 1, 1}}) {
+    Tensor p = g.placeholder(s, DType::bool_, "p");
+    Tensor r = if_else(
+        p, [&] { return std::vector{x * 2.f}; }, [&] { return std::vector{x - 1.f}; })[0];
+    expect_equal(run1_on_test_device(g, r, {{x, xv}, {p, TensorData::full(s, DType::bool_, 1)}}), {2, -6}, {2});
+    expect_equal(run1_on_test_device(g, r, {{x, xv}, {p, TensorData::full(s, DType::bool_, 0)}}), {0, -4}, {2});
+    expect_equal(run1_on_test_device(g, r, {{x, xv}, {p, TensorData::full(s, DType::bool_, 1)}}), {2, -6}, {2});
+  }
 }
 
 TEST(IfElse, SeveralResultsOfSeveralDtypes) {
@@ -65,11 +81,11 @@ TEST(IfElse, SeveralResultsOfSeveralDtypes) {
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[1].type(), (TensorType{{3}, DType::i32}));
   TensorData xv = TensorData::from_vector<double>({1.5, -2, 3.25}, {3});
-  auto on = run_cpu(g, r, {{x, xv}, {p, TensorData::scalar<bool>(true)}});
+  auto on = run_on_test_device(g, r, {{x, xv}, {p, TensorData::scalar<bool>(true)}});
   expect_equal(on[0], {3, -4, 6.5}, {3});
   expect_equal(on[1], {1, -2, 3}, {3});
   expect_equal(on[2], {2.75}, {});
-  auto off = run_cpu(g, r, {{x, xv}, {p, TensorData::scalar<bool>(false)}});
+  auto off = run_on_test_device(g, r, {{x, xv}, {p, TensorData::scalar<bool>(false)}});
   expect_equal(off[0], {-1.5, 2, -3.25}, {3});
   expect_equal(off[1], {7, 8, 9}, {3});
   expect_equal(off[2], {0.5}, {});
@@ -95,8 +111,8 @@ TEST(IfElse, CapturesBecomeExplicitInputs) {
   EXPECT_EQ(g.num_nodes(), 4);
   TensorData xv = TensorData::from_vector<float>({1, 2}, {2}),
              yv = TensorData::from_vector<float>({3, -4}, {2});
-  expect_equal(run1(g, r, {{x, xv}, {y, yv}, {p, TensorData::scalar<bool>(true)}}), {3, -8}, {2});
-  expect_equal(run1(g, r, {{x, xv}, {y, yv}, {p, TensorData::scalar<bool>(false)}}), {1, 2}, {2});
+  expect_equal(run1_on_test_device(g, r, {{x, xv}, {y, yv}, {p, TensorData::scalar<bool>(true)}}), {3, -8}, {2});
+  expect_equal(run1_on_test_device(g, r, {{x, xv}, {y, yv}, {p, TensorData::scalar<bool>(false)}}), {1, 2}, {2});
 }
 
 TEST(IfElse, DifferingBranchShapesGiveDynamicDims) {
@@ -112,10 +128,10 @@ TEST(IfElse, DifferingBranchShapesGiveDynamicDims) {
   Tensor s = reduce_sum(r, {.axes = {0}}) + 1.0;  // downstream ops run with the taken shape
   EXPECT_EQ(s.shape(), (Shape{3}));
   TensorData xv = TensorData::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
-  auto on = run_cpu(g, {r, s}, {{x, xv}, {p, TensorData::scalar<bool>(true)}});
+  auto on = run_on_test_device(g, {r, s}, {{x, xv}, {p, TensorData::scalar<bool>(true)}});
   expect_equal(on[0], {1, 2, 3, 4, 5, 6}, {2, 3});
   expect_equal(on[1], {6, 8, 10}, {3});
-  auto off = run_cpu(g, {r, s}, {{x, xv}, {p, TensorData::scalar<bool>(false)}});
+  auto off = run_on_test_device(g, {r, s}, {{x, xv}, {p, TensorData::scalar<bool>(false)}});
   expect_equal(off[0], {1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6}, {4, 3});
   expect_equal(off[1], {11, 15, 19}, {3});
 }
@@ -173,9 +189,9 @@ TEST(IfElse, NestedBranches) {
             [&] { return std::vector{x * 0.0}; });
       })[0];
   EXPECT_EQ(g.num_nodes(), 4);  // x, zero, greater, if_else
-  expect_equal(run1(g, r, {{x, f32(3)}}), {10}, {});
-  expect_equal(run1(g, r, {{x, f32(-3)}}), {-10}, {});
-  expect_equal(run1(g, r, {{x, f32(0)}}), {0}, {});
+  expect_equal(run1_on_test_device(g, r, {{x, f32(3)}}), {10}, {});
+  expect_equal(run1_on_test_device(g, r, {{x, f32(-3)}}), {-10}, {});
+  expect_equal(run1_on_test_device(g, r, {{x, f32(0)}}), {0}, {});
 }
 
 TEST(IfElse, InsideAndAroundControlDependencies) {
@@ -191,8 +207,8 @@ TEST(IfElse, InsideAndAroundControlDependencies) {
   })[0];
   const ir::Node& n = g.impl()->node(r.node_id());
   EXPECT_EQ(n.control_inputs, std::vector<int>{set5.node_id()});
-  expect_equal(run1(g, r, {{p, TensorData::scalar<bool>(true)}}), {10}, {});
-  expect_equal(run1(g, r, {{p, TensorData::scalar<bool>(false)}}), {6}, {});
+  expect_equal(run1_on_test_device(g, r, {{p, TensorData::scalar<bool>(true)}}), {10}, {});
+  expect_equal(run1_on_test_device(g, r, {{p, TensorData::scalar<bool>(false)}}), {6}, {});
   // A scope opened inside a branch on an outer op orders the whole if_else after that op.
   Graph h;
   Tensor w = h.variable(TensorData::scalar<float>(1), "w");
@@ -239,15 +255,18 @@ TEST(IfElse, PrinterAndDotShowRegionsInsideTheOp) {
 }
 
 TG_COVERS(error, if_else);
-TEST(IfElseErrors, PredicateMustBeAScalar) {
+TEST(IfElseErrors, PredicateMustHaveOneElement) {
   Graph g;
   Tensor x = g.placeholder({2}, DType::f32, "x");
   auto branch = [&] { return std::vector{x}; };
   EXPECT_TG_ERROR(if_else(less(x, x), branch, branch), ErrorCode::shape_mismatch,
-                  "[if_else] predicate must be a scalar (rank 0), got bool[2]");
+                  "[if_else] predicate must have exactly one element (shape [], [1], [1, 1]...), got bool[2]");
+  Tensor p12 = g.placeholder({1, 2}, DType::bool_, "p12");
+  EXPECT_TG_ERROR(if_else(p12, branch, branch), ErrorCode::shape_mismatch,
+                  "[if_else] predicate must have exactly one element (shape [], [1], [1, 1]...), got bool[1,2]");
   EXPECT_TG_ERROR(if_else(Tensor(), branch, branch), ErrorCode::invalid_argument,
                   "[if_else] predicate is an empty");
-  EXPECT_EQ(g.num_nodes(), 2);
+  EXPECT_EQ(g.num_nodes(), 3);  // x, less(x, x) and p12: the failed builds left nothing
 }
 
 TEST(IfElseErrors, BranchesMustAgree) {

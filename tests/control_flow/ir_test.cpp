@@ -4,13 +4,14 @@
 #include <thread>
 
 #include "ir/graph.h"
+#include "control_flow/test_device.h"
 #include "test_util.h"
 
 namespace tg {
 namespace {
 
 using testing::expect_equal;
-using testing::run1;
+using testing::run1_on_test_device;
 
 TEST(ControlFlowIr, VerifierChecksTheRegionLayout) {
   Graph g;
@@ -126,7 +127,7 @@ TEST(ControlFlowIr, LoopInsideControlDependency) {
       return std::vector{a[0] * read_variable(v)};
     });
   })[0];
-  expect_equal(run1(g, r), {9}, {});
+  expect_equal(run1_on_test_device(g, r), {9}, {});
   expect_equal(g.variable_value(v), {3}, {});
 }
 

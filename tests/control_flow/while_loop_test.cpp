@@ -2,6 +2,7 @@
 // a condition false at once, passed values that differ from the loop values, max_iterations,
 // numeric conditions, nesting with for_loop, shapes that grow, and build errors.
 #include "ir/graph.h"
+#include "control_flow/test_device.h"
 #include "test_util.h"
 
 namespace tg {
@@ -9,8 +10,8 @@ namespace {
 
 using testing::expect_close;
 using testing::expect_equal;
-using testing::run1;
-using testing::run_cpu;
+using testing::run1_on_test_device;
+using testing::run_on_test_device;
 
 // The seed's example, instrumented: variables count how often each block runs.
 struct Doubling {
@@ -30,7 +31,7 @@ struct Doubling {
         return std::vector{a[0] * 2.f, a[1] + 1.0};
       });
   std::vector<TensorData> run(float start) {
-    return run_cpu(g, r, {{x, TensorData::scalar<float>(start)}});
+    return run_on_test_device(g, r, {{x, TensorData::scalar<float>(start)}});
   }
 };
 
@@ -52,6 +53,20 @@ TEST(WhileLoop, DoublesUntilTheThreshold) {
   expect_equal(out[1], {1}, {});
   expect_equal(d.g.variable_value(d.after_runs), {8}, {});
   expect_equal(d.g.variable_value(d.before_runs), {10}, {});
+}
+
+// A condition of shape [1, 1] (one element) works as a scalar: 1, 3, 9 pass, 27 ends the loop.
+TEST(WhileLoop, OneElementConditionOfRankTwo) {
+  Graph g;
+  Tensor x = g.placeholder({}, DType::f32, "x");
+  Tensor ten = g.constant(10.0, DType::f32);
+  std::vector<Tensor> r = while_loop(
+      {x}, [&](std::span<const Tensor> a) { return std::pair{reshape(less(a[0], ten), {1, 1}), std::vector{a[0]}}; },
+      [&](std::span<const Tensor> a) { return std::vector{a[0] * 3.f}; });
+  for (int rep = 0; rep < 3; ++rep) {
+    expect_equal(run1_on_test_device(g, r[0], {{x, TensorData::scalar<float>(1)}}), {27}, {});
+    expect_equal(run1_on_test_device(g, r[0], {{x, TensorData::scalar<float>(12)}}), {12}, {});
+  }
 }
 
 // A condition false at once: `after` runs zero times and the initial values come back.
@@ -78,11 +93,11 @@ TEST(WhileLoop, PassedValuesAreTheResults) {
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(r[0].type(), (TensorType{{2}, DType::f64}));
   // [1,2] -> [2,4] -> [4,8] -> [8,16] (sum 24 stops)
-  auto out = run_cpu(g, r, {{x, TensorData::from_vector<int32_t>({1, 2}, {2})}});
+  auto out = run_on_test_device(g, r, {{x, TensorData::from_vector<int32_t>({1, 2}, {2})}});
   expect_equal(out[0], {4, 8}, {2});
   expect_equal(out[1], {8, 16}, {2});
   // Zero trips: before's passed values of the initial values.
-  out = run_cpu(g, r, {{x, TensorData::from_vector<int32_t>({30, 1}, {2})}});
+  out = run_on_test_device(g, r, {{x, TensorData::from_vector<int32_t>({30, 1}, {2})}});
   expect_equal(out[0], {15, 0.5}, {2});
   expect_equal(out[1], {30, 1}, {2});
 }
@@ -96,10 +111,10 @@ TEST(WhileLoop, MaxIterationsEndsTheLoop) {
   auto after = [&](std::span<const Tensor> p) { return std::vector{p[0] * 3.0}; };
   Tensor r5 = while_loop({x}, before, after, {.max_iterations = 5})[0];
   Tensor r0 = while_loop({x}, before, after, {.max_iterations = 0})[0];
-  auto out = run_cpu(g, {r5, r0}, {{x, TensorData::scalar<double>(2)}});
+  auto out = run_on_test_device(g, {r5, r0}, {{x, TensorData::scalar<double>(2)}});
   expect_equal(out[0], {486}, {});  // 2 * 3^5, although the condition still holds
   expect_equal(out[1], {2}, {});
-  out = run_cpu(g, {r5, r0}, {{x, TensorData::scalar<double>(-1)}});  // false at once
+  out = run_on_test_device(g, {r5, r0}, {{x, TensorData::scalar<double>(-1)}});  // false at once
   expect_equal(out[0], {-1}, {});
   EXPECT_NE(g.to_string().find("{carried=1, max_iterations=5}"), std::string::npos)
       << g.to_string();
@@ -117,7 +132,7 @@ TEST(WhileLoop, NumericCondition) {
       [&](std::span<const Tensor> p) {
         return std::vector{p[0] - 1.0, p[1] * 2.0};
       });
-  auto out = run_cpu(g, r, {{n, TensorData::scalar<int64_t>(5)}});
+  auto out = run_on_test_device(g, r, {{n, TensorData::scalar<int64_t>(5)}});
   expect_equal(out[0], {0}, {});
   expect_equal(out[1], {32}, {});
 }
@@ -144,7 +159,7 @@ TEST(WhileLoop, NestedInsideAForLoop) {
         })[1];
     return std::vector{v[0] + steps};
   })[0];
-  expect_equal(run1(g, r), {27}, {});
+  expect_equal(run1_on_test_device(g, r), {27}, {});
 }
 
 // A loop value that grows: dims that change become dynamic.
@@ -160,7 +175,7 @@ TEST(WhileLoop, GrowingLoopValue) {
         return std::vector{concat({p[0], p[0]}, 0)};
       })[0];
   EXPECT_EQ(r.shape(), (Shape{-1}));
-  TensorData out = run1(g, r);
+  TensorData out = run1_on_test_device(g, r);
   expect_equal(out, std::vector<double>(16, 1.0), {16});
 }
 
@@ -210,7 +225,7 @@ TEST(WhileLoopErrors, BuildErrorsNameTheOpAndTheValues) {
                       },
                       same),
                   ErrorCode::shape_mismatch,
-                  "[while_loop] the condition must be a scalar (rank 0), got bool[2]");
+                  "[while_loop] the condition must have exactly one element (shape [], [1], [1, 1]...), got bool[2]");
   EXPECT_TG_ERROR(while_loop(
                       {x},
                       [&](std::span<const Tensor> a) {

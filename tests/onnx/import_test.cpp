@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "onnx/model_builder.h"
+#include "control_flow/test_device.h"
 #include "test_util.h"
 #include "tg/onnx.h"
 
@@ -193,6 +194,50 @@ TEST(OnnxImport, LoopIsUnrolled) {
   std::vector<TensorData> out = r.graph.run(r.feeds({x}), r.targets(), {}, Device::cpu());
   expect_close(out[0], {8, -8}, {2});
   expect_close(out[1], {2, -2, 4, -4, 8, -8}, {3, 2});
+}
+
+// Loop with a data-dependent exit (the condition computed from the carried value) imports to
+// while_loop: v doubles while sum(v) < 100. And a trip count fed at run time.
+TEST(OnnxImport, LoopWithADataDependentExitImportsToWhileLoop) {
+  if (!available()) GTEST_SKIP();
+  Model m;
+  m.opset = 13;
+  m.inputs = {value_info("x", kFloat, {2})};
+  m.outputs = {value_info("y", kFloat, {2})};
+  Msg yes = Msg().bytes(1, "value").msg(5, Msg().varint(2, kBool).bytes(9, std::string("\x01", 1))).varint(20, 4);
+  Msg hundred = Msg().bytes(1, "value").msg(5, Msg().varint(2, kFloat).bytes(9, std::string("\0\0\xc8\x42", 4))).varint(20, 4);
+  Msg body = attr_graph("body",
+                        {node("Add", {"v", "v"}, {"v2"}), node("ReduceSum", {"v2"}, {"s"}),
+                         node("Constant", {}, {"h"}, "h", {hundred}), node("Less", {"s", "h"}, {"cond_out"})},
+                        {value_info("cond_out", kBool, {1}), value_info("v2", kFloat, {2})},
+                        {value_info("i", kInt64, {}), value_info("cond_in", kBool, {}), value_info("v", kFloat, {2})});
+  m.nodes = {node("Constant", {}, {"c0"}, "c0", {yes}), node("Loop", {"", "c0", "x"}, {"y"}, "loop0", {body})};
+  ImportResult r = import_model(m);
+  EXPECT_EQ(tg::testing::count_occurrences(r.graph.to_string(), "while_loop"), 1);
+  auto run = [&](std::vector<float> x) {
+    return tg::testing::run_on_test_device(r.graph, r.targets(), r.feeds({TensorData::from_vector<float>(x, {2})}))[0];
+  };
+  for (int rep = 0; rep < 2; ++rep) {
+    expect_close(run({1, 2}), {64, 128}, {2});   // sums 6, 12, 24, 48, 96 go on; 192 ends it
+    expect_close(run({30, 40}), {60, 80}, {2});  // one iteration
+  }
+
+  // Loop(M, "", x) with M a graph input: body v * 2, the condition passed through.
+  Model t;
+  t.opset = 13;
+  t.inputs = {value_info("M", kInt64, {}), value_info("x", kFloat, {2})};
+  t.outputs = {value_info("y", kFloat, {2})};
+  Msg twice = attr_graph("body", {node("Identity", {"cond_in"}, {"cond_out"}), node("Add", {"v", "v"}, {"v2"})},
+                         {value_info("cond_out", kBool, {}), value_info("v2", kFloat, {2})},
+                         {value_info("i", kInt64, {}), value_info("cond_in", kBool, {}), value_info("v", kFloat, {2})});
+  t.nodes = {node("Loop", {"M", "", "x"}, {"y"}, "loop1", {twice})};
+  ImportResult rt = import_model(t);
+  auto x = TensorData::from_vector<float>({1, -3}, {2});
+  for (int64_t n : {3, 0, 5}) {
+    TensorData y = tg::testing::run_on_test_device(rt.graph, rt.targets(), rt.feeds({TensorData::scalar<int64_t>(n), x}))[0];
+    const double f = static_cast<double>(int64_t{1} << n);
+    expect_close(y, {f, -3 * f}, {2});
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,8 +1,11 @@
 // Control-flow ONNX ops: If, Loop, Scan.
 //  - If: a condition known at import time inlines the taken branch; otherwise tg::if_else runs
 //    the branch chosen at run time (both branches must give the same dtypes and ranks).
-//  - Loop: unrolled; the trip count and the condition of every iteration must be known at import
-//    time (graph inputs they depend on are fixed through ImportOptions::input_values).
+//  - Loop: unrolled when the trip count and the condition of every iteration are known at import
+//    time (from constants, initializers and shapes; with scan outputs also through
+//    ImportOptions::input_values); otherwise
+//    (a data-dependent exit, a trip count fed at run time) tg::while_loop over (iteration,
+//    condition, carried values), which runs on the device; scan outputs then are unsupported.
 //  - Scan (opset 9+): unrolled over the (static) sequence length.
 #include <algorithm>
 
@@ -24,6 +27,51 @@ Tensor stack(NodeContext& c, std::vector<Tensor> items, int64_t axis, bool rever
 
 bool truthy(const TensorData& v) { return v.num_elements() > 0 && v.element_as_double(0) != 0; }
 
+// A one-element condition as a bool scalar.
+Tensor bool_scalar(Tensor t) {
+  if (t.rank() > 0) t = reshape(t, {});
+  return t.dtype() == DType::bool_ ? t : cast(t, DType::bool_);  // non-zero: true
+}
+
+// The run-time form of Loop: while_loop over (i: i64, cond: bool, carried...), where `before`
+// tests cond && i < M (M when given) and `after` runs the body once and counts the iteration.
+std::vector<Tensor> loop_on_device(NodeContext& c, const pb::GraphProto& body, const std::vector<Tensor>& carried,
+                                   int n_scan) {
+  if (n_scan > 0) {
+    c.fail(ErrorCode::unsupported,
+           "a loop whose trip count or condition is known only at run time cannot have scan outputs ({})", n_scan);
+  }
+  std::optional<Tensor> max_trips;
+  if (c.has_input(0)) max_trips = reshape(cast(c.input(0), DType::i64), {});
+  std::vector<Tensor> init = {c.scalar_constant(0, DType::i64),
+                              c.has_input(1) ? bool_scalar(c.input(1)) : c.constant(TensorData::scalar<bool>(true))};
+  init.insert(init.end(), carried.begin(), carried.end());
+  const size_t n_carried = carried.size();
+  std::vector<Tensor> r = while_loop(
+      init,
+      [&](std::span<const Tensor> v) {
+        Tensor go = max_trips ? logical_and(v[1], less(v[0], *max_trips)) : v[1];
+        return std::pair{go, std::vector<Tensor>(v.begin(), v.end())};
+      },
+      [&](std::span<const Tensor> v) {
+        std::vector<Tensor> out = c.subgraph(body, std::vector<Tensor>(v.begin(), v.end()));
+        if (out.size() < 1 + n_carried) c.fail(ErrorCode::invalid_argument, "the body has too few outputs");
+        std::vector<Tensor> next = {v[0] + 1.0, bool_scalar(out[0])};
+        next.insert(next.end(), out.begin() + 1, out.begin() + 1 + static_cast<ptrdiff_t>(n_carried));
+        return next;
+      });
+  return std::vector<Tensor>(r.begin() + 2, r.end());
+}
+
+// An import-time value of input i (a one-element tensor), or nullopt when it is known only at
+// run time.
+std::optional<double> scalar_now(NodeContext& c, int i) {
+  std::optional<TensorData> v = c.try_value(i);
+  if (!v) return std::nullopt;
+  if (v->num_elements() != 1) c.fail(ErrorCode::invalid_argument, "input {} must hold one value, got {}", i, v->type().to_string());
+  return v->element_as_double(0);
+}
+
 }  // namespace
 
 std::vector<Tensor> convert_if(NodeContext& c) {
@@ -39,15 +87,21 @@ std::vector<Tensor> convert_if(NodeContext& c) {
 
 std::vector<Tensor> convert_loop(NodeContext& c) {
   const pb::GraphProto& body = c.attr_graph("body");
-  int64_t max_trips = c.has_input(0) ? static_cast<int64_t>(c.scalar(0)) : -1;
-  bool cond = !c.has_input(1) || c.scalar(1) != 0;
   std::vector<Tensor> carried = c.inputs_from(2);
+  const std::vector<Tensor> initial = carried;
   int n_carried = static_cast<int>(carried.size());
   int n_scan = body.output_size() - 1 - n_carried;
   if (n_scan < 0) c.fail(ErrorCode::invalid_argument, "the body has too few outputs");
-  if (max_trips < 0 && !c.has_input(1)) {
+  if (!c.has_input(0) && !c.has_input(1)) {
     c.fail(ErrorCode::invalid_argument, "a loop without trip count and condition never ends");
   }
+  const std::optional<double> trips_now = c.has_input(0) ? scalar_now(c, 0) : std::optional<double>(-1);
+  const std::optional<double> cond_now = c.has_input(1) ? scalar_now(c, 1) : std::optional<double>(1);
+  if ((!trips_now || !cond_now) && n_scan == 0) return loop_on_device(c, body, initial, n_scan);
+  // Scan outputs need unrolling: the trip count and condition may still be fixed through
+  // ImportOptions::input_values (value() asks for them).
+  int64_t max_trips = static_cast<int64_t>(trips_now ? *trips_now : c.scalar(0));
+  bool cond = (cond_now ? *cond_now : c.scalar(1)) != 0;
   constexpr int64_t kMaxUnroll = 4096;
   std::vector<std::vector<Tensor>> scans(static_cast<size_t>(n_scan));
   for (int64_t i = 0; cond && (max_trips < 0 || i < max_trips); ++i) {
@@ -67,6 +121,9 @@ std::vector<Tensor> convert_loop(NodeContext& c) {
       try {
         next = g.run({}, {out[0]}, {}, Device::cpu()).at(0);
       } catch (const Error&) {
+        // A data-dependent exit: the loop runs on the device instead (the nodes unrolled so far
+        // are dead code, removed at compile); scan outputs cannot (their length is unknown).
+        if (n_scan == 0) return loop_on_device(c, body, initial, n_scan);
         c.fail(ErrorCode::unsupported, "the loop condition depends on run-time values");
       }
     }

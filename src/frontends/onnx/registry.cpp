@@ -209,7 +209,7 @@ const ConverterRow kTable[] = {
     {"", "CausalConvWithState", 27, kMax, convert_causal_conv_with_state, ""},
     // convert_control.cpp
     {"", "If", 1, kMax, convert_if, "tensor branches only"},
-    {"", "Loop", 1, kMax, convert_loop, "unrolled: trip count and conditions known at import"},
+    {"", "Loop", 1, kMax, convert_loop, "unrolled when trip count and conditions are known at import, else while_loop"},
     {"", "Scan", 9, kMax, convert_scan, "unrolled over the static sequence length"},
     // convert_sample.cpp
     {"", "GridSample", 16, 19, convert_grid_sample, "2-d and 3-d"},
