@@ -10,7 +10,8 @@ B=${1:-build-cuda}
 stage=$(mktemp -d)
 mkdir -p "$stage/bin" "$stage/lib" .gpu
 grep -qs '^/.gpu/' .git/info/exclude || { mkdir -p .git/info; echo /.gpu/ >> .git/info/exclude; }
-for f in "$B/tests/tg_tests" "$B/bin/tg" "$B/bench/tg_bench_resnet50_cuda" "$B/bench/tg_bench_latency_cuda"; do
+for f in "$B/tests/tg_tests" "$B/bin/tg" "$B/bench/tg_bench_resnet50_cuda" "$B/bench/tg_bench_latency_cuda" \
+         "$B/bench/tg_bench_stencil_cuda"; do
   [ -x "$f" ] && cp "$f" "$stage/bin/"
 done
 for f in "$stage"/bin/*; do

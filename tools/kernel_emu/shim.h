@@ -25,6 +25,7 @@ using std::min;
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __noinline__
 #define __global__
 #define __launch_bounds__(...)
 #define __restrict__
