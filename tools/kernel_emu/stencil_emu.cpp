@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   // symmetric 3, clamp 4, periodic 5.
   const std::vector<Case> cases = {
       {"laplacian_reflect_f32", DType::f32, 0, 2, 2, {3, 3}, {1, 1}, {1, 1}, 2, {70, 45}, {1, 1}},
-      {"z3_sum_zero_f32_rz8_ry4", DType::f32, 0, 0, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, {18, 66, 35}, {1, 1, 1}},
+      {"z3_sum_zero_f32_blocked", DType::f32, 0, 0, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, {18, 66, 35}, {1, 1, 1}},
       {"z3_max_periodic_f64_strided", DType::f64, 3, 5, 3, {2, 3, 2}, {2, 1, 3}, {2, 1, 2}, 1, {40, 70, 50}, {1, 2, 1}},
       {"d4_argmin_symmetric_bf16", DType::bf16, 4, 3, 4, {2, 2, 1, 3}, {1, 1, 1, 1}, {1, 1, 1, 2}, 2, {3, 17, 9, 12},
        {0, 1, 0, 2}},

@@ -5,6 +5,7 @@
 // product round after each step, min/max/arg keep the first of equal values, a NaN beats a number).
 #pragma once
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -33,10 +34,24 @@ struct Ref {
   }
 };
 
+/// The magic numbers of divisor d as the host computes them (backends/cuda/stencil_codegen.cpp).
+inline void magic(long long d, unsigned& m, unsigned& s) {
+  const unsigned long long u = static_cast<unsigned long long>(d < 1 ? 1 : d);
+  unsigned sh = 0;
+  while ((1ull << sh) < u) ++sh;
+  m = static_cast<unsigned>((1ull << 32) * ((1ull << sh) - u) / u + 1);
+  s = sh;
+}
+
 /// Runs config G on sizes `a` (tiles/total filled by the caller) with `blocks` blocks of
-/// `threads`; returns the number of mismatching outputs (printing the first few).
+/// `threads`; returns the number of mismatching outputs (printing the first few). The tile
+/// indices are split by the 32-bit magic divisions (the path every real launch takes), unless
+/// TG_EMU_WIDE is set.
 template <class G>
 int run(tg_dev::StencilArgs a, unsigned blocks, unsigned threads, const char* name, unsigned seed) {
+  a.small = std::getenv("TG_EMU_WIDE") == nullptr ? 1 : 0;
+  const long long divisors[4] = {a.tiles[0], a.tiles[1], a.tiles[2], a.out[0]};
+  for (int i = 0; i < 4; ++i) magic(divisors[i], a.div_m[i], a.div_s[i]);
   typedef typename G::T T;
   typedef typename G::C C;
   typedef typename G::Y Y;

@@ -23,7 +23,19 @@ struct StencilArgs {
   long long tiles[3];
   long long total_tiles;
   long long boundary;
+  int small;
+  unsigned div_m[4], div_s[4];
 };
+
+/// Magic numbers (m, s) of a divisor 1 <= d < 2^31 for tg_dev::st_div: s = ceil(log2 d),
+/// m = 2^32 (2^s - d) / d + 1 (as kernels/pool.cu's Divider).
+void magic(int64_t d, unsigned& m, unsigned& s) {
+  const uint64_t u = static_cast<uint64_t>(std::max<int64_t>(d, 1));
+  unsigned sh = 0;
+  while ((uint64_t{1} << sh) < u) ++sh;
+  m = static_cast<unsigned>((uint64_t{1} << 32) * ((uint64_t{1} << sh) - u) / u + 1);
+  s = sh;
+}
 
 constexpr int kMaxTaps = 343;             // 7 x 7 x 7
 constexpr int kMaxUnrolledFolds = 1024;   // taps x outputs per thread
@@ -62,7 +74,7 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
     // Register blocking where the outputs are many (small problems keep the kernel small: less
     // to compile).
     s.ry = sizes.out[2] >= 64 ? 4 : 1;
-    s.rz = (k >= 3 && s.win[1] > 1 && sizes.out[1] >= 16) ? 8 : 1;
+    s.rz = (k >= 3 && s.win[1] > 1 && sizes.out[1] >= 8) ? 4 : 1;
     while (s.rz > 1 && s.rz * s.ry * window > kMaxUnrolledFolds) s.rz /= 2;
     while (s.ry > 1 && s.rz * s.ry * window > kMaxUnrolledFolds) s.ry /= 2;
     if (s.rz > 1 && s.rz > sizes.out[1]) s.rz = static_cast<int>(std::max<int64_t>(sizes.out[1], 1));
@@ -87,9 +99,9 @@ std::string tiled_stencil_source(const TiledStencilSpec& s) {
   src += fmt::format("  static constexpr int D0 = {}, DZ = {}, DY = {}, DX = {};\n", s.dilation[0], s.dilation[1],
                      s.dilation[2], s.dilation[3]);
   src += fmt::format("  static constexpr int BX = {}, BY = {}, RY = {}, RZ = {};\n}};\n", s.bx, s.by, s.ry, s.rz);
-  // At least 3 resident blocks of 256 threads (<= 85 registers) where a thread keeps few
-  // accumulators, 2 otherwise: enough loads in flight per SM for the memory system.
-  const bool wide = s.rz > 1 || dtype_size(s.dtype) == 8;
+  // At least 3 resident blocks of 256 threads (<= 85 registers), 2 for 8-byte types: enough
+  // warps and loads in flight per SM.
+  const bool wide = dtype_size(s.dtype) == 8;
   src += fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}, {}) tg_stencil(const tg_st_cfg::T* __restrict__ x, "
       "const tg_st_cfg::T* __restrict__ w, tg_st_cfg::Y* __restrict__ y, tg_dev::StencilArgs a) {{\n"
@@ -167,6 +179,9 @@ void run_tiled_stencil(const backends::KernelContext& ctx, const TiledStencilSpe
   for (int i = 0; i < 3; ++i) a.tiles[i] = l.tiles[i];
   a.total_tiles = l.total_tiles;
   a.boundary = static_cast<long long>(z.boundary_bits);
+  a.small = l.total_tiles < (int64_t{1} << 31) ? 1 : 0;
+  const int64_t divisors[4] = {l.tiles[0], l.tiles[1], l.tiles[2], z.out[0]};
+  for (int i = 0; i < 4; ++i) magic(divisors[i], a.div_m[i], a.div_s[i]);
   const void* xp = x;
   const void* wp = w;
   void* yp = y;

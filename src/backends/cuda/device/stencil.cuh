@@ -31,7 +31,16 @@ struct StencilArgs {
   i64 tiles[3];        ///< tiles along x, y and z (z: chunks of RZ outputs)
   i64 total_tiles;     ///< batch * out[0] * tiles[2] * tiles[1] * tiles[0]
   long long boundary;  ///< bits of the boundary value in the compute type (zero/constant modes)
+  /// total_tiles < 2^31: tile indices are split by multiply-high and shift (div_m, div_s: the
+  /// magic numbers of tiles[0], tiles[1], tiles[2], out[0]; Granlund-Montgomery round-up).
+  int small;
+  unsigned div_m[4], div_s[4];
 };
+
+/// n / d for 0 <= n, d < 2^31 by the magic numbers (m, s) of d: exact, no overflow.
+TG_DEVICE_INLINE unsigned st_div(unsigned n, unsigned m, unsigned s) {
+  return static_cast<unsigned>((static_cast<u64>(__umulhi(n, m)) + n) >> s);
+}
 
 /// ops::boundary_index for mode M (0 zero, 1 constant, 2 reflect, 3 symmetric, 4 clamp_to_edge,
 /// 5 periodic): the source index that coordinate p reads, or -1 for the boundary value.
@@ -140,14 +149,28 @@ TG_DEVICE_INLINE StTile st_tile(const StencilArgs& a, i64 t) {
   constexpr int EX = (TX - 1) * G::SX + (G::WX - 1) * G::DX + 1;
   constexpr int EY = (TY - 1) * G::SY + (G::WY - 1) * G::DY + 1;
   StTile r;
-  const i64 tix = t % a.tiles[0];
-  t /= a.tiles[0];
-  const i64 tiy = t % a.tiles[1];
-  t /= a.tiles[1];
-  const i64 tiz = t % a.tiles[2];
-  t /= a.tiles[2];
-  r.o0 = t % a.out[0];
-  r.b = t / a.out[0];
+  i64 tix, tiy, tiz;
+  if (a.small) {  // 32-bit magic divisions (64-bit ones cost ~100 instructions each)
+    const unsigned u = static_cast<unsigned>(t);
+    const unsigned q0 = st_div(u, a.div_m[0], a.div_s[0]);
+    const unsigned q1 = st_div(q0, a.div_m[1], a.div_s[1]);
+    const unsigned q2 = st_div(q1, a.div_m[2], a.div_s[2]);
+    const unsigned q3 = st_div(q2, a.div_m[3], a.div_s[3]);
+    tix = u - q0 * static_cast<unsigned>(a.tiles[0]);
+    tiy = q0 - q1 * static_cast<unsigned>(a.tiles[1]);
+    tiz = q1 - q2 * static_cast<unsigned>(a.tiles[2]);
+    r.o0 = q2 - q3 * static_cast<unsigned>(a.out[0]);
+    r.b = q3;
+  } else {
+    tix = t % a.tiles[0];
+    t /= a.tiles[0];
+    tiy = t % a.tiles[1];
+    t /= a.tiles[1];
+    tiz = t % a.tiles[2];
+    t /= a.tiles[2];
+    r.o0 = t % a.out[0];
+    r.b = t / a.out[0];
+  }
   r.ox0 = tix * TX;
   r.oy0 = tiy * TY;
   r.oz0 = tiz * G::RZ;

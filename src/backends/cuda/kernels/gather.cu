@@ -204,9 +204,30 @@ struct GatherNdRowChecked {  // source slice of output row r (gather_nd), from r
 // One warp-wide step of a checked gather: each thread moves one word; a row's index is computed
 // once per group of lanes sharing the row (the lane holding its first word) and shuffled to the
 // others, so index loads and checks are amortized over the row's words.
+// t / d for 0 <= t < 2^31 by d's magic numbers (m, s), as kernels/pool.cu's Divider; 64-bit
+// indices divide plainly (m = 0).
+struct RowDiv {
+  unsigned m = 0, s = 0;
+};
+RowDiv row_div(i64 d) {
+  RowDiv r;
+  const u64 u = static_cast<u64>(d < 1 ? 1 : d);
+  while ((u64{1} << r.s) < u) ++r.s;
+  r.m = static_cast<unsigned>((u64{1} << 32) * ((u64{1} << r.s) - u) / u + 1);
+  return r;
+}
+template <typename I>
+__device__ __forceinline__ I div_row(I t, I d, RowDiv q) {
+  if constexpr (sizeof(I) == 4) {
+    return static_cast<I>((static_cast<u64>(__umulhi(static_cast<unsigned>(t), q.m)) + t) >> q.s);
+  } else {
+    return t / d;
+  }
+}
+
 template <int W, typename I, typename RowFn>
 __global__ void rows_checked_kernel(const word_t<W>* __restrict__ x, word_t<W>* __restrict__ y, I total,
-                                    I slice_w, RowFn fn) {
+                                    I slice_w, RowDiv dw, RowFn fn) {
   const I step = static_cast<I>(gridDim.x) * blockDim.x;
   // Uniform trip count across the warp (the shuffle needs every lane).
   const I base0 = static_cast<I>(blockIdx.x) * blockDim.x + (threadIdx.x & ~31u);
@@ -214,7 +235,7 @@ __global__ void rows_checked_kernel(const word_t<W>* __restrict__ x, word_t<W>* 
   for (I b = base0; b < total; b += step) {
     const I t = b + lane;
     const bool live = t < total;
-    const I r = live ? t / slice_w : 0;
+    const I r = live ? div_row<I>(t, slice_w, dw) : 0;
     // Lanes whose word starts a row, or lane 0, load its index; others read theirs by shuffle.
     const bool leader = live && (lane == 0 || t - r * slice_w == 0);
     i64 src = leader ? fn(r) : 0;
@@ -238,10 +259,10 @@ void launch_rows_checked_w(const void* x, void* y, i64 rows, i64 slice_w, const 
   auto* d = static_cast<word_t<W>*>(y);
   if (total < (i64{1} << 31)) {
     rows_checked_kernel<W, unsigned><<<blocks_for(total), kThreads, 0, stream>>>(
-        s, d, static_cast<unsigned>(total), static_cast<unsigned>(slice_w), fn);
+        s, d, static_cast<unsigned>(total), static_cast<unsigned>(slice_w), row_div(slice_w), fn);
   } else {
     rows_checked_kernel<W, u64><<<blocks_for(total), kThreads, 0, stream>>>(
-        s, d, static_cast<u64>(total), static_cast<u64>(slice_w), fn);
+        s, d, static_cast<u64>(total), static_cast<u64>(slice_w), RowDiv{}, fn);
   }
 }
 
