@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 B=${1:-build-cuda}
 stage=$(mktemp -d)
 mkdir -p "$stage/bin" "$stage/lib" .gpu
-grep -qs '^/.gpu/' .git/info/exclude || { mkdir -p .git/info; echo /.gpu/ >> .git/info/exclude; }
+ex=$(git rev-parse --git-path info/exclude 2>/dev/null || echo .git/info/exclude)  # also in a worktree
+grep -qs '^/.gpu/' "$ex" || { mkdir -p "$(dirname "$ex")"; echo /.gpu/ >> "$ex"; }
 for f in "$B/tests/tg_tests" "$B/bin/tg" "$B/bench/tg_bench_resnet50_cuda" "$B/bench/tg_bench_latency_cuda" \
          "$B/bench/tg_bench_stencil_cuda"; do
   [ -x "$f" ] && cp "$f" "$stage/bin/"
