@@ -48,5 +48,9 @@ Tensor unbroadcast(Tensor grad, const Shape& shape);
 Tensor zeros_like(Tensor x);
 /// Ones with x's shape and dtype (works for dynamic dims).
 Tensor ones_like(Tensor x);
+/// The adjoint of pad(x, p) applied to `g` (pad's output shape), for x of shape `in` (static
+/// where a non-constant mode pads): the interior of g, onto which (modes other than constant)
+/// every border position is added at the input index it copies (rules/shape.cpp).
+Tensor pad_adjoint(Graph& graph, Tensor g, const Shape& in, const PadDesc& p);
 
 }  // namespace tg::autodiff

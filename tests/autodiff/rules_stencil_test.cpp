@@ -48,6 +48,55 @@ TG_GRAD_CASE({.name = "stencil/sum_2d_batch_periodic",
               .input_shapes = {{2, 4, 5}, {2, 3}},
               .fn = [](const Xs& x) { return stencil(x[0], x[1], windowed(BM::periodic)); }});
 
+// Unit strides: the transposed-stencil rule (dx a stencil of the cotangent with the flipped
+// window, then pad's adjoint; dw a reduction a tap). Dilations, padding wider than the dim on one
+// side and none on the other, every boundary mode, a 1-D window over a batch, 'same' padding.
+StencilDesc unit_strides(BM mode) {
+  return {.reduction = SR::sum,
+          .strides = {1, 1},
+          .dilations = {2, 1},
+          .explicit_padding = {5, 0, 1, 2},
+          .boundary_mode = mode,
+          .padding_constant = 1.5};
+}
+TG_GRAD_CASE({.name = "stencil/transposed_zero",
+              .op = "stencil",
+              .input_shapes = {{2, 4, 5}, {2, 3}},
+              .fn = [](const Xs& x) { return stencil(x[0], x[1], unit_strides(BM::zero)); }});
+TG_GRAD_CASE({.name = "stencil/transposed_constant",
+              .op = "stencil",
+              .input_shapes = {{2, 4, 5}, {2, 3}},
+              .fn = [](const Xs& x) { return stencil(x[0], x[1], unit_strides(BM::constant)); }});
+TG_GRAD_CASE({.name = "stencil/transposed_reflect",
+              .op = "stencil",
+              .input_shapes = {{2, 4, 5}, {2, 3}},
+              .fn = [](const Xs& x) { return stencil(x[0], x[1], unit_strides(BM::reflect)); }});
+TG_GRAD_CASE({.name = "stencil/transposed_symmetric",
+              .op = "stencil",
+              .input_shapes = {{2, 4, 5}, {2, 3}},
+              .fn = [](const Xs& x) { return stencil(x[0], x[1], unit_strides(BM::symmetric)); }});
+TG_GRAD_CASE({.name = "stencil/transposed_clamp_to_edge",
+              .op = "stencil",
+              .input_shapes = {{2, 4, 5}, {2, 3}},
+              .fn = [](const Xs& x) { return stencil(x[0], x[1], unit_strides(BM::clamp_to_edge)); }});
+TG_GRAD_CASE({.name = "stencil/transposed_periodic",
+              .op = "stencil",
+              .input_shapes = {{2, 4, 5}, {2, 3}},
+              .fn = [](const Xs& x) { return stencil(x[0], x[1], unit_strides(BM::periodic)); }});
+TG_GRAD_CASE({.name = "stencil/transposed_same_3d",
+              .op = "stencil",
+              .input_shapes = {{3, 4, 5}, {2, 3, 2}},
+              .fn = [](const Xs& x) {
+                return stencil(x[0], x[1],
+                               {.padding_style = PaddingStyle::same, .boundary_mode = BM::reflect});
+              }});
+TG_GRAD_CASE({.name = "stencil/transposed_1d_batch_valid",
+              .op = "stencil",
+              .input_shapes = {{3, 9}, {4}},
+              .fn = [](const Xs& x) {
+                return stencil(x[0], x[1], {.dilations = {2}, .padding_style = PaddingStyle::valid});
+              }});
+
 TG_GRAD_CASE(
     {.name = "stencil/product_2d_symmetric",
      .op = "stencil",
@@ -147,6 +196,22 @@ std::vector<TensorData> stencil_vjp(const TensorData& x, const TensorData& w, St
   Tensor xt = g.constant(x), wt = g.constant(w);
   Tensor y = stencil(xt, wt, std::move(desc));
   return testing::run_cpu(g, vjp({y}, {xt, wt}, {g.constant(ct)}));
+}
+
+TEST(StencilRules, UnitStridesTransposeTheStencil) {
+  // The gradient of a unit-stride sum is a stencil of the cotangent (the transposed stencil), not
+  // a gather of the window values and a scatter into the source.
+  Graph g;
+  Tensor x = g.placeholder({2, 16, 17}, DType::f32, "x");
+  Tensor w = g.placeholder({3, 3}, DType::f32, "w");
+  Tensor ct = g.placeholder({2, 16, 17}, DType::f32, "ct");
+  Tensor y = stencil(x, w, {.explicit_padding = {1, 1, 1, 1}});
+  std::vector<Tensor> grads = vjp({y}, {x}, {ct});
+  Executable exe = g.compile(Device::cpu(), {{x, x.type()}, {w, w.type()}, {ct, ct.type()}}, grads);
+  const std::string ir = exe.to_string();
+  EXPECT_EQ(testing::count_occurrences(ir, "gather"), 0) << ir;
+  EXPECT_EQ(testing::count_occurrences(ir, "scatter"), 0) << ir;
+  EXPECT_EQ(testing::count_occurrences(ir, "stencil("), 1) << ir;
 }
 
 TEST(StencilRules, SumZeroBoundary) {

@@ -115,4 +115,22 @@ TG_CONFORMANCE_CASES(stencil) {
       st("stencil_i64_max", {6, 6}, {2, 2}, desc(R::max), DType::i64, {}, {}, {}, -1000, 1000));
   // Empty batch.
   cases.push_back(st("stencil_empty_batch", {0, 5}, {2}, desc(R::sum)));
+  // Shapes large enough for the CUDA kernel's several tiles and its register blocking (several
+  // outputs a thread along y and z), with boundaries on every side; f32 besides f64 (each dtype
+  // is one more generated kernel to compile).
+  {
+    OpCase lap = st("stencil_tiled_2d_reflect", {2, 70, 75}, {3, 3}, desc(R::sum, {1, 1, 1, 1}, B::reflect));
+    lap.float_dtypes = {DType::f32};
+    cases.push_back(lap);
+    OpCase z = st("stencil_tiled_3d_periodic", {20, 66, 35}, {3, 3, 3},
+                  desc(R::sum, {1, 1, 1, 1, 1, 1}, B::periodic));
+    z.float_dtypes = {DType::f32};
+    cases.push_back(z);
+    StencilDesc d = desc(R::argmax, {2, 2, 0, 1}, B::symmetric);
+    d.strides = {1, 2};
+    d.dilations = {2, 1};
+    OpCase am = st("stencil_tiled_argmax_strided", {90, 100}, {3, 2}, d);
+    am.float_dtypes = {DType::f32};
+    cases.push_back(am);
+  }
 }

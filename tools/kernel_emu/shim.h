@@ -25,6 +25,7 @@ using std::min;
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __noinline__
 #define __global__
 #define __launch_bounds__(...)
 #define __restrict__
@@ -73,6 +74,7 @@ inline void launch(dim3 grid, dim3 block, const std::function<void()>& body) {
 inline void __syncthreads() { tg_emu::block_barrier->arrive_and_wait(); }
 inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
+inline unsigned __umulhi(unsigned a, unsigned b) { return static_cast<unsigned>((uint64_t{a} * b) >> 32); }
 inline long long __double_as_longlong(double d) { long long u; std::memcpy(&u, &d, 8); return u; }
 inline double __longlong_as_double(long long u) { double d; std::memcpy(&d, &u, 8); return d; }
 

@@ -137,24 +137,12 @@ void pad_rule(VjpContext& c) {
   if (!wants_gradient(c)) return;
   const PadDesc& p = c.attrs<PadDesc>();
   const Shape& in = c.inputs[0].shape();
-  Tensor g = c.cotangents[0];
-  if (p.mode == PadMode::constant) {  // the interior; works for dynamic dims too
-    SliceDesc s;
+  if (p.mode != PadMode::constant) {
     for (size_t i = 0; i < in.size(); ++i) {
-      s.axes.push_back(static_cast<int64_t>(i));
-      s.begin.push_back(p.before[i]);
-      s.end.push_back(p.after[i] == 0 ? kSliceEnd : -p.after[i]);
+      if ((p.before[i] != 0 || p.after[i] != 0) && in[i] < 0) dynamic_dim(c, static_cast<int64_t>(i));
     }
-    c.input_cotangents[0] = in.empty() ? g : slice(g, s);
-    return;
   }
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (p.before[i] == 0 && p.after[i] == 0) continue;
-    const int64_t axis = static_cast<int64_t>(i);
-    if (in[i] < 0) dynamic_dim(c, axis);
-    g = unpad_axis(c.graph, g, axis, in[i], p.before[i], p.after[i], p.mode);
-  }
-  c.input_cotangents[0] = g;
+  c.input_cotangents[0] = pad_adjoint(c.graph, c.cotangents[0], in, p);
 }
 
 /// concat: input k's gradient is its slice of the cotangent. Offsets are counted from the start
@@ -221,6 +209,23 @@ void tile_rule(VjpContext& c) {
 }
 
 }  // namespace
+
+Tensor pad_adjoint(Graph& graph, Tensor g, const Shape& in, const PadDesc& p) {
+  if (p.mode == PadMode::constant) {  // the interior; works for dynamic dims too
+    SliceDesc s;
+    for (size_t i = 0; i < in.size(); ++i) {
+      s.axes.push_back(static_cast<int64_t>(i));
+      s.begin.push_back(p.before[i]);
+      s.end.push_back(p.after[i] == 0 ? kSliceEnd : -p.after[i]);
+    }
+    return in.empty() ? g : slice(g, s);
+  }
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (p.before[i] == 0 && p.after[i] == 0) continue;
+    g = unpad_axis(graph, g, static_cast<int64_t>(i), in[i], p.before[i], p.after[i], p.mode);
+  }
+  return g;
+}
 
 void register_shape_rules(RuleTable& t) {
   t.set(OpKind::broadcast_to, broadcast_to_rule);

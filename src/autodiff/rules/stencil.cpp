@@ -6,6 +6,13 @@
 // p_j = v_j * w_j (sum: the output cotangent; product: times the product of the other p;
 // min/max: only at the arg index) gives dw = sum(dp * v) and dx = scatter-add of dp * w at reads
 // (the dummy slot is dropped). Needs static shapes.
+//
+// Sums with unit strides (the common case) take the transposed stencil instead, at the forward's
+// bandwidth: the stencil reads the source padded by its boundary mode, xp = pad(x), so
+// dxp = stencil(ct, reverse(w)) with zero boundary and (extent - 1) padding on both sides (a full
+// correlation with the flipped window; its output has xp's shape) and dx = pad's adjoint at dxp
+// (the interior, plus the mirrored / wrapped border positions added back where they were read;
+// rules/shape.cpp). dw[j] = sum(ct * the slice of xp that tap j reads), one fused reduction a tap.
 #include <algorithm>
 #include <limits>
 
@@ -119,6 +126,70 @@ Tensor product_cotangent(VjpContext& c, Tensor p, Tensor ct, int64_t window) {
   }
 }
 
+PadMode pad_mode(BoundaryMode m) {
+  switch (m) {
+    case BoundaryMode::reflect: return PadMode::reflect;
+    case BoundaryMode::symmetric: return PadMode::symmetric;
+    case BoundaryMode::clamp_to_edge: return PadMode::edge;
+    case BoundaryMode::periodic: return PadMode::periodic;
+    default: return PadMode::constant;
+  }
+}
+
+// The transposed-stencil rule (see the top) for sum with unit strides; false when it does not
+// apply (other strides, a padding after the outputs' reach that is negative, reflect over a dim of
+// size 1, which pad does not mirror).
+bool transposed_sum_rule(VjpContext& c, const std::vector<WindowDim>& dims) {
+  const auto& d = c.attrs<StencilDesc>();
+  Tensor x = c.inputs[0], w = c.inputs[1], ct = c.cotangents[0];
+  const Shape& xs = x.shape();
+  const size_t k = dims.size(), lead = xs.size() - k;
+  PadDesc pd{Shape(xs.size(), 0), Shape(xs.size(), 0), pad_mode(d.boundary_mode),
+             d.boundary_mode == BoundaryMode::constant ? d.padding_constant : 0.0};
+  StencilDesc t;  // the transposed stencil
+  t.reduction = StencilReduction::sum;
+  t.boundary_mode = BoundaryMode::zero;
+  std::vector<int64_t> axes;
+  for (size_t i = 0; i < k; ++i) {
+    const WindowDim& wd = dims[i];
+    const int64_t extent = (wd.win - 1) * wd.dilation + 1;
+    const int64_t after = wd.out + extent - 1 - wd.before - wd.in;
+    if (wd.stride != 1 || after < 0 || wd.before < 0) return false;
+    if (d.boundary_mode == BoundaryMode::reflect && wd.in == 1 && (wd.before > 0 || after > 0)) return false;
+    pd.before[lead + i] = wd.before;
+    pd.after[lead + i] = after;
+    t.strides.push_back(1);
+    t.dilations.push_back(wd.dilation);
+    t.explicit_padding.push_back(extent - 1);
+    t.explicit_padding.push_back(extent - 1);
+    axes.push_back(static_cast<int64_t>(i));
+  }
+  Tensor dxp = stencil(ct, reverse(w, axes), t);  // xp's shape
+  c.input_cotangents[0] = pad_adjoint(c.graph, dxp, xs, pd);
+  // dw: tap j reads xp[o + j * dilation] for every output o.
+  Tensor xp = pad(x, pd);
+  const Shape& ws = w.shape();
+  const int64_t window = num_elements(ws);
+  std::vector<Tensor> taps;
+  std::vector<int64_t> j(k, 0), all_axes;
+  for (size_t a = 0; a < xs.size(); ++a) all_axes.push_back(static_cast<int64_t>(a));
+  for (int64_t n = 0; n < window; ++n) {
+    SliceDesc s;
+    for (size_t i = 0; i < k; ++i) {
+      s.axes.push_back(static_cast<int64_t>(lead + i));
+      s.begin.push_back(j[i] * dims[i].dilation);
+      s.end.push_back(j[i] * dims[i].dilation + dims[i].out);
+    }
+    taps.push_back(reshape(reduce_sum(ct * slice(xp, s), {.axes = all_axes}), {1}));
+    for (size_t i = k; i-- > 0;) {
+      if (++j[i] < dims[i].win) break;
+      j[i] = 0;
+    }
+  }
+  c.input_cotangents[1] = reshape(taps.size() == 1 ? taps[0] : concat(taps, 0), ws);
+  return true;
+}
+
 void stencil_rule(VjpContext& c) {
   Tensor x = c.inputs[0], w = c.inputs[1], ct = c.cotangents[0];
   const auto& d = c.attrs<StencilDesc>();
@@ -143,6 +214,7 @@ void stencil_rule(VjpContext& c) {
     c.input_cotangents[1] = zeros_like(w);
     return;
   }
+  if (d.reduction == StencilReduction::sum && transposed_sum_rule(c, dims)) return;
   const int64_t window = num_elements(ws), batch = num_elements(ys) / outputs;
   Graph& g = c.graph;
   Tensor reads = read_constant(g, read_table(dims, d.boundary_mode, outputs, window, block),

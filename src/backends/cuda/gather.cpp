@@ -2,9 +2,10 @@
 // gather_elements, scatter_nd and scatter_elements (reductions none/add/mul/min/max), with the
 // semantics and error messages of backends/cpu/gather.cpp. Gathers move elements by size (any
 // dtype); scatters with a reduction take every dtype (bool add/max = or, mul/min = and).
-// Indices (i32 or i64) are first validated and normalized on the device into an int64 buffer;
-// an out-of-range index raises tg::Error(out_of_range) naming the first bad position in
-// row-major order, like the CPU. That check needs one host sync per call (see check_indices).
+// gather and gather_nd validate the raw indices (i32 or i64) in the copy kernel itself; the other
+// ops first validate and normalize them on the device into an int64 buffer (check_indices). An
+// out-of-range index raises tg::Error(out_of_range) after the run, naming the first bad position
+// in row-major order, like the CPU (the run's device error record; no host sync in the kernel).
 // Algorithms: kernels/gather.cu.
 #include "backends/gather_util.h"
 #include "backends/cuda/kernels/gather.h"
@@ -42,6 +43,46 @@ struct Scratch {
   }
 };
 
+/// The error of an index out of range at a position the device found (the CPU's message).
+backends::DeviceErrorFormatter index_error(const char* op, const char* operand, const std::vector<int64_t>& sizes,
+                                           int64_t first_dim, const Shape& shape) {
+  return [op = std::string(op), operand = std::string(operand), sizes, first_dim,
+          shape](const backends::DeviceErrorRecord& r) {
+    const int64_t b = r.detail[0], k = b % static_cast<int64_t>(sizes.size()), size = sizes[static_cast<size_t>(k)];
+    return Error(ErrorCode::out_of_range,
+                 fmt::format("[{}] index {} at indices position {} is out of range for dim {} of {} (size {}, "
+                             "valid [{}, {}))",
+                             op, r.detail[1], position(shape, b), first_dim + k, operand, size, -size, size));
+  };
+}
+
+/// Validates the dtype of `idx` and the sizes its elements address (element i: dim
+/// first_dim + i % sizes.size() of `operand`); raises on the host what is known without reading
+/// the indices (a wrong dtype; a dim of size 0, where no index is valid).
+void check_index_sizes(KernelContext& ctx, const TensorData& idx, const char* operand,
+                       const std::vector<int64_t>& sizes, int64_t first_dim) {
+  const char* op = ctx.op_name();
+  if (idx.dtype() != DType::i32 && idx.dtype() != DType::i64) {
+    fail(ErrorCode::dtype_mismatch, op, "indices must be i32 or i64, got {}",
+         idx.type().to_string());
+  }
+  const int64_t n = idx.num_elements();
+  if (n == 0) return;
+  TG_CHECK_INTERNAL(!sizes.empty() &&
+                        sizes.size() <= static_cast<size_t>(kernels::kMaxGatherDims) &&
+                        n % static_cast<int64_t>(sizes.size()) == 0,
+                    "index period does not divide the indices");
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    if (sizes[k] == 0) {  // no index is valid: known without reading them
+      backends::DeviceErrorRecord r;
+      r.detail[0] = static_cast<long long>(k);
+      TensorData host = idx.to(Device::cpu());
+      r.detail[1] = static_cast<long long>(host.element_as_double(static_cast<int64_t>(k)));
+      throw index_error(op, operand, sizes, first_dim, idx.shape())(r);
+    }
+  }
+}
+
 /// The indices of `idx` normalized to int64 on the device (see the CPU's load_indices): element i
 /// addresses dim first_dim + i % sizes.size() of `operand`. An index out of range is found on the
 /// device: it reads as 0 (so the op's kernel stays in bounds) and the run's device error record
@@ -51,33 +92,9 @@ const int64_t* check_indices(KernelContext& ctx, Scratch& scratch, const TensorD
                              const char* operand, const std::vector<int64_t>& sizes,
                              int64_t first_dim) {
   const char* op = ctx.op_name();
-  if (idx.dtype() != DType::i32 && idx.dtype() != DType::i64) {
-    fail(ErrorCode::dtype_mismatch, op, "indices must be i32 or i64, got {}",
-         idx.type().to_string());
-  }
+  check_index_sizes(ctx, idx, operand, sizes, first_dim);
   const int64_t n = idx.num_elements();
   if (n == 0) return nullptr;
-  TG_CHECK_INTERNAL(!sizes.empty() &&
-                        sizes.size() <= static_cast<size_t>(kernels::kMaxGatherDims) &&
-                        n % static_cast<int64_t>(sizes.size()) == 0,
-                    "index period does not divide the indices");
-  auto describe = [op = std::string(op), operand = std::string(operand), sizes, first_dim,
-                   shape = idx.shape()](const backends::DeviceErrorRecord& r) {
-    const int64_t b = r.detail[0], k = b % static_cast<int64_t>(sizes.size()), size = sizes[static_cast<size_t>(k)];
-    return Error(ErrorCode::out_of_range,
-                 fmt::format("[{}] index {} at indices position {} is out of range for dim {} of {} (size {}, "
-                             "valid [{}, {}))",
-                             op, r.detail[1], position(shape, b), first_dim + k, operand, size, -size, size));
-  };
-  for (size_t k = 0; k < sizes.size(); ++k) {
-    if (sizes[k] == 0) {  // no index is valid: known without reading them
-      backends::DeviceErrorRecord r;
-      r.detail[0] = static_cast<long long>(k);
-      TensorData host = idx.to(Device::cpu());
-      r.detail[1] = static_cast<long long>(host.element_as_double(static_cast<int64_t>(k)));
-      throw describe(r);
-    }
-  }
   kernels::IndexSizes is;
   is.period = static_cast<int>(sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) is.sizes[i] = sizes[i];
@@ -86,10 +103,25 @@ const int64_t* check_indices(KernelContext& ctx, Scratch& scratch, const TensorD
   kernels::normalize_indices(ptr(idx), idx.dtype() == DType::i64, n, is, out, flag, stream_of(ctx));
   check_launch(op, "normalize_indices");
   report_flag(flag, true, static_cast<unsigned long long>(n), ptr(idx), idx.dtype() == DType::i64,
-              device_check(ctx, std::move(describe)), stream_of(ctx), op);
+              device_check(ctx, index_error(op, operand, sizes, first_dim, idx.shape())), stream_of(ctx), op);
   return out;
 }
 
+/// For the checked gathers (indices validated where the copy reads them): the flag the kernel
+/// lowers, initialized to n on the stream. After the kernel, report_checked writes the run's
+/// device error record from it.
+unsigned long long* begin_checked(KernelContext& ctx, Scratch& scratch, const TensorData& idx) {
+  auto* flag = static_cast<unsigned long long*>(scratch.get(sizeof(unsigned long long)));
+  kernels::init_index_flag(flag, idx.num_elements(), stream_of(ctx));
+  check_launch(ctx.op_name(), "init_index_flag");
+  return flag;
+}
+void report_checked(KernelContext& ctx, unsigned long long* flag, const TensorData& idx, const char* operand,
+                    const std::vector<int64_t>& sizes, int64_t first_dim) {
+  const char* op = ctx.op_name();
+  report_flag(flag, true, static_cast<unsigned long long>(idx.num_elements()), ptr(idx), idx.dtype() == DType::i64,
+              device_check(ctx, index_error(op, operand, sizes, first_dim, idx.shape())), stream_of(ctx), op);
+}
 
 void check_rank(KernelContext& ctx, size_t rank) {
   if (rank > static_cast<size_t>(kernels::kMaxGatherDims)) {
@@ -118,16 +150,24 @@ void gather_kernel(KernelContext& ctx) {
   auto axis = static_cast<size_t>(a.axis), bd = static_cast<size_t>(a.batch_dims);
   const int64_t dim = xs[axis];
   Scratch scratch{ctx};
-  const int64_t* ind = check_indices(ctx, scratch, idx, "x", {dim}, a.axis);
+  check_index_sizes(ctx, idx, "x", {dim}, a.axis);
   const int64_t batch = product(xs, 0, bd), pre = product(xs, bd, axis),
                 slice = product(xs, axis + 1, xs.size());
   const int64_t per_batch = product(idx.shape(), bd, idx.shape().size());
   const int64_t rows = batch * pre * per_batch;
   TG_CHECK_INTERNAL(rows * slice == y.num_elements(), "gather output size");
-  if (rows * slice == 0) return;
-  kernels::gather(ptr(x), ptr(y), static_cast<int>(dtype_size(x.dtype())), ind, rows, slice,
-                  per_batch, pre, dim, stream_of(ctx));
+  if (idx.num_elements() == 0) return;
+  // Indices checked where the copy reads them (no normalization pass); when nothing is copied
+  // (empty slices) they are still checked, by the normalization kernel.
+  if (rows * slice == 0) {
+    check_indices(ctx, scratch, idx, "x", {dim}, a.axis);
+    return;
+  }
+  unsigned long long* flag = begin_checked(ctx, scratch, idx);
+  kernels::gather_checked(ptr(x), ptr(y), static_cast<int>(dtype_size(x.dtype())), ptr(idx),
+                          idx.dtype() == DType::i64, rows, slice, per_batch, pre, dim, flag, stream_of(ctx));
   check_launch(ctx.op_name(), "gather");
+  report_checked(ctx, flag, idx, "x", {dim}, a.axis);
 }
 
 void gather_nd_kernel(KernelContext& ctx) {
@@ -140,17 +180,28 @@ void gather_nd_kernel(KernelContext& ctx) {
   std::vector<int64_t> sizes(xs.begin() + static_cast<std::ptrdiff_t>(bd),
                              xs.begin() + static_cast<std::ptrdiff_t>(bd + k));
   Scratch scratch{ctx};
-  const int64_t* ind =
-      sizes.empty() ? nullptr : check_indices(ctx, scratch, idx, "x", sizes, a.batch_dims);
   const int64_t batch = product(xs, 0, bd), tuples = product(is, bd, is.size() - 1);
   const int64_t slice = product(xs, bd + k, xs.size()), batch_stride = product(xs, bd, xs.size());
   const std::vector<int64_t> tuple_strides = row_major_strides(sizes);
   TG_CHECK_INTERNAL(batch * tuples * slice == y.num_elements(), "gather_nd output size");
-  if (y.num_elements() == 0) return;
-  kernels::gather_nd(ptr(x), ptr(y), static_cast<int>(dtype_size(x.dtype())), ind, batch * tuples,
-                     tuples, static_cast<int>(k), tuple_strides.data(), slice, batch_stride,
-                     stream_of(ctx));
+  if (sizes.empty() || y.num_elements() == 0 || idx.num_elements() == 0) {
+    // No index to read in the copy: the indices (if any) are checked by the normalization kernel.
+    const int64_t* ind =
+        sizes.empty() ? nullptr : check_indices(ctx, scratch, idx, "x", sizes, a.batch_dims);
+    if (y.num_elements() == 0) return;
+    kernels::gather_nd(ptr(x), ptr(y), static_cast<int>(dtype_size(x.dtype())), ind, batch * tuples,
+                       tuples, static_cast<int>(k), tuple_strides.data(), slice, batch_stride,
+                       stream_of(ctx));
+    check_launch(ctx.op_name(), "gather_nd");
+    return;
+  }
+  check_index_sizes(ctx, idx, "x", sizes, a.batch_dims);
+  unsigned long long* flag = begin_checked(ctx, scratch, idx);
+  kernels::gather_nd_checked(ptr(x), ptr(y), static_cast<int>(dtype_size(x.dtype())), ptr(idx),
+                             idx.dtype() == DType::i64, batch * tuples, tuples, static_cast<int>(k),
+                             tuple_strides.data(), sizes.data(), slice, batch_stride, flag, stream_of(ctx));
   check_launch(ctx.op_name(), "gather_nd");
+  report_checked(ctx, flag, idx, "x", sizes, a.batch_dims);
 }
 
 void gather_elements_kernel(KernelContext& ctx) {

@@ -2,6 +2,8 @@
 // avg_pool2d_backward (global_avg_pool2d is a reduce_mean composite), NHWC or NCHW, with the CPU
 // backend's semantics (backends/cpu/pool.cpp; see kernels/pool.h for the rules).
 //
+// max_pool2d over contiguous (H, W) planes (NCHW, or NHWC with C = 1) runs the generated tiled
+// stencil kernel (stencil_codegen.h: shared-memory tiles with halos, unit weights folded).
 // Own kernels (kernels/pool.cu): forward ops one thread per output element; max backward first
 // finds each window's routed element (an int32 tap index per dy element, in a scratch buffer),
 // then every dx element gathers the dy of the windows that route to it; avg backward gathers
@@ -10,11 +12,14 @@
 // dtypes: max_pool2d any numeric dtype; the others floating dtypes (dtype_mismatch otherwise).
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <memory>
 
 #include "backends/cuda/context.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/kernels/pool.h"
+#include "backends/cuda/stencil_codegen.h"
 #include "core/error_util.h"
 #include "ops/pool.h"
 
@@ -62,6 +67,52 @@ kernels::PoolParams params_of(const KernelContext& ctx, const Shape& x_shape) {
   return p;
 }
 
+/// The bits of the lowest value of `dt` in its compute type (f32 for f16/bf16): max pooling's
+/// padding, which never wins.
+uint64_t lowest_bits(DType dt) {
+  uint64_t bits = 0;
+  auto put = [&bits](auto v) { std::memcpy(&bits, &v, sizeof(v)); };
+  switch (dt) {
+    case DType::f64: put(-std::numeric_limits<double>::infinity()); break;
+    case DType::i8: put(std::numeric_limits<int8_t>::lowest()); break;
+    case DType::u8: put(std::numeric_limits<uint8_t>::lowest()); break;
+    case DType::i32: put(std::numeric_limits<int32_t>::lowest()); break;
+    case DType::i64: put(std::numeric_limits<int64_t>::lowest()); break;
+    default: put(-std::numeric_limits<float>::infinity()); break;  // f16, bf16, f32
+  }
+  return bits;
+}
+
+/// max_pool2d over (H, W) planes that are contiguous (NCHW, or NHWC with one channel) as the
+/// generated tiled stencil kernel (stencil_codegen.h): a max over unit weights with the padding
+/// read as the lowest value, which never wins: the pooling semantics (NaN propagates, a window
+/// without input elements gives -inf). False when the window does not tile.
+bool max_pool_tiled(KernelContext& ctx, const kernels::PoolParams& p) {
+  if (p.nhwc && p.c != 1) return false;
+  TiledStencilSpec spec;
+  spec.dtype = ctx.inputs[0].dtype();
+  spec.reduction = 3;  // max
+  spec.mode = 1;       // constant
+  spec.unit_weights = true;
+  const kernels::PoolWindow* dims[2] = {&p.h, &p.w};
+  TiledStencilSizes sizes;
+  sizes.batch = p.n * p.c;
+  sizes.boundary_bits = lowest_bits(spec.dtype);
+  for (size_t i = 0; i < 2; ++i) {
+    const kernels::PoolWindow& d = *dims[i];
+    if (d.k > 4096 || d.stride > 4096 || d.dilation > 4096) return false;
+    spec.win[2 + i] = static_cast<int>(d.k);
+    spec.stride[2 + i] = static_cast<int>(d.stride);
+    spec.dilation[2 + i] = static_cast<int>(d.dilation);
+    sizes.in[2 + i] = d.in;
+    sizes.out[2 + i] = d.out;
+    sizes.before[2 + i] = d.pad_before;
+  }
+  if (!plan_tiled_stencil(spec, 2, sizes)) return false;
+  run_tiled_stencil(ctx, spec, sizes, ptr(ctx.inputs[0]), nullptr, ptr(ctx.outputs[0]));
+  return true;
+}
+
 template <bool kMax>
 void pool_forward_kernel(KernelContext& ctx) {
   const TensorData& x = ctx.inputs[0];
@@ -70,6 +121,7 @@ void pool_forward_kernel(KernelContext& ctx) {
   const PoolType t = pool_type(x.dtype(), !kMax, ctx.op_name());
   if (y.num_elements() == 0) return;
   if (kMax) {
+    if (max_pool_tiled(ctx, p)) return;
     kernels::launch_max_pool2d(t, ptr(x), ptr(y), p, stream_of(ctx));
   } else {
     kernels::launch_avg_pool2d(t, ptr(x), ptr(y), p, stream_of(ctx));

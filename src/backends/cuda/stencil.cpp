@@ -1,9 +1,14 @@
 // CUDA kernel of the stencil op (semantics of backends/cpu/stencil.cpp: window rank 1..4 over the
 // last dims, strides, dilations, explicit/valid/same padding, every boundary mode, reductions
 // sum/product/min/max/argmin/argmax; numeric dtypes). Here: the geometry (as the CPU's Plan,
-// with its errors) and the boundary value; the kernel is in kernels/stencil.cu.
+// with its errors) and the boundary value. The kernel is the generated tiled one
+// (stencil_codegen.h: shared-memory tiles with halos, one NVRTC kernel per window shape,
+// strides, dilations, reduction, boundary mode and dtype); windows it cannot tile (over 343 taps,
+// tiles over 40 KB) run the generic thread-per-output kernel of kernels/stencil.cu.
 #include "backends/cuda/kernels/stencil.h"
+#include "backends/cuda/stencil_codegen.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -77,6 +82,29 @@ void stencil_kernel(KernelContext& ctx) {
     static_assert(sizeof(c) <= sizeof(p.boundary));
     std::memcpy(&p.boundary, &c, sizeof(c));
   });
+  // The tiled kernel: window dims padded to 4 (leading dims of size 1).
+  TiledStencilSpec spec;
+  spec.dtype = ctx.inputs[0].dtype();
+  spec.reduction = p.reduction;
+  spec.mode = p.mode;
+  TiledStencilSizes sizes;
+  sizes.batch = p.batch;
+  sizes.boundary_bits = p.boundary;
+  bool fits = true;
+  for (int i = 0; i < p.k; ++i) {
+    const size_t j = static_cast<size_t>(4 - p.k + i);
+    fits = fits && p.win[i] <= 4096 && p.stride[i] <= 4096 && p.dilation[i] <= 4096;
+    spec.win[j] = static_cast<int>(std::min<int64_t>(p.win[i], 4097));
+    spec.stride[j] = static_cast<int>(std::min<int64_t>(p.stride[i], 4097));
+    spec.dilation[j] = static_cast<int>(std::min<int64_t>(p.dilation[i], 4097));
+    sizes.in[j] = p.in[i];
+    sizes.out[j] = p.out[i];
+    sizes.before[j] = p.before[i];
+  }
+  if (fits && plan_tiled_stencil(spec, p.k, sizes)) {
+    run_tiled_stencil(ctx, spec, sizes, ptr(ctx.inputs[0]), ptr(ctx.inputs[1]), ptr(ctx.outputs[0]));
+    return;
+  }
   kernels::stencil(scalar_type(ctx.inputs[0].dtype()), ptr(ctx.inputs[0]), ptr(ctx.inputs[1]),
                    ptr(ctx.outputs[0]), p, stream_of(ctx));
   check_launch(ctx.op_name(), "stencil");

@@ -4,7 +4,10 @@
 //   value + size; an invalid index lowers a device "first bad position" with atomicMin and reads
 //   as 0 (a report kernel then writes the run's device error record: context.h report_flag).
 // - gather / gather_nd: whole slices are copied, thread per slice word; slices move as the
-//   widest word (16/8/4/2/1 bytes) dividing the slice's byte size.
+//   widest word (16/8/4/2/1 bytes) dividing the slice's byte size. The checked variants read the
+//   raw indices and validate them in the copy kernel itself (no normalization pass); within a
+//   warp the lane holding a row's first word computes the row's source and shuffles it to the
+//   lanes of the same row (index loads and checks amortized over the row's words).
 // - gather_elements: thread per output element, coordinates decomposed per element.
 // - scatter (scatter_nd, scatter_elements; y already holds a copy of data): the update units
 //   (slices / elements) are keyed by their target, stably radix-sorted by target (cub), and
@@ -160,6 +163,136 @@ void launch_rows(const void* x, void* y, int elem_size, i64 rows, i64 slice, con
   }
 }
 
+// Checked rows: the raw indices (int32 or int64) are validated where they are read (no
+// normalization pass): an index outside [-size, size) lowers *first_bad to its position in the
+// indices tensor (atomicMin) and reads row 0, so the copy stays in bounds.
+template <typename IdxT>
+__device__ __forceinline__ i64 checked_index(const IdxT* idx, i64 pos, i64 size, u64* first_bad) {
+  i64 v = static_cast<i64>(__ldg(idx + pos));
+  if (v < -size || v >= size) {
+    atomicMin(first_bad, static_cast<u64>(pos));
+    return 0;
+  }
+  return v < 0 ? v + size : v;
+}
+
+template <typename IdxT>
+struct GatherRowChecked {  // source slice of output row r (gather), from raw indices
+  const IdxT* idx;
+  i64 per_batch, pre, dim;
+  u64* first_bad;
+  __device__ i64 operator()(i64 r) const {
+    const i64 bp = r / per_batch, n = r - bp * per_batch, b = bp / pre;
+    return bp * dim + checked_index(idx, b * per_batch + n, dim, first_bad);
+  }
+};
+
+template <typename IdxT>
+struct GatherNdRowChecked {  // source slice of output row r (gather_nd), from raw indices
+  const IdxT* idx;
+  i64 tuples, batch_rows;
+  int k;
+  i64 strides[kMaxGatherDims], sizes[kMaxGatherDims];
+  u64* first_bad;
+  __device__ i64 operator()(i64 r) const {
+    i64 off = 0;
+    for (int j = 0; j < k; ++j) off += checked_index(idx, r * k + j, sizes[j], first_bad) * strides[j];
+    return r / tuples * batch_rows + off;
+  }
+};
+
+// One warp-wide step of a checked gather: each thread moves one word; a row's index is computed
+// once per group of lanes sharing the row (the lane holding its first word) and shuffled to the
+// others, so index loads and checks are amortized over the row's words.
+// t / d for 0 <= t < 2^31 by d's magic numbers (m, s), as kernels/pool.cu's Divider; 64-bit
+// indices divide plainly (m = 0).
+struct RowDiv {
+  unsigned m = 0, s = 0;
+};
+RowDiv row_div(i64 d) {
+  RowDiv r;
+  const u64 u = static_cast<u64>(d < 1 ? 1 : d);
+  while ((u64{1} << r.s) < u) ++r.s;
+  r.m = static_cast<unsigned>((u64{1} << 32) * ((u64{1} << r.s) - u) / u + 1);
+  return r;
+}
+template <typename I>
+__device__ __forceinline__ I div_row(I t, I d, RowDiv q) {
+  if constexpr (sizeof(I) == 4) {
+    return static_cast<I>((static_cast<u64>(__umulhi(static_cast<unsigned>(t), q.m)) + t) >> q.s);
+  } else {
+    return t / d;
+  }
+}
+
+template <int W, typename I, typename RowFn>
+__global__ void rows_checked_kernel(const word_t<W>* __restrict__ x, word_t<W>* __restrict__ y, I total,
+                                    I slice_w, RowDiv dw, RowFn fn) {
+  const I step = static_cast<I>(gridDim.x) * blockDim.x;
+  // Uniform trip count across the warp (the shuffle needs every lane).
+  const I base0 = static_cast<I>(blockIdx.x) * blockDim.x + (threadIdx.x & ~31u);
+  const unsigned lane = threadIdx.x & 31u;
+  for (I b = base0; b < total; b += step) {
+    const I t = b + lane;
+    const bool live = t < total;
+    const I r = live ? div_row<I>(t, slice_w, dw) : 0;
+    // Lanes whose word starts a row, or lane 0, load its index; others read theirs by shuffle.
+    const bool leader = live && (lane == 0 || t - r * slice_w == 0);
+    i64 src = leader ? fn(r) : 0;
+    if (slice_w < 32) {
+      // The leader of row r is lane max(0, r * slice_w - b).
+      const I lead_t = r * slice_w;
+      const int from = lead_t > b ? static_cast<int>(lead_t - b) : 0;
+      src = __shfl_sync(0xffffffffu, src, from);
+    } else if (!leader && live) {
+      src = fn(r);
+    }
+    if (live) y[t] = x[src * static_cast<i64>(slice_w) + (t - r * slice_w)];
+  }
+}
+
+template <int W, typename RowFn>
+void launch_rows_checked_w(const void* x, void* y, i64 rows, i64 slice_w, const RowFn& fn,
+                           cudaStream_t stream) {
+  const i64 total = rows * slice_w;
+  const auto* s = static_cast<const word_t<W>*>(x);
+  auto* d = static_cast<word_t<W>*>(y);
+  if (total < (i64{1} << 31)) {
+    rows_checked_kernel<W, unsigned><<<blocks_for(total), kThreads, 0, stream>>>(
+        s, d, static_cast<unsigned>(total), static_cast<unsigned>(slice_w), row_div(slice_w), fn);
+  } else {
+    rows_checked_kernel<W, u64><<<blocks_for(total), kThreads, 0, stream>>>(
+        s, d, static_cast<u64>(total), static_cast<u64>(slice_w), RowDiv{}, fn);
+  }
+}
+
+template <typename RowFn>
+void launch_rows_checked(const void* x, void* y, int elem_size, i64 rows, i64 slice, const RowFn& fn,
+                         cudaStream_t stream) {
+  if (rows * slice == 0) return;
+  const i64 bytes = slice * elem_size;
+  int w = elem_size;
+  for (int cand = 16; cand > elem_size; cand /= 2) {
+    if (bytes % cand == 0 && aligned(x, cand) && aligned(y, cand)) {
+      w = cand;
+      break;
+    }
+  }
+  const i64 slice_w = bytes / w;
+  switch (w) {
+    case 1:
+      return launch_rows_checked_w<1>(x, y, rows, slice_w, fn, stream);
+    case 2:
+      return launch_rows_checked_w<2>(x, y, rows, slice_w, fn, stream);
+    case 4:
+      return launch_rows_checked_w<4>(x, y, rows, slice_w, fn, stream);
+    case 8:
+      return launch_rows_checked_w<8>(x, y, rows, slice_w, fn, stream);
+    default:
+      return launch_rows_checked_w<16>(x, y, rows, slice_w, fn, stream);
+  }
+}
+
 __device__ __forceinline__ i64 element_target(const ElementsParams& p, const i64* ind, i64 i) {
   i64 rest = i, off = 0;
   for (int d = p.rank - 1; d >= 0; --d) {
@@ -298,6 +431,49 @@ void gather_nd(const void* x, void* y, int elem_size, const int64_t* ind, int64_
   GatherNdRow fn{reinterpret_cast<const i64*>(ind), tuples, batch_stride / slice, k, {}};
   for (int j = 0; j < k; ++j) fn.strides[j] = tuple_strides[j];
   launch_rows(x, y, elem_size, rows, slice, fn, stream);
+}
+
+void init_index_flag(unsigned long long* first_bad, int64_t n, cudaStream_t stream) {
+  init_flag_kernel<<<1, 1, 0, stream>>>(first_bad, static_cast<u64>(n));
+}
+
+void gather_checked(const void* x, void* y, int elem_size, const void* idx, bool idx64, int64_t rows,
+                    int64_t slice, int64_t per_batch, int64_t pre, int64_t dim,
+                    unsigned long long* first_bad, cudaStream_t stream) {
+  if (per_batch == 0 || pre == 0) return;
+  if (idx64) {
+    launch_rows_checked(x, y, elem_size, rows, slice,
+                        GatherRowChecked<i64>{static_cast<const i64*>(idx), per_batch, pre, dim, first_bad}, stream);
+  } else {
+    launch_rows_checked(x, y, elem_size, rows, slice,
+                        GatherRowChecked<int>{static_cast<const int*>(idx), per_batch, pre, dim, first_bad}, stream);
+  }
+}
+
+void gather_nd_checked(const void* x, void* y, int elem_size, const void* idx, bool idx64, int64_t rows,
+                       int64_t tuples, int k, const int64_t* tuple_strides, const int64_t* sizes, int64_t slice,
+                       int64_t batch_stride, unsigned long long* first_bad, cudaStream_t stream) {
+  if (tuples == 0 || slice == 0) return;
+  auto run = [&](auto fn) {
+    fn.tuples = tuples;
+    fn.batch_rows = batch_stride / slice;
+    fn.k = k;
+    for (int j = 0; j < k; ++j) {
+      fn.strides[j] = tuple_strides[j];
+      fn.sizes[j] = sizes[j];
+    }
+    fn.first_bad = first_bad;
+    launch_rows_checked(x, y, elem_size, rows, slice, fn, stream);
+  };
+  if (idx64) {
+    GatherNdRowChecked<i64> fn{};
+    fn.idx = static_cast<const i64*>(idx);
+    run(fn);
+  } else {
+    GatherNdRowChecked<int> fn{};
+    fn.idx = static_cast<const int*>(idx);
+    run(fn);
+  }
 }
 
 void gather_elements(const void* x, void* y, int elem_size, const int64_t* ind, int64_t n,

@@ -34,6 +34,22 @@ void gather_nd(const void* x, void* y, int elem_size, const int64_t* ind, int64_
                int64_t tuples, int k, const int64_t* tuple_strides, int64_t slice,
                int64_t batch_stride, cudaStream_t stream);
 
+/// Sets *first_bad (device) to n: the start value of the checked gathers' flag.
+void init_index_flag(unsigned long long* first_bad, int64_t n, cudaStream_t stream);
+
+/// gather from the raw indices `idx` (int64 when idx64, else int32) of the index tensor, each
+/// checked against [-dim, dim) where it is read: an invalid one lowers *first_bad to its position
+/// (atomicMin; init_index_flag first) and reads row 0. Otherwise as gather above.
+void gather_checked(const void* x, void* y, int elem_size, const void* idx, bool idx64, int64_t rows,
+                    int64_t slice, int64_t per_batch, int64_t pre, int64_t dim,
+                    unsigned long long* first_bad, cudaStream_t stream);
+
+/// gather_nd from raw indices, index j of each tuple checked against [-sizes[j], sizes[j]) as in
+/// gather_checked. Otherwise as gather_nd above.
+void gather_nd_checked(const void* x, void* y, int elem_size, const void* idx, bool idx64, int64_t rows,
+                       int64_t tuples, int k, const int64_t* tuple_strides, const int64_t* sizes, int64_t slice,
+                       int64_t batch_stride, unsigned long long* first_bad, cudaStream_t stream);
+
 /// Element i of an indices tensor (dims idx_dims, rank) addresses the operand element
 /// sum_{d != axis} c_d * x_strides[d] + ind[i] * x_strides[axis].
 struct ElementsParams {

@@ -1,0 +1,192 @@
+// Generated tiled stencil kernels (see stencil_codegen.h; device code in device/stencil.cuh).
+#include "backends/cuda/stencil_codegen.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "backends/cuda/context.h"
+#include "backends/cuda/elementwise_codegen.h"
+#include "backends/cuda/nvrtc/compiler.h"
+#include "core/error_util.h"
+
+namespace tg::cuda {
+namespace {
+
+/// Host copy of tg_dev::StencilArgs (device/stencil.cuh): same members, same order.
+struct StencilArgs {
+  long long batch;
+  long long in[4], out[4], before[4];
+  long long tiles[3];
+  long long total_tiles;
+  long long boundary;
+  int small;
+  unsigned div_m[4], div_s[4];
+};
+
+/// Magic numbers (m, s) of a divisor 1 <= d < 2^31 for tg_dev::st_div: s = ceil(log2 d),
+/// m = 2^32 (2^s - d) / d + 1 (as kernels/pool.cu's Divider).
+void magic(int64_t d, unsigned& m, unsigned& s) {
+  const uint64_t u = static_cast<uint64_t>(std::max<int64_t>(d, 1));
+  unsigned sh = 0;
+  while ((uint64_t{1} << sh) < u) ++sh;
+  m = static_cast<unsigned>((uint64_t{1} << 32) * ((uint64_t{1} << sh) - u) / u + 1);
+  s = sh;
+}
+
+constexpr int kMaxTaps = 343;             // 7 x 7 x 7
+constexpr int kMaxUnrolledFolds = 1024;   // taps x outputs per thread
+constexpr size_t kMaxTileBytes = 40 * 1024;
+
+const char* compute_type(DType t) {
+  return (t == DType::f16 || t == DType::bf16) ? "float" : device_type(t);
+}
+
+int64_t extent(int tiles, int stride, int win, int dilation) {
+  return static_cast<int64_t>(tiles - 1) * stride + static_cast<int64_t>(win - 1) * dilation + 1;
+}
+
+size_t tile_bytes(const TiledStencilSpec& s) {
+  const int64_t ex = extent(s.bx, s.stride[3], s.win[3], s.dilation[3]);
+  const int64_t ey = extent(s.by * s.ry, s.stride[2], s.win[2], s.dilation[2]);
+  return 2 * static_cast<size_t>(ex * ey) * dtype_size(s.dtype);  // two buffers
+}
+
+}  // namespace
+
+bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& sizes) {
+  int window = 1;
+  for (int i = 0; i < 4; ++i) {
+    if (s.win[i] < 1 || s.win[i] > 4096 || s.stride[i] < 1 || s.stride[i] > 4096 || s.dilation[i] < 1 ||
+        s.dilation[i] > 4096) {
+      return false;
+    }
+    window *= s.win[i];
+    if (window > kMaxTaps) return false;
+  }
+  if (k <= 1) {
+    s.bx = 256, s.by = 1, s.ry = 1, s.rz = 1;
+  } else {
+    s.bx = 32, s.by = 8;
+    // Register blocking where the outputs are many (small problems keep the kernel small: less
+    // to compile).
+    s.ry = sizes.out[2] >= 64 ? 4 : 1;
+    s.rz = (k >= 3 && s.win[1] > 1 && sizes.out[1] >= 8) ? 4 : 1;
+    while (s.rz > 1 && s.rz * s.ry * window > kMaxUnrolledFolds) s.rz /= 2;
+    while (s.ry > 1 && s.rz * s.ry * window > kMaxUnrolledFolds) s.ry /= 2;
+    if (s.rz > 1 && s.rz > sizes.out[1]) s.rz = static_cast<int>(std::max<int64_t>(sizes.out[1], 1));
+    if (tile_bytes(s) > kMaxTileBytes) s.by = 4;
+    if (tile_bytes(s) > kMaxTileBytes) s.ry = 1;
+    if (tile_bytes(s) > kMaxTileBytes) s.by = 1;
+  }
+  return tile_bytes(s) <= kMaxTileBytes;
+}
+
+std::string tiled_stencil_source(const TiledStencilSpec& s) {
+  const bool arg = s.reduction >= 4;
+  std::string src = "#include \"stencil.cuh\"\nstruct tg_st_cfg {\n";
+  src += fmt::format("  typedef {} T;\n  typedef {} C;\n  typedef {} Y;\n", device_type(s.dtype),
+                     compute_type(s.dtype), arg ? "int" : device_type(s.dtype));
+  src += fmt::format("  static constexpr int R = {}, M = {};\n  static constexpr bool UNIT_W = {};\n", s.reduction,
+                     s.mode, s.unit_weights ? "true" : "false");
+  src += fmt::format("  static constexpr int W0 = {}, WZ = {}, WY = {}, WX = {};\n", s.win[0], s.win[1], s.win[2],
+                     s.win[3]);
+  src += fmt::format("  static constexpr int S0 = {}, SZ = {}, SY = {}, SX = {};\n", s.stride[0], s.stride[1],
+                     s.stride[2], s.stride[3]);
+  src += fmt::format("  static constexpr int D0 = {}, DZ = {}, DY = {}, DX = {};\n", s.dilation[0], s.dilation[1],
+                     s.dilation[2], s.dilation[3]);
+  src += fmt::format("  static constexpr int BX = {}, BY = {}, RY = {}, RZ = {};\n}};\n", s.bx, s.by, s.ry, s.rz);
+  // At least 3 resident blocks of 256 threads (<= 85 registers), 2 for 8-byte types: enough
+  // warps and loads in flight per SM.
+  const bool wide = dtype_size(s.dtype) == 8;
+  src += fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({}, {}) tg_stencil(const tg_st_cfg::T* __restrict__ x, "
+      "const tg_st_cfg::T* __restrict__ w, tg_st_cfg::Y* __restrict__ y, tg_dev::StencilArgs a) {{\n"
+      "  tg_dev::stencil_tiles<tg_st_cfg>(x, w, y, a);\n}}\n",
+      s.bx * s.by, wide ? 2 : 3);
+  return src;
+}
+
+TiledStencilLaunch tiled_stencil_launch(const TiledStencilSpec& s, const TiledStencilSizes& z, int resident_blocks) {
+  TiledStencilLaunch l;
+  const int64_t tx = s.bx, ty = static_cast<int64_t>(s.by) * s.ry, tz = s.rz;
+  l.tiles[0] = (z.out[3] + tx - 1) / tx;
+  l.tiles[1] = (z.out[2] + ty - 1) / ty;
+  l.tiles[2] = (z.out[1] + tz - 1) / tz;
+  l.total_tiles = z.batch * z.out[0] * l.tiles[2] * l.tiles[1] * l.tiles[0];
+  // As many blocks as run at once (each walks several tiles, overlapping the loads of the next
+  // with the fold of the current), at most one a tile.
+  l.blocks = static_cast<unsigned>(std::clamp<int64_t>(l.total_tiles, 1, std::max(resident_blocks, 1)));
+  l.threads = static_cast<unsigned>(s.bx * s.by);
+  return l;
+}
+
+void run_tiled_stencil(const backends::KernelContext& ctx, const TiledStencilSpec& s, const TiledStencilSizes& z,
+                       const void* x, const void* w, void* y) {
+  const char* op = ctx.op_name();
+  DeviceContext& dc = context_of(ctx);
+  // Kernel cache: (device, spec) -> kernel.
+  const std::string key =
+      fmt::format("{}|{}|{}|{}|{}|{},{},{},{}|{},{},{},{}|{},{},{},{}|{},{},{},{}", ctx.device.index,
+                  static_cast<int>(s.dtype), s.reduction, s.mode, s.unit_weights, s.win[0], s.win[1], s.win[2],
+                  s.win[3], s.stride[0], s.stride[1], s.stride[2], s.stride[3], s.dilation[0], s.dilation[1],
+                  s.dilation[2], s.dilation[3], s.bx, s.by, s.ry, s.rz);
+  struct Entry {
+    std::shared_ptr<const nvrtc::Program> program;
+    cudaKernel_t kernel = nullptr;
+    int resident_blocks = 0;  ///< blocks of the kernel running at once on the device
+  };
+  static std::mutex mu;
+  static auto* cache = new std::unordered_map<std::string, Entry>();
+  cudaKernel_t kernel = nullptr;
+  int resident = 0;
+  {
+    std::lock_guard lock(mu);
+    if (auto it = cache->find(key); it != cache->end()) {
+      kernel = it->second.kernel;
+      resident = it->second.resident_blocks;
+    }
+  }
+  if (kernel == nullptr) {
+    Entry e;
+    e.program = nvrtc::compile(tiled_stencil_source(s), ctx.device.index, op);
+    e.kernel = e.program->kernel("tg_stencil", op);
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reinterpret_cast<const void*>(e.kernel),
+                                                      s.bx * s.by, 0) != cudaSuccess ||
+        per_sm < 1) {
+      (void)cudaGetLastError();  // not sticky; a guess instead
+      per_sm = 2;
+    }
+    e.resident_blocks = per_sm * std::max(dc.sm_count, 1);
+    kernel = e.kernel;
+    resident = e.resident_blocks;
+    std::lock_guard lock(mu);
+    cache->emplace(key, std::move(e));
+  }
+  const TiledStencilLaunch l = tiled_stencil_launch(s, z, resident);
+  if (l.total_tiles == 0) return;
+  StencilArgs a{};
+  a.batch = z.batch;
+  for (int i = 0; i < 4; ++i) {
+    a.in[i] = z.in[static_cast<size_t>(i)];
+    a.out[i] = z.out[static_cast<size_t>(i)];
+    a.before[i] = z.before[static_cast<size_t>(i)];
+  }
+  for (int i = 0; i < 3; ++i) a.tiles[i] = l.tiles[i];
+  a.total_tiles = l.total_tiles;
+  a.boundary = static_cast<long long>(z.boundary_bits);
+  a.small = l.total_tiles < (int64_t{1} << 31) ? 1 : 0;
+  const int64_t divisors[4] = {l.tiles[0], l.tiles[1], l.tiles[2], z.out[0]};
+  for (int i = 0; i < 4; ++i) magic(divisors[i], a.div_m[i], a.div_s[i]);
+  const void* xp = x;
+  const void* wp = w;
+  void* yp = y;
+  void* args[] = {&xp, &wp, &yp, &a};
+  nvrtc::launch(kernel, dim3(l.blocks), dim3(l.threads), args, stream_of(ctx), op);
+}
+
+}  // namespace tg::cuda

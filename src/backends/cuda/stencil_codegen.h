@@ -1,0 +1,64 @@
+// Generated tiled stencil kernels of the CUDA backend (NVRTC; device code in device/stencil.cuh),
+// used by the stencil op (stencil.cpp) and by max pooling over the (H, W) plane (pool.cpp).
+//
+// A TiledStencil describes y[b, o...] = fold over the window taps n (row-major) of
+// x[b, clamp(o * stride + t * dilation - before)] * w[n] for a window of rank 1..4 over the last
+// dims of x, with the stencil op's semantics (backends/cpu/stencil.cpp): reductions sum, product,
+// min, max, argmin, argmax (int32 tap index); boundary modes zero, constant, reflect, symmetric,
+// clamp_to_edge, periodic; numeric dtypes; unit weights (no weights operand: every tap weighs
+// exactly 1, folded into the code) or weights read at run time. One kernel is generated and
+// compiled per (dtype, reduction, boundary mode, weights kind, window shape, strides, dilations,
+// tile shape) and cached; sizes are launch arguments, so one kernel serves every size. The kernel
+// allocates nothing and never waits on the host (CUDA graph capture safe).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "backends/kernel.h"
+#include "tg/tensor_data.h"
+
+namespace tg::cuda {
+
+/// What the generated kernel is specialized on (window padded to 4 dims, index 0 outermost).
+struct TiledStencilSpec {
+  DType dtype = DType::f32;
+  int reduction = 0;  ///< tg::StencilReduction numbering: sum, product, min, max, argmin, argmax
+  int mode = 0;       ///< tg::BoundaryMode numbering: zero, constant, reflect, symmetric, clamp, periodic
+  bool unit_weights = false;
+  std::array<int, 4> win{1, 1, 1, 1}, stride{1, 1, 1, 1}, dilation{1, 1, 1, 1};
+  int bx = 32, by = 8, ry = 1, rz = 1;  ///< threads (x, y) and outputs per thread along y and z
+};
+
+/// Sizes of one call (window dims padded to 4 like the spec).
+struct TiledStencilSizes {
+  int64_t batch = 1;
+  std::array<int64_t, 4> in{1, 1, 1, 1}, out{1, 1, 1, 1}, before{0, 0, 0, 0};
+  uint64_t boundary_bits = 0;  ///< the boundary value in the compute type (f32 for f16/bf16)
+};
+
+/// Chooses the tile shape for a window of rank `k` (1..4) and fills spec.bx/by/ry/rz; false when
+/// the tiled kernel does not fit (window over 343 taps, tile over 40 KB of shared memory, a
+/// window extent, stride or dilation over 4096): the caller then runs its generic kernel.
+bool plan_tiled_stencil(TiledStencilSpec& spec, int k, const TiledStencilSizes& sizes);
+
+/// The CUDA source of the kernel `tg_stencil` for `spec` (for tests and tools/kernel_emu).
+std::string tiled_stencil_source(const TiledStencilSpec& spec);
+
+/// Launch geometry of a call: the tiles, and as many blocks as run at once (`resident_blocks`,
+/// from the occupancy of the compiled kernel), at most one a tile.
+struct TiledStencilLaunch {
+  int64_t tiles[3] = {1, 1, 1};
+  int64_t total_tiles = 0;
+  unsigned blocks = 1, threads = 256;
+};
+TiledStencilLaunch tiled_stencil_launch(const TiledStencilSpec& spec, const TiledStencilSizes& sizes,
+                                        int resident_blocks);
+
+/// Runs the kernel on ctx's device and stream: x and y device pointers of spec.dtype (y int32
+/// for argmin/argmax), w the weights (ignored with unit_weights). Raises tg::Error(internal)
+/// naming ctx's op when compiling or launching fails.
+void run_tiled_stencil(const backends::KernelContext& ctx, const TiledStencilSpec& spec,
+                       const TiledStencilSizes& sizes, const void* x, const void* w, void* y);
+
+}  // namespace tg::cuda

@@ -1,0 +1,134 @@
+// The CUDA kernels of issue 18 against the CPU backend, bit for bit: the generated tiled stencil
+// kernel (interior tiles read directly, border tiles through the boundary mode, several tiles a
+// block, register blocking along y and z), max pooling over contiguous planes through it, and the
+// gathers that check their indices where the copy reads them (first bad position reported after
+// the run, also from a replayed CUDA graph). Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "test_util.h"
+#include "tg/tg.h"
+
+namespace tg {
+namespace {
+
+#define TG_NEEDS_GPU() \
+  if (Device::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU usable here (or a build without CUDA)"
+
+// Runs `build` on placeholders fed with `inputs` on `device` (twice: the second run replays the
+// recorded CUDA graph) and returns the second run's results on the host.
+std::vector<TensorData> run_on(Device device, const std::vector<TensorData>& inputs,
+                               const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& build) {
+  Graph g;
+  std::vector<Tensor> in;
+  FeedTypes feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    in.push_back(g.placeholder(inputs[i].shape(), inputs[i].dtype(), "in" + std::to_string(i)));
+    feeds.push_back({in.back(), inputs[i].type()});
+  }
+  Executable exe = g.compile(device, feeds, build(in));
+  exe.run(inputs);
+  std::vector<TensorData> out;
+  for (TensorData& t : exe.run(inputs)) out.push_back(t.to(Device::cpu()));
+  return out;
+}
+
+void expect_bitwise_equal(const TensorData& a, const TensorData& b) {
+  ASSERT_EQ(a.type(), b.type());
+  const size_t n = a.nbytes();
+  int64_t first = -1, count = 0;
+  const auto* pa = static_cast<const unsigned char*>(a.storage_ptr());
+  const auto* pb = static_cast<const unsigned char*>(b.storage_ptr());
+  const size_t es = dtype_size(a.dtype());
+  for (size_t i = 0; i < n; i += es) {
+    if (std::memcmp(pa + i, pb + i, es) != 0) {
+      if (first < 0) first = static_cast<int64_t>(i / es);
+      ++count;
+    }
+  }
+  EXPECT_EQ(count, 0) << "first difference at element " << first << ": cuda " << a.element_as_double(first)
+                      << ", cpu " << b.element_as_double(first);
+}
+
+void expect_same_on_cuda_and_cpu(const std::vector<TensorData>& inputs,
+                                 const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& build) {
+  std::vector<TensorData> gpu = run_on(Device::cuda(0), inputs, build);
+  std::vector<TensorData> cpu = run_on(Device::cpu(), inputs, build);
+  ASSERT_EQ(gpu.size(), cpu.size());
+  for (size_t i = 0; i < gpu.size(); ++i) expect_bitwise_equal(gpu[i], cpu[i]);
+}
+
+TEST(CudaWindowKernels, LaplacianReflectEqualsTheCpu) {
+  TG_NEEDS_GPU();
+  TensorData x = TensorData::random_uniform({2, 300, 260}, -1, 1, 1);
+  TensorData w = TensorData::from_vector<float>({0, 1, 0, 1, -4, 1, 0, 1, 0}, {3, 3});
+  expect_same_on_cuda_and_cpu({x, w}, [](const std::vector<Tensor>& in) {
+    return std::vector{stencil(in[0], in[1], {.explicit_padding = {1, 1, 1, 1}, .boundary_mode = BoundaryMode::reflect})};
+  });
+}
+
+TEST(CudaWindowKernels, ThreeDimensionalWindowsEqualTheCpu) {
+  TG_NEEDS_GPU();
+  // 3x3x3 with zero boundary: several z outputs and y outputs a thread; then a [5, 1, 1] channel
+  // window (local response normalization's sum) with a periodic boundary.
+  TensorData x = TensorData::random_uniform({40, 70, 66}, -1, 1, 2);
+  TensorData w = TensorData::random_uniform({3, 3, 3}, -1, 1, 3);
+  expect_same_on_cuda_and_cpu({x, w}, [](const std::vector<Tensor>& in) {
+    return std::vector{stencil(in[0], in[1], {.explicit_padding = {1, 1, 1, 1, 1, 1}})};
+  });
+  TensorData c = TensorData::random_uniform({2, 20, 10, 70}, -1, 1, 4);
+  TensorData ones = TensorData::full({5, 1, 1}, DType::f32, 1.0);
+  expect_same_on_cuda_and_cpu({c, ones}, [](const std::vector<Tensor>& in) {
+    return std::vector{stencil(in[0] * in[0], in[1],
+                               {.explicit_padding = {2, 2, 0, 0, 0, 0}, .boundary_mode = BoundaryMode::periodic})};
+  });
+}
+
+TEST(CudaWindowKernels, MaxPoolOverPlanesEqualsTheCpu) {
+  TG_NEEDS_GPU();
+  TensorData x = TensorData::random_uniform({2, 3, 100, 90}, -1, 1, 5);
+  expect_same_on_cuda_and_cpu({x}, [](const std::vector<Tensor>& in) {
+    Pool2dDesc s1{.kernel_size = {3, 3},
+                  .strides = {1, 1},
+                  .padding = Padding::explicit_padding,
+                  .explicit_padding = {1, 1, 1, 1},
+                  .data_layout = Layout::nchw};
+    Pool2dDesc s2{.kernel_size = {3, 2}, .strides = {2, 2}, .dilations = {2, 1}, .ceil_mode = true,
+                  .data_layout = Layout::nchw};
+    return std::vector{max_pool2d(in[0], s1), max_pool2d(in[0], s2)};
+  });
+}
+
+TEST(CudaWindowKernels, GatherChecksIndicesWhereTheCopyReadsThem) {
+  TG_NEEDS_GPU();
+  TensorData table = TensorData::random_uniform({1000, 64}, -1, 1, 6);
+  TensorData good = TensorData::from_vector<int64_t>({5, -1, 999, 0, -1000, 17}, {6});
+  TensorData bad = TensorData::from_vector<int64_t>({5, -1, 1000, 0, -1001, 17}, {6});
+  auto build = [](const std::vector<Tensor>& in) { return std::vector{gather(in[0], in[1])}; };
+  expect_same_on_cuda_and_cpu({table, good}, build);
+  for (Device d : {Device::cpu(), Device::cuda(0)}) {
+    EXPECT_TG_ERROR(run_on(d, {table, bad}, build), ErrorCode::out_of_range,
+                    "[gather] index 1000 at indices position [2] is out of range for dim 0 of x (size 1000");
+  }
+}
+
+TEST(CudaWindowKernels, GatherNdChecksEveryComponent) {
+  TG_NEEDS_GPU();
+  TensorData x = TensorData::random_uniform({3, 20, 30, 16}, -1, 1, 7);
+  std::vector<int32_t> idx(3 * 50 * 2);
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int32_t>((i * 7919) % 20) - (i % 3 == 0 ? 20 : 0);
+  TensorData good = TensorData::from_vector<int32_t>(idx, {3, 50, 2});
+  auto build = [](const std::vector<Tensor>& in) { return std::vector{gather_nd(in[0], in[1], {.batch_dims = 1})}; };
+  expect_same_on_cuda_and_cpu({x, good}, build);
+  idx[2 * 50 * 2 + 7 * 2 + 1] = 30;  // batch 2, tuple 7, x component: past the dim of 30
+  idx[2 * 50 * 2 + 9 * 2 + 1] = 31;  // a later one: the first is reported
+  TensorData bad = TensorData::from_vector<int32_t>(idx, {3, 50, 2});
+  for (Device d : {Device::cpu(), Device::cuda(0)}) {
+    EXPECT_TG_ERROR(run_on(d, {x, bad}, build), ErrorCode::out_of_range,
+                    "[gather_nd] index 30 at indices position [2,7,1] is out of range for dim 2 of x (size 30");
+  }
+}
+
+}  // namespace
+}  // namespace tg
