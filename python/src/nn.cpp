@@ -455,7 +455,7 @@ void bind_nn(py::module_& m) {
       }, py::arg("name"), py::arg("input_shape") = py::none(), py::arg("num_classes") = 0, py::arg("layout") = "nhwc",
       py::arg("dtype") = tg::DType::f32, py::arg("seed") = 0, py::arg("hidden_units") = py::none(),
       py::arg("dropout") = -1.0, "The zoo model called `name` (one of names()).");
-  zoo.def("names", &nn::zoo::names);
+  zoo.def("names", &nn::zoo::names, "The zoo's model names: mlp, lenet5, mnist_cnn, resnet18, resnet34, resnet50.");
 
   py::module_ data = m.def_submodule("data", "Datasets (tg/data.h): MNIST, CIFAR-10, synthetic.");
   auto pair = [](const tg::data::Dataset& d) { return py::make_tuple(d.images, d.labels); };
