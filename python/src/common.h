@@ -46,6 +46,9 @@ py::array to_numpy(const tg::TensorData& t);
 tg::Tensor as_tensor(py::handle h, const tg::Tensor& like);
 /// True for a tg.Tensor.
 bool is_tensor(py::handle h);
+/// f(a, b) where either side may be a Python value (made a constant of the other's dtype, as
+/// as_tensor); tg::Error(invalid_argument) when neither is a tg.Tensor.
+tg::Tensor binary_op(tg::Tensor (*f)(tg::Tensor, tg::Tensor), py::handle a, py::handle b);
 
 /// Maps an enum spelled as a string; tg::Error(invalid_argument) "[what] ..." listing the choices.
 template <typename E>
@@ -60,7 +63,9 @@ E parse_enum(std::string_view what, const std::string& s,
                   "[" + std::string(what) + "] '" + s + "' is not one of " + names);
 }
 tg::Layout to_layout(const std::string& s);
-tg::Padding to_padding(const std::string& s);
+/// "valid", "same", "same_lower" or "explicit"; explicit padding given with "valid" (the default)
+/// means "explicit".
+tg::Padding to_padding(const std::string& s, py::handle explicit_padding = py::none());
 
 void bind_core(py::module_& m);
 void bind_graph(py::module_& m);

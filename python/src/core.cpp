@@ -101,7 +101,8 @@ tg::Layout to_layout(const std::string& s) {
                                 {{"nhwc", tg::Layout::nhwc}, {"nchw", tg::Layout::nchw},
                                  {"hwio", tg::Layout::hwio}, {"oihw", tg::Layout::oihw}});
 }
-tg::Padding to_padding(const std::string& s) {
+tg::Padding to_padding(const std::string& s, py::handle explicit_padding) {
+  if (!explicit_padding.is_none() && s == "valid") return tg::Padding::explicit_padding;
   return parse_enum<tg::Padding>("padding", s,
                                  {{"valid", tg::Padding::valid}, {"same", tg::Padding::same},
                                   {"same_lower", tg::Padding::same_lower},

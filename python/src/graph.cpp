@@ -21,12 +21,7 @@ tg::Tensor as_tensor(py::handle h, const tg::Tensor& like) {
   return g.constant(to_tensor_data(h, like.dtype()));
 }
 
-namespace {
-
-using Binary = tg::Tensor (*)(tg::Tensor, tg::Tensor);
-
-// a op b where either side may be a Python value (made a constant of the tensor's dtype).
-tg::Tensor apply(Binary f, py::handle a, py::handle b) {
+tg::Tensor binary_op(tg::Tensor (*f)(tg::Tensor, tg::Tensor), py::handle a, py::handle b) {
   if (is_tensor(a)) {
     tg::Tensor ta = a.cast<tg::Tensor>();
     return f(ta, as_tensor(b, ta));
@@ -37,6 +32,8 @@ tg::Tensor apply(Binary f, py::handle a, py::handle b) {
   }
   throw tg::Error(tg::ErrorCode::invalid_argument, "[op] needs at least one tg.Tensor operand");
 }
+
+namespace {
 
 std::vector<tg::Tensor> to_tensors(py::handle h) {
   if (is_tensor(h)) return {h.cast<tg::Tensor>()};
@@ -82,11 +79,7 @@ tg::Tensor getitem(const tg::Tensor& x, py::handle key) {
   py::tuple items = py::isinstance<py::tuple>(key) ? key.cast<py::tuple>() : py::make_tuple(key);
   const int64_t rank = x.rank();
   int64_t n_explicit = 0;
-  bool ellipsis = false;
-  for (py::handle it : items) {
-    if (it.is(py::ellipsis())) ellipsis = true;
-    else ++n_explicit;
-  }
+  for (py::handle it : items) n_explicit += it.is(py::ellipsis()) ? 0 : 1;
   if (n_explicit > rank) {
     throw tg::Error(tg::ErrorCode::invalid_argument, "[getitem] " + std::to_string(n_explicit) +
                                                          " indices for a tensor of rank " + std::to_string(rank));
@@ -121,7 +114,6 @@ tg::Tensor getitem(const tg::Tensor& x, py::handle key) {
     }
     ++axis;
   }
-  (void)ellipsis;
   tg::Tensor y = d.axes.empty() ? x : tg::slice(x, d);
   return squeeze_axes.empty() ? y : tg::squeeze(y, squeeze_axes);
 }
@@ -186,36 +178,36 @@ void bind_graph(py::module_& m) {
         throw py::type_error("the truth value of a symbolic tg.Tensor is unknown until it runs: use "
                              "tg.if_else / tg.select");
       })
-      .def("__add__", [](py::handle a, py::handle b) { return apply(&tg::add, a, b); })
-      .def("__radd__", [](py::handle a, py::handle b) { return apply(&tg::add, b, a); })
-      .def("__sub__", [](py::handle a, py::handle b) { return apply(&tg::sub, a, b); })
-      .def("__rsub__", [](py::handle a, py::handle b) { return apply(&tg::sub, b, a); })
-      .def("__mul__", [](py::handle a, py::handle b) { return apply(&tg::mul, a, b); })
-      .def("__rmul__", [](py::handle a, py::handle b) { return apply(&tg::mul, b, a); })
-      .def("__truediv__", [](py::handle a, py::handle b) { return apply(&tg::div, a, b); })
-      .def("__rtruediv__", [](py::handle a, py::handle b) { return apply(&tg::div, b, a); })
-      .def("__floordiv__", [](py::handle a, py::handle b) { return apply(&tg::floor_div, a, b); })
-      .def("__rfloordiv__", [](py::handle a, py::handle b) { return apply(&tg::floor_div, b, a); })
-      .def("__mod__", [](py::handle a, py::handle b) { return apply(&tg::floor_mod, a, b); })
-      .def("__rmod__", [](py::handle a, py::handle b) { return apply(&tg::floor_mod, b, a); })
-      .def("__pow__", [](py::handle a, py::handle b) { return apply(&tg::pow, a, b); })
-      .def("__rpow__", [](py::handle a, py::handle b) { return apply(&tg::pow, b, a); })
+      .def("__add__", [](py::handle a, py::handle b) { return binary_op(&tg::add, a, b); })
+      .def("__radd__", [](py::handle a, py::handle b) { return binary_op(&tg::add, b, a); })
+      .def("__sub__", [](py::handle a, py::handle b) { return binary_op(&tg::sub, a, b); })
+      .def("__rsub__", [](py::handle a, py::handle b) { return binary_op(&tg::sub, b, a); })
+      .def("__mul__", [](py::handle a, py::handle b) { return binary_op(&tg::mul, a, b); })
+      .def("__rmul__", [](py::handle a, py::handle b) { return binary_op(&tg::mul, b, a); })
+      .def("__truediv__", [](py::handle a, py::handle b) { return binary_op(&tg::div, a, b); })
+      .def("__rtruediv__", [](py::handle a, py::handle b) { return binary_op(&tg::div, b, a); })
+      .def("__floordiv__", [](py::handle a, py::handle b) { return binary_op(&tg::floor_div, a, b); })
+      .def("__rfloordiv__", [](py::handle a, py::handle b) { return binary_op(&tg::floor_div, b, a); })
+      .def("__mod__", [](py::handle a, py::handle b) { return binary_op(&tg::floor_mod, a, b); })
+      .def("__rmod__", [](py::handle a, py::handle b) { return binary_op(&tg::floor_mod, b, a); })
+      .def("__pow__", [](py::handle a, py::handle b) { return binary_op(&tg::pow, a, b); })
+      .def("__rpow__", [](py::handle a, py::handle b) { return binary_op(&tg::pow, b, a); })
       .def("__matmul__", [](py::handle a, py::handle b) {
-        return apply([](tg::Tensor x, tg::Tensor y) { return tg::matmul(x, y); }, a, b);
+        return binary_op([](tg::Tensor x, tg::Tensor y) { return tg::matmul(x, y); }, a, b);
       })
       .def("__rmatmul__", [](py::handle a, py::handle b) {
-        return apply([](tg::Tensor x, tg::Tensor y) { return tg::matmul(x, y); }, b, a);
+        return binary_op([](tg::Tensor x, tg::Tensor y) { return tg::matmul(x, y); }, b, a);
       })
-      .def("__lt__", [](py::handle a, py::handle b) { return apply(&tg::less, a, b); })
-      .def("__le__", [](py::handle a, py::handle b) { return apply(&tg::less_equal, a, b); })
-      .def("__gt__", [](py::handle a, py::handle b) { return apply(&tg::greater, a, b); })
-      .def("__ge__", [](py::handle a, py::handle b) { return apply(&tg::greater_equal, a, b); })
-      .def("__and__", [](py::handle a, py::handle b) { return apply(&tg::logical_and, a, b); })
-      .def("__rand__", [](py::handle a, py::handle b) { return apply(&tg::logical_and, b, a); })
-      .def("__or__", [](py::handle a, py::handle b) { return apply(&tg::logical_or, a, b); })
-      .def("__ror__", [](py::handle a, py::handle b) { return apply(&tg::logical_or, b, a); })
-      .def("__xor__", [](py::handle a, py::handle b) { return apply(&tg::logical_xor, a, b); })
-      .def("__rxor__", [](py::handle a, py::handle b) { return apply(&tg::logical_xor, b, a); })
+      .def("__lt__", [](py::handle a, py::handle b) { return binary_op(&tg::less, a, b); })
+      .def("__le__", [](py::handle a, py::handle b) { return binary_op(&tg::less_equal, a, b); })
+      .def("__gt__", [](py::handle a, py::handle b) { return binary_op(&tg::greater, a, b); })
+      .def("__ge__", [](py::handle a, py::handle b) { return binary_op(&tg::greater_equal, a, b); })
+      .def("__and__", [](py::handle a, py::handle b) { return binary_op(&tg::logical_and, a, b); })
+      .def("__rand__", [](py::handle a, py::handle b) { return binary_op(&tg::logical_and, b, a); })
+      .def("__or__", [](py::handle a, py::handle b) { return binary_op(&tg::logical_or, a, b); })
+      .def("__ror__", [](py::handle a, py::handle b) { return binary_op(&tg::logical_or, b, a); })
+      .def("__xor__", [](py::handle a, py::handle b) { return binary_op(&tg::logical_xor, a, b); })
+      .def("__rxor__", [](py::handle a, py::handle b) { return binary_op(&tg::logical_xor, b, a); })
       .def("__invert__", [](const tg::Tensor& x) { return tg::logical_not(x); })
       .def("__neg__", [](const tg::Tensor& x) { return tg::neg(x); })
       .def("__pos__", [](const tg::Tensor& x) { return x; })
@@ -284,7 +276,7 @@ void bind_graph(py::module_& m) {
       .def("variable", [](tg::Graph& g, py::handle init, py::handle dtype, std::string name) {
              std::optional<tg::DType> dt;
              if (!dtype.is_none()) dt = to_dtype(dtype);
-             return g.variable(to_tensor_data(init, dt).clone(), std::move(name));
+             return g.variable(to_tensor_data(init, dt), std::move(name));  // copied by the graph
            }, py::arg("init"), py::arg("dtype") = py::none(), py::arg("name") = "",
            "A variable: state of this graph that starts as a copy of `init`, persists across runs\n"
            "and executables, and changes by assign_variable. Names are unique.")

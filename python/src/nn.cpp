@@ -49,11 +49,6 @@ nn::Loss to_loss(py::handle h) {
   return nn::loss_from_name(h.cast<std::string>());
 }
 
-tg::Padding pad_of(const std::string& padding, py::handle explicit_padding) {
-  if (!explicit_padding.is_none() && padding == "valid") return tg::Padding::explicit_padding;
-  return to_padding(padding);
-}
-
 nn::SymbolicTensor apply_layer(const nn::Layer& l, py::handle x) {
   if (py::isinstance<nn::SymbolicTensor>(x)) return l(x.cast<nn::SymbolicTensor>());
   return l(x.cast<std::vector<nn::SymbolicTensor>>());
@@ -153,7 +148,7 @@ void bind_nn(py::module_& m) {
                        const std::string& layout, py::handle activation, py::handle ki, py::handle bi, std::string name) {
              nn::Conv2DOptions o;
              o.strides = to_size2(strides);
-             o.padding = pad_of(padding, explicit_padding);
+             o.padding = to_padding(padding, explicit_padding);
              if (!explicit_padding.is_none()) o.explicit_padding = to_shape(explicit_padding);
              o.dilation = to_size2(dilation);
              o.groups = groups;
@@ -178,7 +173,7 @@ void bind_nn(py::module_& m) {
                          bool count_include_pad, const std::string& layout, std::string name) {
     nn::Pool2DOptions o;
     if (!strides.is_none()) o.strides = to_size2(strides);
-    o.padding = pad_of(padding, explicit_padding);
+    o.padding = to_padding(padding, explicit_padding);
     if (!explicit_padding.is_none()) o.explicit_padding = to_shape(explicit_padding);
     o.ceil_mode = ceil_mode;
     o.count_include_pad = count_include_pad;

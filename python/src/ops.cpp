@@ -7,33 +7,11 @@ namespace tgpy {
 
 namespace {
 
-using Unary = tg::Tensor (*)(tg::Tensor);
-using Binary = tg::Tensor (*)(tg::Tensor, tg::Tensor);
-
-tg::Tensor binary(Binary f, py::handle a, py::handle b) {
-  if (is_tensor(a)) {
-    tg::Tensor ta = a.cast<tg::Tensor>();
-    return f(ta, as_tensor(b, ta));
-  }
-  if (is_tensor(b)) {
-    tg::Tensor tb = b.cast<tg::Tensor>();
-    return f(as_tensor(a, tb), tb);
-  }
-  throw tg::Error(tg::ErrorCode::invalid_argument, "[op] needs at least one tg.Tensor operand");
-}
-
 tg::ScatterReduction to_scatter_reduction(const std::string& s) {
   return parse_enum<tg::ScatterReduction>("scatter", s,
                                           {{"none", tg::ScatterReduction::none}, {"add", tg::ScatterReduction::add},
                                            {"mul", tg::ScatterReduction::mul}, {"min", tg::ScatterReduction::min},
                                            {"max", tg::ScatterReduction::max}});
-}
-
-// padding "valid" (default), "same", "same_lower" or "explicit"; explicit_padding (top, bottom,
-// left, right) given alone means "explicit".
-tg::Padding padding_of(const std::string& padding, py::handle explicit_padding) {
-  if (!explicit_padding.is_none() && padding == "valid") return tg::Padding::explicit_padding;
-  return to_padding(padding);
 }
 
 tg::Conv2dDesc conv_desc(py::handle strides, py::handle dilations, const std::string& padding,
@@ -44,7 +22,7 @@ tg::Conv2dDesc conv_desc(py::handle strides, py::handle dilations, const std::st
   if (d.strides.size() == 1) d.strides.push_back(d.strides[0]);
   d.dilations = to_shape(dilations);
   if (d.dilations.size() == 1) d.dilations.push_back(d.dilations[0]);
-  d.padding = padding_of(padding, explicit_padding);
+  d.padding = to_padding(padding, explicit_padding);
   if (!explicit_padding.is_none()) d.explicit_padding = to_shape(explicit_padding);
   d.groups = groups;
   d.data_layout = to_layout(data_layout);
@@ -62,7 +40,7 @@ tg::Pool2dDesc pool_desc(py::handle kernel_size, py::handle strides, py::handle 
   if (d.strides.size() == 1) d.strides.push_back(d.strides[0]);
   d.dilations = to_shape(dilations);
   if (d.dilations.size() == 1) d.dilations.push_back(d.dilations[0]);
-  d.padding = padding_of(padding, explicit_padding);
+  d.padding = to_padding(padding, explicit_padding);
   if (!explicit_padding.is_none()) d.explicit_padding = to_shape(explicit_padding);
   d.ceil_mode = ceil_mode;
   d.count_include_pad = count_include_pad;
@@ -79,7 +57,7 @@ tg::Tensor index_tensor(py::handle h, const tg::Tensor& x) {
 
 #define TG_UNARY(name, doc) m.def(#name, [](const tg::Tensor& x) { return tg::name(x); }, py::arg("x"), doc)
 #define TG_BINARY(name, doc) \
-  m.def(#name, [](py::handle a, py::handle b) { return binary(&tg::name, a, b); }, py::arg("a"), py::arg("b"), doc)
+  m.def(#name, [](py::handle a, py::handle b) { return binary_op(&tg::name, a, b); }, py::arg("a"), py::arg("b"), doc)
 
 constexpr const char* kUnaryDoc =
     "Elementwise; same shape and dtype. Float-only ops raise tensorgraph.Error(dtype_mismatch)\n"
@@ -125,7 +103,7 @@ void bind_ops(py::module_& m) {
   TG_BINARY(mod, "C fmod sign rule (the result has the dividend's sign).");
   TG_BINARY(floor_mod, "Python/numpy rule (the result has the divisor's sign); Tensor.__mod__.");
   TG_BINARY(floor_div, "Integers round toward -inf; floats give floor(a / b); Tensor.__floordiv__.");
-  m.def("atan2", [](py::handle y, py::handle x) { return binary(&tg::atan2, y, x); }, py::arg("y"), py::arg("x"),
+  m.def("atan2", [](py::handle y, py::handle x) { return binary_op(&tg::atan2, y, x); }, py::arg("y"), py::arg("x"),
         "atan2(y, x), floating dtypes.");
   TG_BINARY(equal, "Elementwise ==, bool result.");
   TG_BINARY(not_equal, "Elementwise !=, bool result.");
