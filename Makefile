@@ -2,10 +2,14 @@
 #   make demo: builds only the `tg` command (target tg_cli) and trains the default MNIST CNN on
 #              the shipped data (data/mnist), ending with "test accuracy: NN.NN%".
 #   make test: builds everything and runs the test suite.
+# And, outside the quick start:
+#   make python: builds the Python package tensorgraph and installs it into the machine's Python 3
+#                (Debian's /usr/bin/python3, into its site-packages: /usr/local/lib/python3.X/
+#                dist-packages), so `python3 -c "import tensorgraph"` works anywhere.
 BUILD_DIR ?= $(or $(TG_BUILD_DIR),build)
 # Extra arguments for the demo's `tg train`, e.g. make demo DEMO_ARGS="--epochs 3".
 DEMO_ARGS ?=
-.PHONY: all build demo test bench clean
+.PHONY: all build demo test bench python clean
 all: build
 build:
 	TG_BUILD_DIR=$(BUILD_DIR) ./scripts/bootstrap.sh
@@ -23,6 +27,9 @@ demo:
 	echo "make demo: $$((end - start)) s wall ($$((built - start)) s set-up and build, $$((end - built)) s training)"
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure --parallel $$(nproc) --timeout 600
+python:
+	TG_BUILD_DIR=$(BUILD_DIR) TG_BUILD_TARGET=tg_python ./scripts/bootstrap.sh
+	cmake --install $(BUILD_DIR) --component python
 bench: build
 	./$(BUILD_DIR)/bench/tg_bench_cpu --benchmark_min_time=0.5
 clean:

@@ -9,9 +9,12 @@ cd "$(dirname "$0")/.."
 
 # gnuplot-nox draws `tg train --log-dir`'s curves; libpng-dev lets the tests decode them; ccache
 # makes the test that builds TensorGraph again through add_subdirectory (examples/consumer) cheap.
+# The Python package (python/, `make python`) needs python3-dev, pybind11-dev, libdlpack-dev and
+# python3-numpy; its tests need python3-pytest, and python3-torch as the DLPack and ONNX peer.
 PACKAGES=(build-essential cmake ninja-build pkg-config ccache libgtest-dev libgmock-dev
           libbenchmark-dev libdnnl-dev libfmt-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
-          libprotobuf-dev protobuf-compiler libonnx-dev gnuplot-nox libpng-dev)
+          libprotobuf-dev protobuf-compiler libonnx-dev gnuplot-nox libpng-dev
+          python3-dev pybind11-dev libdlpack-dev python3-numpy python3-pytest python3-torch)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

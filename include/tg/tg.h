@@ -9,6 +9,7 @@
 #include "tg/export.h"
 #include "tg/graph.h"
 #include "tg/half.h"
+#include "tg/interop.h"
 #include "tg/model.h"
 #include "tg/nn.h"
 #include "tg/ops.h"

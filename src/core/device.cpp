@@ -3,6 +3,7 @@
 #include "core/device_runtime.h"
 #include "core/env.h"
 #include "tg/error.h"
+#include "tg/interop.h"
 
 namespace tg {
 
@@ -29,6 +30,27 @@ int Device::cuda_device_count() {
 
 std::string Device::to_string() const {
   return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index);
+}
+
+namespace {
+const core::DeviceRuntime& runtime_of(Device device, const char* what) {
+  const core::DeviceRuntime* rt = core::device_runtime(device.kind);
+  if (rt == nullptr || device.index < 0 || device.index >= rt->device_count()) {
+    throw Error(ErrorCode::unsupported, std::string("[") + what + "] no usable device " + device.to_string() +
+                                            " (build without the CUDA backend, no driver, or no such GPU)");
+  }
+  return *rt;
+}
+}  // namespace
+
+void* device_stream(Device device) {
+  if (device.is_cpu()) throw Error(ErrorCode::unsupported, "[device_stream] the CPU has no stream");
+  return runtime_of(device, "device_stream").stream(device.index);
+}
+
+void synchronize(Device device) {
+  if (device.is_cpu()) return;
+  runtime_of(device, "synchronize").synchronize(device.index);
 }
 
 }  // namespace tg

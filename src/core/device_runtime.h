@@ -20,6 +20,10 @@ class DeviceRuntime {
   /// Copies `bytes` bytes between host memory and this kind's devices in the order of the device's
   /// own stream; a copy to the host is complete on return (it waits for the device).
   virtual void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) const = 0;
+  /// The device's own stream (a cudaStream_t) that TensorGraph's work on it is queued on.
+  virtual void* stream(int index) const = 0;
+  /// Waits for the work queued on the device's own stream.
+  virtual void synchronize(int index) const = 0;
 };
 
 /// Copies `bytes` bytes between any two of: host memory and devices (through their runtime, in

@@ -251,6 +251,14 @@ class CudaDeviceRuntime final : public core::DeviceRuntime {
   void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) const override {
     cuda::copy(dst, dst_device, src, src_device, bytes);
   }
+  void* stream(int index) const override {
+    check_device(index);
+    return activate(index).stream;
+  }
+  void synchronize(int index) const override {
+    check_device(index);
+    cuda::synchronize(index);
+  }
 };
 }  // namespace
 

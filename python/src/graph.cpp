@@ -1,0 +1,384 @@
+// Bindings of Graph, Tensor (with Python operators), Operation, Executable and runtime_stats.
+#include <cmath>
+
+#include "common.h"
+
+namespace tgpy {
+
+tg::Tensor as_tensor(py::handle h, const tg::Tensor& like) {
+  if (is_tensor(h)) return h.cast<tg::Tensor>();
+  tg::Graph g(like.graph_impl());
+  if (py::isinstance<py::bool_>(h) || py::isinstance<py::int_>(h) || py::isinstance<py::float_>(h)) {
+    double v = h.cast<double>();
+    if (tg::is_integer(like.dtype()) && v != std::floor(v)) {
+      throw tg::Error(tg::ErrorCode::invalid_argument,
+                      "[constant] " + py::repr(h).cast<std::string>() + " is not an integer, as a tensor of " +
+                          numpy_name(like.dtype()) + " needs (cast the tensor first)");
+    }
+    return g.constant(v, like.dtype());
+  }
+  if (py::isinstance<py::array>(h) || py::isinstance<tg::TensorData>(h)) return g.constant(to_tensor_data(h));
+  return g.constant(to_tensor_data(h, like.dtype()));
+}
+
+tg::Tensor binary_op(tg::Tensor (*f)(tg::Tensor, tg::Tensor), py::handle a, py::handle b) {
+  if (is_tensor(a)) {
+    tg::Tensor ta = a.cast<tg::Tensor>();
+    return f(ta, as_tensor(b, ta));
+  }
+  if (is_tensor(b)) {
+    tg::Tensor tb = b.cast<tg::Tensor>();
+    return f(as_tensor(a, tb), tb);
+  }
+  throw tg::Error(tg::ErrorCode::invalid_argument, "[op] needs at least one tg.Tensor operand");
+}
+
+namespace {
+
+std::vector<tg::Tensor> to_tensors(py::handle h) {
+  if (is_tensor(h)) return {h.cast<tg::Tensor>()};
+  return h.cast<std::vector<tg::Tensor>>();
+}
+
+std::vector<tg::Operation> to_ops(py::handle h) {
+  std::vector<tg::Operation> ops;
+  if (h.is_none()) return ops;
+  if (is_tensor(h) || py::isinstance<tg::Operation>(h)) {
+    py::list l;
+    l.append(h);
+    return to_ops(l);
+  }
+  for (py::handle o : h) {
+    if (is_tensor(o)) ops.push_back(o.cast<tg::Tensor>().op());
+    else ops.push_back(o.cast<tg::Operation>());
+  }
+  return ops;
+}
+
+py::object results(std::vector<tg::TensorData> out, bool single) {
+  if (single) return py::cast(out.at(0));
+  py::list l;
+  for (auto& t : out) l.append(py::cast(t));
+  return l;
+}
+
+tg::TensorType to_tensor_type(py::handle h, const tg::Tensor& placeholder) {
+  if (py::isinstance<tg::TensorType>(h)) return h.cast<tg::TensorType>();
+  if (py::isinstance<tg::TensorData>(h)) return h.cast<tg::TensorData>().type();
+  if (py::isinstance<py::array>(h)) return to_tensor_data(h).type();
+  if (py::isinstance<py::tuple>(h) && py::len(h) == 2 && !py::isinstance<py::int_>(h.cast<py::tuple>()[1])) {
+    py::tuple t = h.cast<py::tuple>();
+    return {to_shape(t[0]), to_dtype(t[1])};
+  }
+  return {to_shape(h), placeholder.dtype()};  // a shape: the placeholder's dtype
+}
+
+// Tensor[...]: ints, slices and one Ellipsis, as numpy's basic indexing (a slice per axis, then
+// the int-indexed axes squeezed).
+tg::Tensor getitem(const tg::Tensor& x, py::handle key) {
+  py::tuple items = py::isinstance<py::tuple>(key) ? key.cast<py::tuple>() : py::make_tuple(key);
+  const int64_t rank = x.rank();
+  int64_t n_explicit = 0;
+  for (py::handle it : items) n_explicit += it.is(py::ellipsis()) ? 0 : 1;
+  if (n_explicit > rank) {
+    throw tg::Error(tg::ErrorCode::invalid_argument, "[getitem] " + std::to_string(n_explicit) +
+                                                         " indices for a tensor of rank " + std::to_string(rank));
+  }
+  tg::SliceDesc d;
+  std::vector<int64_t> squeeze_axes;
+  int64_t axis = 0;
+  for (py::handle it : items) {
+    if (it.is(py::ellipsis())) {
+      axis += rank - n_explicit;
+      continue;
+    }
+    if (py::isinstance<py::slice>(it)) {
+      py::slice s = it.cast<py::slice>();
+      py::object start = s.attr("start"), stop = s.attr("stop"), step = s.attr("step");
+      int64_t st = step.is_none() ? 1 : step.cast<int64_t>();
+      d.axes.push_back(axis);
+      d.strides.push_back(st);
+      d.begin.push_back(start.is_none() ? (st > 0 ? 0 : tg::kSliceEnd) : start.cast<int64_t>());
+      d.end.push_back(stop.is_none() ? tg::kSliceEnd : stop.cast<int64_t>());
+    } else if (py::isinstance<py::int_>(it)) {
+      int64_t i = it.cast<int64_t>();
+      d.axes.push_back(axis);
+      d.strides.push_back(1);
+      d.begin.push_back(i);
+      d.end.push_back(i == -1 ? tg::kSliceEnd : i + 1);
+      squeeze_axes.push_back(axis);
+    } else {
+      throw tg::Error(tg::ErrorCode::invalid_argument,
+                      "[getitem] index " + py::repr(it).cast<std::string>() +
+                          " is not an int, a slice or ...: use tg.gather for tensor indices");
+    }
+    ++axis;
+  }
+  tg::Tensor y = d.axes.empty() ? x : tg::slice(x, d);
+  return squeeze_axes.empty() ? y : tg::squeeze(y, squeeze_axes);
+}
+
+}  // namespace
+
+void bind_graph(py::module_& m) {
+  py::class_<tg::Operation>(m, "Operation", "A handle on a node: for target ops and control dependencies.")
+      .def_property_readonly("kind", &tg::Operation::kind_name, "Op kind name ('add', 'matmul', ...).")
+      .def_property_readonly("name", &tg::Operation::name)
+      .def_property_readonly("num_outputs", &tg::Operation::num_outputs)
+      .def_property_readonly("node_id", &tg::Operation::node_id)
+      .def("output", &tg::Operation::output, py::arg("index") = 0)
+      .def_property_readonly("outputs", [](const tg::Operation& o) {
+        std::vector<tg::Tensor> v;
+        for (int i = 0; i < o.num_outputs(); ++i) v.push_back(o.output(i));
+        return v;
+      })
+      .def("__eq__", [](const tg::Operation& a, py::handle b) {
+        return py::isinstance<tg::Operation>(b) && a.graph_impl() == b.cast<tg::Operation>().graph_impl() &&
+               a.node_id() == b.cast<tg::Operation>().node_id();
+      })
+      .def("__hash__", [](const tg::Operation& o) {
+        return py::hash(py::make_tuple(reinterpret_cast<uintptr_t>(o.graph_impl().get()), o.node_id()));
+      })
+      .def("__repr__", [](const tg::Operation& o) {
+        return "<tg.Operation %" + std::to_string(o.node_id()) + " " + o.kind_name() + ">";
+      });
+
+  py::class_<tg::Tensor> t(m, "Tensor",
+                           "A symbolic value: output `index` of a node of a graph. Shape and dtype\n"
+                           "are known when the op is built (dims may be -1 when given by a feed).\n"
+                           "Operators build ops: + - * / // % ** @, unary -, abs(), comparisons\n"
+                           "< <= > >= (elementwise, bool results), & | ^ ~ on bool tensors, and\n"
+                           "indexing with ints and slices. == and != compare identity (tensors are\n"
+                           "dict keys for feeds); use tg.equal / tg.not_equal for elementwise tests.");
+  t.def_property_readonly("shape", [](const tg::Tensor& x) { return py::tuple(py::cast(x.shape())); },
+                          "Dims as a tuple; -1 for a dim unknown until run time.")
+      .def_property_readonly("dtype", &tg::Tensor::dtype)
+      .def_property_readonly("ndim", &tg::Tensor::rank)
+      .def_property_readonly("type", &tg::Tensor::type)
+      .def_property_readonly("op", &tg::Tensor::op, "The node that produces this tensor.")
+      .def_property_readonly("index", &tg::Tensor::index)
+      .def_property_readonly("node_id", &tg::Tensor::node_id)
+      .def_property_readonly("name", [](const tg::Tensor& x) { return x.op().name(); })
+      .def_property_readonly("graph", [](const tg::Tensor& x) { return tg::Graph(x.graph_impl()); })
+      .def("__repr__", [](const tg::Tensor& x) { return "<tg.Tensor " + x.to_string() + ">"; })
+      .def("__eq__", [](const tg::Tensor& a, py::handle b) {
+        if (!is_tensor(b)) return false;
+        tg::Tensor tb = b.cast<tg::Tensor>();
+        return a.graph_impl() == tb.graph_impl() && a.node_id() == tb.node_id() && a.index() == tb.index();
+      })
+      .def("__ne__", [](const tg::Tensor& a, py::handle b) {
+        if (!is_tensor(b)) return true;
+        tg::Tensor tb = b.cast<tg::Tensor>();
+        return !(a.graph_impl() == tb.graph_impl() && a.node_id() == tb.node_id() && a.index() == tb.index());
+      })
+      .def("__hash__", [](const tg::Tensor& x) {
+        return py::hash(py::make_tuple(reinterpret_cast<uintptr_t>(x.graph_impl().get()), x.node_id(), x.index()));
+      })
+      .def("__bool__", [](const tg::Tensor&) -> bool {
+        throw py::type_error("the truth value of a symbolic tg.Tensor is unknown until it runs: use "
+                             "tg.if_else / tg.select");
+      })
+      .def("__add__", [](py::handle a, py::handle b) { return binary_op(&tg::add, a, b); })
+      .def("__radd__", [](py::handle a, py::handle b) { return binary_op(&tg::add, b, a); })
+      .def("__sub__", [](py::handle a, py::handle b) { return binary_op(&tg::sub, a, b); })
+      .def("__rsub__", [](py::handle a, py::handle b) { return binary_op(&tg::sub, b, a); })
+      .def("__mul__", [](py::handle a, py::handle b) { return binary_op(&tg::mul, a, b); })
+      .def("__rmul__", [](py::handle a, py::handle b) { return binary_op(&tg::mul, b, a); })
+      .def("__truediv__", [](py::handle a, py::handle b) { return binary_op(&tg::div, a, b); })
+      .def("__rtruediv__", [](py::handle a, py::handle b) { return binary_op(&tg::div, b, a); })
+      .def("__floordiv__", [](py::handle a, py::handle b) { return binary_op(&tg::floor_div, a, b); })
+      .def("__rfloordiv__", [](py::handle a, py::handle b) { return binary_op(&tg::floor_div, b, a); })
+      .def("__mod__", [](py::handle a, py::handle b) { return binary_op(&tg::floor_mod, a, b); })
+      .def("__rmod__", [](py::handle a, py::handle b) { return binary_op(&tg::floor_mod, b, a); })
+      .def("__pow__", [](py::handle a, py::handle b) { return binary_op(&tg::pow, a, b); })
+      .def("__rpow__", [](py::handle a, py::handle b) { return binary_op(&tg::pow, b, a); })
+      .def("__matmul__", [](py::handle a, py::handle b) {
+        return binary_op([](tg::Tensor x, tg::Tensor y) { return tg::matmul(x, y); }, a, b);
+      })
+      .def("__rmatmul__", [](py::handle a, py::handle b) {
+        return binary_op([](tg::Tensor x, tg::Tensor y) { return tg::matmul(x, y); }, b, a);
+      })
+      .def("__lt__", [](py::handle a, py::handle b) { return binary_op(&tg::less, a, b); })
+      .def("__le__", [](py::handle a, py::handle b) { return binary_op(&tg::less_equal, a, b); })
+      .def("__gt__", [](py::handle a, py::handle b) { return binary_op(&tg::greater, a, b); })
+      .def("__ge__", [](py::handle a, py::handle b) { return binary_op(&tg::greater_equal, a, b); })
+      .def("__and__", [](py::handle a, py::handle b) { return binary_op(&tg::logical_and, a, b); })
+      .def("__rand__", [](py::handle a, py::handle b) { return binary_op(&tg::logical_and, b, a); })
+      .def("__or__", [](py::handle a, py::handle b) { return binary_op(&tg::logical_or, a, b); })
+      .def("__ror__", [](py::handle a, py::handle b) { return binary_op(&tg::logical_or, b, a); })
+      .def("__xor__", [](py::handle a, py::handle b) { return binary_op(&tg::logical_xor, a, b); })
+      .def("__rxor__", [](py::handle a, py::handle b) { return binary_op(&tg::logical_xor, b, a); })
+      .def("__invert__", [](const tg::Tensor& x) { return tg::logical_not(x); })
+      .def("__neg__", [](const tg::Tensor& x) { return tg::neg(x); })
+      .def("__pos__", [](const tg::Tensor& x) { return x; })
+      .def("__abs__", [](const tg::Tensor& x) { return tg::abs(x); })
+      .def("__getitem__", &getitem)
+      .def_property_readonly("T", [](const tg::Tensor& x) { return tg::transpose(x); })
+      .def("reshape", [](const tg::Tensor& x, py::args shape) {
+        return tg::reshape(x, to_shape(shape.size() == 1 ? shape[0] : shape));
+      })
+      .def("astype", [](const tg::Tensor& x, py::handle dt) { return tg::cast(x, to_dtype(dt)); });
+
+  py::class_<tg::Executable>(
+      m, "Executable",
+      "An immutable compiled graph (Graph.compile): fixed placeholders (in feed order), targets\n"
+      "and target ops. run() is thread-safe; runs are transactional (a failed run raises and\n"
+      "leaves every variable unchanged). On CUDA every run after the first is one graph launch.")
+      .def("run", [](const tg::Executable& e, py::handle inputs, uintptr_t cuda_stream) {
+             std::vector<tg::TensorData> in;
+             auto types = e.input_types();
+             size_t i = 0;
+             for (py::handle h : inputs) {
+               std::optional<tg::DType> dt;
+               if (i < types.size()) dt = types[i].dtype;
+               in.push_back(to_tensor_data(h, dt));
+               ++i;
+             }
+             tg::RunOptions o;
+             o.cuda_stream = reinterpret_cast<void*>(cuda_stream);
+             std::vector<tg::TensorData> out;
+             {
+               py::gil_scoped_release nogil;
+               out = e.run(in, o);
+             }
+             return results(std::move(out), false);
+           }, py::arg("inputs"), py::arg("cuda_stream") = 0,
+           "Runs with `inputs` in feed order (numpy arrays, TensorData, DLPack tensors) and returns\n"
+           "the targets' values (TensorData, on the executable's device) in target order.\n"
+           "cuda_stream: a cudaStream_t as int (e.g. torch.cuda.current_stream().cuda_stream) the\n"
+           "run is ordered with. Raises tensorgraph.Error for a wrong input count, dtype or shape\n"
+           "(naming the placeholder) and for errors found while running.")
+      .def("__call__", [](py::object self, py::args inputs) { return self.attr("run")(py::list(inputs)); })
+      .def_property_readonly("arena_bytes", &tg::Executable::arena_bytes)
+      .def_property_readonly("unplanned_bytes", &tg::Executable::unplanned_bytes)
+      .def_property_readonly("arena_count", &tg::Executable::arena_count)
+      .def_property_readonly("input_types", &tg::Executable::input_types)
+      .def_property_readonly("output_types", &tg::Executable::output_types)
+      .def_property_readonly("device", &tg::Executable::device)
+      .def("__str__", &tg::Executable::to_string);
+
+  py::class_<tg::Graph>(m, "Graph",
+                        "A computation graph. Ops are appended by the functions of tensorgraph,\n"
+                        "which find the graph through their tensor arguments.")
+      .def(py::init<>())
+      .def("placeholder", [](tg::Graph& g, py::handle shape, py::handle dtype, std::string name) {
+             return g.placeholder(to_shape(shape), to_dtype(dtype), std::move(name));
+           }, py::arg("shape"), py::arg("dtype") = tg::DType::f32, py::arg("name") = "",
+           "An input fed at run time. `shape` may hold -1 for dims given by the feed.")
+      .def("constant", [](tg::Graph& g, py::handle value, py::handle dtype, std::string name) {
+             std::optional<tg::DType> dt;
+             if (!dtype.is_none()) dt = to_dtype(dtype);
+             tg::TensorData v = to_tensor_data(value, dt);
+             tg::Tensor c = g.constant(v, std::move(name));
+             return dt && *dt != v.dtype() ? tg::cast(c, *dt) : c;
+           }, py::arg("value"), py::arg("dtype") = py::none(), py::arg("name") = "",
+           "A constant holding `value` (copied into the graph). Python floats default to float32.")
+      .def("variable", [](tg::Graph& g, py::handle init, py::handle dtype, std::string name) {
+             std::optional<tg::DType> dt;
+             if (!dtype.is_none()) dt = to_dtype(dtype);
+             return g.variable(to_tensor_data(init, dt), std::move(name));  // copied by the graph
+           }, py::arg("init"), py::arg("dtype") = py::none(), py::arg("name") = "",
+           "A variable: state of this graph that starts as a copy of `init`, persists across runs\n"
+           "and executables, and changes by assign_variable. Names are unique.")
+      .def("variable_value", [](const tg::Graph& g, const tg::Tensor& v) { return g.variable_value(v).clone(); },
+           py::arg("variable"), "A copy of the variable's current value (outside any run).")
+      .def("save_variables", &tg::Graph::save_variables, py::arg("path"),
+           "Writes every variable to a safetensors file.")
+      .def("load_variables", &tg::Graph::load_variables, py::arg("path"),
+           "Loads a safetensors file; checks every name, dtype and shape first (nothing is half-loaded).")
+      .def("control_dependency", [](tg::Graph& g, py::handle ops, py::function block) {
+             bool single = false;
+             auto out = g.control_dependency(to_ops(ops), [&]() {
+               py::object r = block();
+               single = is_tensor(r);
+               return r.is_none() ? std::vector<tg::Tensor>{} : to_tensors(r);
+             });
+             return single ? py::cast(out.at(0)) : py::cast(out);
+           }, py::arg("ops"), py::arg("block"),
+           "Calls block(); every op it builds runs after `ops` (Operations or Tensors). Returns what\n"
+           "block returns.")
+      .def("run", [](tg::Graph& g, py::dict feeds, py::handle targets, py::handle target_ops, py::handle device) {
+             tg::Feeds f;
+             for (auto [k, v] : feeds) {
+               tg::Tensor p = k.cast<tg::Tensor>();
+               f.emplace_back(p, to_tensor_data(v, p.dtype()));
+             }
+             bool single = is_tensor(targets);
+             std::vector<tg::Tensor> ts = targets.is_none() ? std::vector<tg::Tensor>{} : to_tensors(targets);
+             auto ops = to_ops(target_ops);
+             tg::Device dev = to_device(device);
+             std::vector<tg::TensorData> out;
+             {
+               py::gil_scoped_release nogil;
+               out = g.run(f, ts, ops, dev);
+             }
+             return single ? py::cast(out.at(0)) : results(std::move(out), false);
+           }, py::arg("feeds"), py::arg("targets"), py::arg("target_ops") = py::none(),
+           py::arg("device") = py::none(),
+           "Runs the graph: feeds {placeholder: value} (numpy arrays, lists, TensorData, DLPack\n"
+           "tensors), targets (a Tensor, or a list) -> TensorData (or a list, in order). Compiles on\n"
+           "first use for these feed types, targets and device, then caches. device: None is the\n"
+           "default device (CUDA when a GPU is usable).")
+      .def("compile", [](tg::Graph& g, py::dict feed_types, py::handle targets, py::handle target_ops,
+                         py::handle device, const std::string& precision, size_t memory_budget_bytes,
+                         std::string arena_group) {
+             tg::FeedTypes ft;
+             for (auto [k, v] : feed_types) {
+               tg::Tensor p = k.cast<tg::Tensor>();
+               ft.emplace_back(p, to_tensor_type(v, p));
+             }
+             tg::CompileOptions o;
+             o.precision = parse_enum<tg::ComputePrecision>(
+                 "compile", precision,
+                 {{"f32", tg::ComputePrecision::f32}, {"float32", tg::ComputePrecision::f32},
+                  {"tf32", tg::ComputePrecision::tf32}, {"bf16", tg::ComputePrecision::bf16},
+                  {"bfloat16", tg::ComputePrecision::bf16}, {"f16", tg::ComputePrecision::f16},
+                  {"float16", tg::ComputePrecision::f16}});
+             o.memory_budget_bytes = memory_budget_bytes;
+             o.arena_group = std::move(arena_group);
+             auto ts = targets.is_none() ? std::vector<tg::Tensor>{} : to_tensors(targets);
+             auto ops = to_ops(target_ops);
+             tg::Device dev = to_device(device);
+             py::gil_scoped_release nogil;
+             return g.compile(dev, ft, ts, ops, o);
+           }, py::arg("feed_types"), py::arg("targets"), py::arg("target_ops") = py::none(),
+           py::arg("device") = py::none(), py::arg("precision") = "f32", py::arg("memory_budget_bytes") = 0,
+           py::arg("arena_group") = "",
+           "Compiles what `targets` and `target_ops` reach for feed types {placeholder: type}, a type\n"
+           "being a TensorType, (shape, dtype), a shape (the placeholder's dtype) or an example\n"
+           "value. precision: 'f32', 'tf32', 'bf16' or 'f16' (conv and matmul on CUDA). Returns an\n"
+           "Executable whose inputs are in the dict's order.")
+      .def_property_readonly("num_nodes", &tg::Graph::num_nodes)
+      .def("__str__", &tg::Graph::to_string)
+      .def("to_dot", [](const tg::Graph& g) { return tg::to_dot(g); }, "Graphviz DOT text of the graph.")
+      .def("__eq__", [](const tg::Graph& a, py::handle b) {
+        return py::isinstance<tg::Graph>(b) && a.impl() == b.cast<tg::Graph>().impl();
+      })
+      .def("__hash__", [](const tg::Graph& g) { return py::hash(py::int_(reinterpret_cast<uintptr_t>(g.impl().get()))); });
+
+  m.def("read_variable", &tg::read_variable, py::arg("variable"),
+        "The variable's value at this point of a run (ordered by control dependencies).");
+  m.def("assign_variable", [](const tg::Tensor& v, py::handle value) { return tg::assign_variable(v, as_tensor(value, v)); },
+        py::arg("variable"), py::arg("value"),
+        "Sets the variable to `value` when the run reaches it (published when the whole run\n"
+        "succeeds). Returns the Operation, to use as a target op or control dependency.");
+  m.def("runtime_stats", []() {
+    tg::RuntimeStats s = tg::runtime_stats();
+    py::dict d;
+    d["compiles"] = s.compiles;
+    d["graph_launches"] = s.graph_launches;
+    d["graph_captures"] = s.graph_captures;
+    d["capture_fallbacks"] = s.capture_fallbacks;
+    d["interpreted_runs"] = s.interpreted_runs;
+    d["runs"] = s.runs;
+    d["run_host_ns"] = s.run_host_ns;
+    d["host_waits"] = s.host_waits;
+    d["kernel_compiles"] = s.kernel_compiles;
+    d["autotune_runs"] = s.autotune_runs;
+    d["arena_allocations"] = s.arena_allocations;
+    d["arena_bytes"] = s.arena_bytes;
+    return d;
+  }, "Process-wide runtime counters (compiles, graph launches, host waits, arena bytes, ...).");
+}
+
+}  // namespace tgpy

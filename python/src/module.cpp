@@ -1,0 +1,45 @@
+// The extension module tensorgraph._tensorgraph: TensorGraph's C++ API for Python. The package
+// tensorgraph (python/tensorgraph/__init__.py) re-exports it; semantics are the C++ API's
+// (include/tg), documented per function in the docstrings and in python/tensorgraph/*.pyi.
+#include "common.h"
+
+namespace tgpy {
+namespace {
+// tensorgraph.Error: every tg::Error becomes one, with `code` (the ErrorCode's name, e.g.
+// "shape_mismatch") and `message` (the C++ message, "[add] shapes [2,3] and [4] do not broadcast").
+PyObject* g_error_type = nullptr;
+}  // namespace
+}  // namespace tgpy
+
+PYBIND11_MODULE(_tensorgraph, m) {
+  m.doc() = "TensorGraph: build, differentiate, compile and run computation graphs (C++ core).";
+  tgpy::g_error_type = PyErr_NewExceptionWithDoc(
+      "tensorgraph.Error",
+      "The exception TensorGraph raises for anything a caller can get wrong.\n\n"
+      "Attributes: code (str: 'invalid_argument', 'shape_mismatch', 'dtype_mismatch', "
+      "'out_of_range', 'not_found', 'unsupported', 'io_error', 'out_of_memory', 'internal') and "
+      "message (str: names the op and the shapes, e.g. \"[add] shapes [2,3] and [4] do not "
+      "broadcast\").",
+      PyExc_Exception, nullptr);
+  m.attr("Error") = py::handle(tgpy::g_error_type);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const tg::Error& e) {
+      py::object type = py::reinterpret_borrow<py::object>(tgpy::g_error_type);
+      py::object exc = type(e.what());
+      exc.attr("code") = std::string(tg::error_code_name(e.code()));
+      exc.attr("message") = std::string(e.what());
+      PyErr_SetObject(tgpy::g_error_type, exc.ptr());
+    }
+  });
+  tgpy::bind_core(m);
+  tgpy::bind_graph(m);
+  tgpy::bind_ops(m);
+  tgpy::bind_nn_ops(m);
+  tgpy::bind_control_flow(m);
+  py::module_ nn = m.def_submodule("nn", "Keras-like models (tg::nn): layers, Model, fit, the zoo.");
+  tgpy::bind_nn(nn);
+  py::module_ onnx = m.def_submodule("onnx", "ONNX import (tg::onnx).");
+  tgpy::bind_onnx(onnx);
+}

@@ -1,0 +1,71 @@
+"""Control flow with Python callables as blocks: they run while the op is built; the op chooses
+or loops at run time."""
+import numpy as np
+
+import tensorgraph as tg
+
+
+def test_if_else_chooses_at_run_time():
+    g = tg.Graph()
+    p = g.placeholder([], tg.bool_, "p")
+    x = g.placeholder([2], tg.float32, "x")
+    calls = []
+
+    def then_block():
+        calls.append("then")
+        return x * 2.0
+
+    def else_block():
+        calls.append("else")
+        return [x - 1.0]
+
+    y = tg.if_else(p, then_block, else_block)
+    assert isinstance(y, tg.Tensor) and calls == ["then", "else"]
+    xv = np.array([1.0, 5.0], np.float32)
+    assert g.run({p: np.array(True), x: xv}, y, device="cpu").tolist() == [2.0, 10.0]
+    assert g.run({p: np.array(False), x: xv}, y, device="cpu").tolist() == [0.0, 4.0]
+    assert calls == ["then", "else"]  # blocks are not called again at run time
+    (dx,) = tg.gradients(tg.reduce_sum(y), [x])
+    assert g.run({p: np.array(True), x: xv}, dx, device="cpu").tolist() == [2.0, 2.0]
+
+
+def test_for_loop_power_and_gradient():
+    g = tg.Graph()
+    n = g.placeholder([], tg.int32, "n")
+    x = g.placeholder([], tg.float64, "x")
+    # values = (x^i accumulated, sum of indices)
+    acc, idx_sum = tg.for_loop(n, [g.constant(1.0, tg.float64), g.constant(0, tg.int32)],
+                               lambda i, v: [v[0] * x, v[1] + i])
+    d = tg.gradients(acc, x)
+    out = g.run({n: np.array(4, np.int32), x: np.array(1.5)}, [acc, idx_sum, d], device="cpu")
+    assert out[0].item() == 1.5 ** 4
+    assert out[1].item() == 0 + 1 + 2 + 3
+    assert out[2].item() == 4 * 1.5 ** 3
+    single = tg.for_loop(3, g.constant(2.0), lambda i, v: v * v)  # one Tensor in, one out
+    assert g.run({}, single, device="cpu").item() == 256.0
+
+
+def test_while_loop_collatz():
+    g = tg.Graph()
+    start = g.placeholder([], tg.int64, "start")
+
+    def before(v):
+        value, steps = v
+        return value > 1, [value, steps]
+
+    def after(v):
+        value, steps = v
+        nxt = tg.select(tg.equal(value % 2, 0), value // 2, value * 3 + 1)
+        return [nxt, steps + 1]
+
+    value, steps = tg.while_loop([start, g.constant(0, tg.int64)], before, after)
+    out = g.run({start: np.array(27, np.int64)}, [value, steps], device="cpu")
+    assert out[0].item() == 1 and out[1].item() == 111  # 27 takes 111 steps
+
+
+def test_control_dependency_orders_reads_after_assign():
+    g = tg.Graph()
+    v = g.variable(np.array(1.0, np.float32), name="v")
+    a = tg.assign_variable(v, v + 41.0)
+    r = g.control_dependency([a], lambda: tg.read_variable(v) * 1.0)
+    assert g.run({}, r, device="cpu").item() == 42.0
