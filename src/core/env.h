@@ -20,6 +20,10 @@ bool cudnn_graph_enabled();
 /// nodes on the host, as the first run does), for debugging. Default on. Read at every compile.
 bool cuda_graphs_enabled();
 
+/// TG_DETERMINISTIC=1: every executable compiles as with CompileOptions::deterministic. Read at
+/// every compile.
+bool deterministic();
+
 /// Where generated GPU kernels are cached on disk: TG_KERNEL_CACHE_DIR, else
 /// $XDG_CACHE_HOME/tg/kernels, else $HOME/.cache/tg/kernels; nullopt when none is set.
 std::optional<std::string> kernel_cache_dir();

@@ -15,6 +15,7 @@ enum class Counter {
   run_host_ns,
   host_waits,
   kernel_compiles,
+  kernel_cache_rejects,
   autotune_runs,
   arena_allocations,
   arena_bytes,  ///< a level, not a count: add() with a negative delta when an arena goes

@@ -573,6 +573,7 @@ void RunState::call_kernel(const ir::Node& node, backends::Kernel kernel, std::s
                            std::vector<TensorData>& outs) {
   ws_used_ = 0;
   backends::KernelContext ctx{node, inputs, outs, p_.device_, p_.plan_->precision, this};
+  ctx.deterministic = p_.plan_->deterministic;
   const backends::Backend& b = p_.backend_;
   if (profile_) {
     void* start = b.record_event(stream_);
