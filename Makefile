@@ -2,10 +2,12 @@
 #   make demo: builds only the `tg` command (target tg_cli) and trains the default MNIST CNN on
 #              the shipped data (data/mnist), ending with "test accuracy: NN.NN%".
 #   make test: builds everything and runs the test suite.
+#   make check-reliability: the sanitizer build, its fast test subset and the fuzz targets
+#              (scripts/check-reliability.sh; CI runs it after make test).
 BUILD_DIR ?= $(or $(TG_BUILD_DIR),build)
 # Extra arguments for the demo's `tg train`, e.g. make demo DEMO_ARGS="--epochs 3".
 DEMO_ARGS ?=
-.PHONY: all build demo test bench clean
+.PHONY: all build demo test check-reliability bench clean
 all: build
 build:
 	TG_BUILD_DIR=$(BUILD_DIR) ./scripts/bootstrap.sh
@@ -23,6 +25,10 @@ demo:
 	echo "make demo: $$((end - start)) s wall ($$((built - start)) s set-up and build, $$((end - built)) s training)"
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure --parallel $$(nproc) --timeout 600
+# Fuzz seconds per target: make check-reliability TG_FUZZ_SECONDS=600 (docs/reliability.md).
+check-reliability:
+	./scripts/bootstrap.sh --packages-only
+	./scripts/check-reliability.sh
 bench: build
 	./$(BUILD_DIR)/bench/tg_bench_cpu --benchmark_min_time=0.5
 clean:
