@@ -6,13 +6,15 @@
 # New inputs libFuzzer finds go to <build>/fuzz-corpus/<target> (kept between runs).
 # Exit status 1 when a target reports a crash, leak, timeout, sanitizer report or allocation
 # over the limit (its reproducer is <build>/fuzz-artifacts/<target>-crash-*).
-# Usage: scripts/fuzz.sh [build-dir (default build-fuzz)] [seconds per target] [targets...]
+# Usage: scripts/fuzz.sh [build-dir (default build-san)] [seconds per target] [targets...]
 # Environment: TG_FUZZ_RUNS (stop after this many executions instead; -1 = none),
 #              TG_FUZZ_JOBS (targets run at once, default 1), TG_FUZZ_NICE (default 0),
-#              TG_FUZZ_LOGS (the logs' directory, default <build>/fuzz-logs).
+#              TG_FUZZ_LOGS (the logs' directory, default <build>/fuzz-logs),
+#              TG_FUZZ_TIMEOUT (seconds one input may take, default 10; more for a starved
+#              nice-19 run, where wall-clock time is not the input's).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-B=${1:-build-fuzz}
+B=${1:-build-san}
 SECS=${2:-60}
 shift $(( $# < 2 ? $# : 2 ))
 TARGETS=("$@")
@@ -43,7 +45,7 @@ run_one() {
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
   nice -n "$NICE" "$B/fuzz/$t" -max_total_time="$SECS" -runs="$RUNS" -rss_limit_mb=2560 -malloc_limit_mb=2048 \
-    -timeout=10 -max_len=65536 -print_final_stats=1 \
+    -timeout="${TG_FUZZ_TIMEOUT:-10}" -max_len=65536 -print_final_stats=1 \
     -artifact_prefix="$B/fuzz-artifacts/$t-" "${dirs[@]}" > "$LOGS/$t.log" 2>&1
   status=$?
   end=$(date +%s)

@@ -22,7 +22,7 @@ namespace {
 // fixed batches. RSS and the host allocator's live bytes at the warm-up step and at the end.
 TEST(LongRun, SmallModelTrainingKeepsHostMemoryFlat) {
   const bool full = testing::long_runs_enabled();
-  const int steps = full ? 10000 : 1500, warm = full ? 1000 : 500;
+  const int steps = full ? 10000 : 600, warm = full ? 1000 : 200;
   nn::Model model = nn::zoo::mlp({.seed = 7});
   model.compile(nn::Optimizer::adam(1e-3), nn::Loss::sparse_categorical_crossentropy, {nn::Metric::accuracy},
                 Device::cpu());

@@ -4,6 +4,7 @@
 // each replayed here.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -12,6 +13,7 @@
 #include "core/safetensors.h"
 #include "npy.h"
 #include "test_util.h"
+#include "tg/onnx.h"
 #include "tg/tg.h"
 
 namespace tg {
@@ -24,11 +26,11 @@ Bytes bytes_of(const std::string& s) { return Bytes(s.begin(), s.end()); }
 
 // A .npy version 1.0 file with `header` (as written) and `data_bytes` zero bytes of data.
 Bytes npy(const std::string& header, size_t data_bytes) {
-  Bytes b = bytes_of(std::string("\x93NUMPY\x01\x00", 8));
-  b.push_back(static_cast<uint8_t>(header.size() & 0xff));
-  b.push_back(static_cast<uint8_t>(header.size() >> 8));
-  b.insert(b.end(), header.begin(), header.end());
-  b.resize(b.size() + data_bytes, 0);
+  Bytes b(10 + header.size() + data_bytes, 0);
+  std::memcpy(b.data(), "\x93NUMPY\x01\x00", 8);
+  b[8] = static_cast<uint8_t>(header.size() & 0xff);
+  b[9] = static_cast<uint8_t>(header.size() >> 8);
+  std::memcpy(b.data() + 10, header.data(), header.size());
   return b;
 }
 
@@ -44,7 +46,7 @@ TEST(NpyReader, ReadsWhatWriteNpyWrote) {
 TEST(NpyReader, MalformedHeadersAreErrorsNotCrashes) {
   // Found by fuzz_npy: a key without ':' or value read past the header (std::string index out of
   // range), an empty descr underflowed substr, a shape without parentheses was cut wrongly.
-  for (const std::string& header : {std::string("{'descr'"), std::string("{'descr':"), std::string("{'descr': ''"),
+  for (const std::string& header : {std::string("{'descr'"), std::string("{'descr':"), std::string("{'descr': '"),
                                     std::string("{'descr': '<f4', 'fortran_order': False, 'shape': 3}"),
                                     std::string("{'descr': '<f4', 'fortran_order': False, 'shape': (2,"),
                                     std::string("{'descr': '<f4', 'fortran_order': False, 'shape': (a,)}"),
@@ -52,6 +54,8 @@ TEST(NpyReader, MalformedHeadersAreErrorsNotCrashes) {
     SCOPED_TRACE(header);
     EXPECT_TG_ERROR(cli::parse_npy(npy(header, 64), "x.npy"), ErrorCode::io_error, "x.npy");
   }
+  EXPECT_TG_ERROR(cli::parse_npy(npy("{'descr': '', 'fortran_order': False, 'shape': (1,), }", 8), "e.npy"),
+                  ErrorCode::unsupported, "unsupported .npy dtype ''");
   EXPECT_TG_ERROR(cli::parse_npy(bytes_of("\x93NUMPY"), "short.npy"), ErrorCode::io_error, "not a .npy file");
   Bytes v9 = npy("{}", 0);
   v9[6] = 9;
@@ -78,10 +82,9 @@ TEST(NpyReader, DeclaredSizeBeyondTheFileIsRefusedBeforeAllocating) {
 
 // The 8-byte length, the JSON header and `data_bytes` zero bytes.
 Bytes safetensors_file(const std::string& json, size_t data_bytes) {
-  Bytes b(8);
+  Bytes b(8 + json.size() + data_bytes, 0);
   for (int i = 0; i < 8; ++i) b[static_cast<size_t>(i)] = static_cast<uint8_t>(json.size() >> (8 * i));
-  b.insert(b.end(), json.begin(), json.end());
-  b.resize(b.size() + data_bytes, 0);
+  std::memcpy(b.data() + 8, json.data(), json.size());
   return b;
 }
 
