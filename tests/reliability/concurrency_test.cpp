@@ -193,6 +193,31 @@ TEST(Concurrency, GraphRunFromSeveralThreads) {
   }
 }
 
+// One thread: every run returns the value it read (its start value) and the value it wrote. On
+// CUDA the runs after the first replay a graph whose kernel writes the new value straight into
+// the variable's buffer: the start value, a result, was then copied out after that write and
+// read as the new value (found by the test below; runtime/executor.cpp plan_direct_writes).
+TEST(Concurrency, RecordedRunsReturnTheStartValueOfAnAssignedVariable) {
+  for (Device dev : testing::test_devices()) {
+    SCOPED_TRACE(dev.to_string());
+    Graph g;
+    Tensor k = g.placeholder({}, DType::i64, "k");
+    Tensor v = g.variable(TensorData::scalar<int64_t>(1), "v");
+    Tensor old = read_variable(v);
+    Tensor next = old * g.constant(TensorData::scalar<int64_t>(3)) + k;
+    Operation set = assign_variable(v, next);
+    Executable exe = g.compile(dev, {{k, {{}, DType::i64}}}, {old, next}, {set});
+    int64_t want = 1;
+    for (int r = 0; r < 5; ++r) {
+      std::vector<TensorData> out = exe.run({TensorData::scalar<int64_t>(r)});
+      expect_equal(out[0].to(Device::cpu()), {static_cast<double>(want)}, {});
+      want = 3 * want + r;
+      expect_equal(out[1].to(Device::cpu()), {static_cast<double>(want)}, {});
+    }
+    expect_equal(g.variable_value(v), {static_cast<double>(want)}, {});
+  }
+}
+
 // Each run does v <- 3 v + k (i64, exact) and returns the value it read and the value it wrote.
 // The order of the updates matters, so the end state is that of some sequential order exactly
 // when the runs' (read, written) pairs chain from the initial value to the final one, each run
