@@ -102,7 +102,7 @@ struct CompileOptions {
   /// same time, such as a model's training and evaluation steps (tg::nn::Model uses it). Their
   /// runs take turns (one waits while another queues its work); on CUDA, an executable recorded
   /// against a smaller shared arena records again once it grew. Empty: arenas of its own.
-  std::string arena_group;
+  std::string arena_group = {};
   /// Deterministic algorithms only, so that every run and every process gives bit-identical
   /// results for the same inputs on the same device and build: on CUDA, cuDNN convolutions take
   /// the heuristics' first engine without NONDETERMINISTIC numerical notes instead of timing
