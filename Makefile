@@ -6,10 +6,12 @@
 #   make python: builds the Python package tensorgraph and installs it into the machine's Python 3
 #                (Debian's /usr/bin/python3, into its site-packages: /usr/local/lib/python3.X/
 #                dist-packages), so `python3 -c "import tensorgraph"` works anywhere.
+#   make check-reliability: the sanitizer build, its fast test subset and the fuzz targets
+#              (scripts/check-reliability.sh; CI runs it after make test).
 BUILD_DIR ?= $(or $(TG_BUILD_DIR),build)
 # Extra arguments for the demo's `tg train`, e.g. make demo DEMO_ARGS="--epochs 3".
 DEMO_ARGS ?=
-.PHONY: all build demo test bench python clean
+.PHONY: all build demo test check-reliability bench python clean
 all: build
 build:
 	TG_BUILD_DIR=$(BUILD_DIR) ./scripts/bootstrap.sh
@@ -30,6 +32,10 @@ test: build
 python:
 	TG_BUILD_DIR=$(BUILD_DIR) TG_BUILD_TARGET=tg_python ./scripts/bootstrap.sh
 	cmake --install $(BUILD_DIR) --component python
+# Fuzz seconds per target: make check-reliability TG_FUZZ_SECONDS=600 (docs/reliability.md).
+check-reliability:
+	./scripts/bootstrap.sh --packages-only
+	./scripts/check-reliability.sh
 bench: build
 	./$(BUILD_DIR)/bench/tg_bench_cpu --benchmark_min_time=0.5
 clean:

@@ -103,6 +103,14 @@ struct CompileOptions {
   /// runs take turns (one waits while another queues its work); on CUDA, an executable recorded
   /// against a smaller shared arena records again once it grew. Empty: arenas of its own.
   std::string arena_group = {};
+  /// Deterministic algorithms only, so that every run and every process gives bit-identical
+  /// results for the same inputs on the same device and build: on CUDA, cuDNN convolutions take
+  /// the heuristics' first engine without NONDETERMINISTIC numerical notes instead of timing
+  /// candidates (a timed choice may differ between processes), and cuBLASLt matmuls are
+  /// restricted to algorithms without split-K reductions (CUBLASLT_REDUCTION_SCHEME_NONE). The
+  /// reductions and gathers of TensorGraph's own kernels use no atomics on data, and the CPU
+  /// backend is deterministic, in every mode. Also on when TG_DETERMINISTIC=1. May be slower.
+  bool deterministic = false;
 };
 
 /// Options of one Executable::run.
@@ -125,6 +133,7 @@ struct RuntimeStats {
   int64_t run_host_ns = 0;         ///< host time those runs took, waits for the device excluded
   int64_t host_waits = 0;          ///< waits of the host for a device (copies to the host, checks)
   int64_t kernel_compiles = 0;     ///< generated GPU kernels compiled (NVRTC; disk-cache hits excluded)
+  int64_t kernel_cache_rejects = 0;  ///< on-disk kernel cache entries whose checksum failed (rebuilt)
   int64_t autotune_runs = 0;       ///< library algorithm searches (cuDNN engines timed on a problem)
   int64_t arena_allocations = 0;   ///< arenas allocated (one per executable and concurrent caller)
   int64_t arena_bytes = 0;         ///< bytes held by arenas alive now (intermediates, I/O, scratch)

@@ -70,6 +70,8 @@ struct KernelContext {
   ComputePrecision precision = ComputePrecision::f32;
   /// The run's services; null only for CPU kernels run outside a program (constant folding).
   RunServices* run = nullptr;
+  /// CompileOptions::deterministic (or TG_DETERMINISTIC=1): deterministic algorithms only.
+  bool deterministic = false;
   const char* op_name() const;
 };
 

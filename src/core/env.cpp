@@ -74,4 +74,9 @@ bool profile_shapes() {
   return on;
 }
 
+bool deterministic() {
+  const char* v = std::getenv("TG_DETERMINISTIC");
+  return v && std::string(v) == "1";
+}
+
 }  // namespace tg::env

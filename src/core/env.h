@@ -31,6 +31,9 @@ int loop_unroll();
 /// its trip count times its body's node count (constants and parameters aside) is at most this
 /// (default 8192; 0: never). Read at every recording.
 int64_t unroll_limit();
+/// TG_DETERMINISTIC=1: every executable compiles as with CompileOptions::deterministic. Read at
+/// every compile.
+bool deterministic();
 
 /// Where generated GPU kernels are cached on disk: TG_KERNEL_CACHE_DIR, else
 /// $XDG_CACHE_HOME/tg/kernels, else $HOME/.cache/tg/kernels; nullopt when none is set.

@@ -1,7 +1,10 @@
 // Multi-threading on the CPU (OpenMP underneath): kernels (backends/cpu/parallel.h) and host-side
 // work such as random initialization (src/nn).
+// Without OpenMP (TG_OPENMP=OFF, the ThreadSanitizer build) everything runs on the caller's thread.
 #pragma once
+#ifdef _OPENMP
 #include <omp.h>
+#endif
 
 #include <algorithm>
 #include <cstdint>
@@ -10,7 +13,13 @@
 namespace tg::core {
 
 /// Number of threads kernels use (OMP_NUM_THREADS, default: the cores).
-inline int num_threads() { return omp_get_max_threads(); }
+inline int num_threads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
 
 /// Calls f(begin, end) on disjoint chunks covering [0, n), in parallel when n > grain. An
 /// exception thrown by f is rethrown on the calling thread after all chunks finish.
@@ -22,6 +31,7 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
     f(int64_t{0}, n);
     return;
   }
+#ifdef _OPENMP
   int64_t chunks = std::min<int64_t>(threads, (n + grain - 1) / grain);
   std::exception_ptr error;
 #pragma omp parallel num_threads(static_cast<int>(chunks))
@@ -36,6 +46,7 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
     }
   }
   if (error) std::rethrow_exception(error);
+#endif
 }
 
 /// Elements per chunk below which kernels stay on one thread.

@@ -68,9 +68,34 @@ std::vector<std::pair<std::string, TensorData>> read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) io_fail(path, "cannot open for reading");
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, path);
+}
+
+namespace {
+
+// The non-negative integer array `key` of entry `name` (JSON numbers that are not integers, or
+// negative ones, are refused: a conversion would be undefined or wrap).
+std::vector<uint64_t> unsigned_list(const nlohmann::json& e, const char* key, const std::string& name,
+                                    const std::string& path) {
+  const nlohmann::json& v = e.at(key);
+  if (!v.is_array()) io_fail(path, "tensor '" + name + "' has a " + key + " that is not a list");
+  std::vector<uint64_t> out;
+  for (const auto& x : v) {
+    if (!x.is_number_integer() || (!x.is_number_unsigned() && x.get<int64_t>() < 0)) {
+      io_fail(path, "tensor '" + name + "' has a " + key + " entry " + x.dump() +
+                        " that is not a non-negative integer");
+    }
+    out.push_back(x.get<uint64_t>());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, TensorData>> parse(std::span<const uint8_t> bytes, const std::string& path) {
   if (bytes.size() < 8) io_fail(path, "file is shorter than the 8-byte header length");
   uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(bytes[i]) << (8 * i);
   if (n > bytes.size() - 8) io_fail(path, "header length " + std::to_string(n) + " runs past the end of the file");
   nlohmann::json header;
   try {
@@ -85,20 +110,27 @@ std::vector<std::pair<std::string, TensorData>> read(const std::string& path) {
     if (it.key() == "__metadata__") continue;
     const auto& e = it.value();
     try {
+      if (!e.is_object()) io_fail(path, "tensor '" + it.key() + "' is not a JSON object");
       DType t = dtype_from_code(e.at("dtype").get<std::string>(), path);
-      Shape shape = e.at("shape").get<Shape>();
-      auto offs = e.at("data_offsets").get<std::vector<uint64_t>>();
-      for (int64_t d : shape) {
-        if (d < 0) io_fail(path, "tensor '" + it.key() + "' has a negative dim");
-      }
+      std::vector<uint64_t> dims = unsigned_list(e, "shape", it.key(), path);
+      std::vector<uint64_t> offs = unsigned_list(e, "data_offsets", it.key(), path);
       if (offs.size() != 2 || offs[0] > offs[1] || offs[1] > data_size) {
         io_fail(path, "tensor '" + it.key() + "' has data_offsets outside the data");
       }
-      TensorData td(shape, t);
-      if (offs[1] - offs[0] != td.nbytes()) {
-        io_fail(path, "tensor '" + it.key() + "' has " + std::to_string(offs[1] - offs[0]) +
-                          " bytes, its shape needs " + std::to_string(td.nbytes()));
+      // The bytes the shape needs, checked against the offsets before anything is allocated.
+      uint64_t need = dtype_size(t);
+      bool zero = false, overflow = false;
+      for (uint64_t d : dims) {
+        if (d == 0) zero = true;
+        if (d > static_cast<uint64_t>(INT64_MAX) || (d != 0 && need > UINT64_MAX / d)) overflow = true;
+        if (!overflow) need *= d;
       }
+      if (zero) need = 0, overflow = false;
+      if (overflow || offs[1] - offs[0] != need) {
+        io_fail(path, "tensor '" + it.key() + "' has " + std::to_string(offs[1] - offs[0]) +
+                          " bytes, its shape needs " + (overflow ? std::string("more than 2^64") : std::to_string(need)));
+      }
+      TensorData td(Shape(dims.begin(), dims.end()), t);
       if (td.nbytes()) std::memcpy(td.raw_data(), bytes.data() + data_begin + offs[0], td.nbytes());
       out.emplace_back(it.key(), std::move(td));
     } catch (const nlohmann::json::exception& ex) {

@@ -32,6 +32,7 @@ RuntimeStats runtime_stats() {
   s.run_host_ns = get(Counter::run_host_ns);
   s.host_waits = get(Counter::host_waits);
   s.kernel_compiles = get(Counter::kernel_compiles);
+  s.kernel_cache_rejects = get(Counter::kernel_cache_rejects);
   s.autotune_runs = get(Counter::autotune_runs);
   s.arena_allocations = get(Counter::arena_allocations);
   s.input_copy_bytes = get(Counter::input_copy_bytes);

@@ -15,6 +15,7 @@ enum class Counter {
   run_host_ns,
   host_waits,
   kernel_compiles,
+  kernel_cache_rejects,
   autotune_runs,
   arena_allocations,
   input_copy_bytes,

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -28,12 +29,17 @@ std::vector<uint8_t> read_file(const std::string& path, std::string_view op) {
   }
   std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
   if (!file) file_fail(ErrorCode::io_error, op, path, "cannot open ({})", std::strerror(errno));
-  gzbuffer(file.get(), kChunkBytes);
+  // Buffers sized for the file (small files, e.g. a fuzzer's, cost no 1 MiB allocations); the
+  // chunks grow up to kChunkBytes for what decompresses into more.
+  const uintmax_t file_bytes = std::filesystem::file_size(path, ec);
+  const unsigned fitted = ec ? kChunkBytes : static_cast<unsigned>(std::clamp<uintmax_t>(file_bytes + 1, 8192, kChunkBytes));
+  gzbuffer(file.get(), fitted);
+  unsigned chunk = fitted;
   std::vector<uint8_t> bytes;
   for (;;) {
     size_t old_size = bytes.size();
-    bytes.resize(old_size + kChunkBytes);
-    int n = gzread(file.get(), bytes.data() + old_size, kChunkBytes);
+    bytes.resize(old_size + chunk);
+    int n = gzread(file.get(), bytes.data() + old_size, chunk);
     int errnum = Z_OK;
     const char* message = gzerror(file.get(), &errnum);
     if (n < 0 || (errnum != Z_OK && errnum != Z_STREAM_END)) {
@@ -41,6 +47,7 @@ std::vector<uint8_t> read_file(const std::string& path, std::string_view op) {
     }
     bytes.resize(old_size + static_cast<size_t>(n));
     if (n == 0) break;
+    chunk = std::min(kChunkBytes, chunk * 2);
   }
   // gzclose_r reports a stream that ended in the middle of a gzip member (a truncated file).
   int status = gzclose_r(file.release());

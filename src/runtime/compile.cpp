@@ -174,6 +174,7 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
   }
   plan->feed_nodes = feeds;
   plan->precision = options.precision;
+  plan->deterministic = options.deterministic || env::deterministic();
   plan->targets = roots;
   plan->graph = g;
 

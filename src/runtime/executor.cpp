@@ -185,7 +185,8 @@ Program::~Program() = default;
 //    record is set (RunServices::write_guard), as the commit would have;
 //  - nothing reads the variable's value from the start of the run after that kernel, and the
 //    kernel itself reads it only as an elementwise input of the output's shape (each element is
-//    read before the same element is written).
+//    read before the same element is written);
+//  - that start value is not a result of the run (results are copied out after every kernel).
 void Program::plan_direct_writes() {
   const ir::Graph& g = *plan_->graph;
   const std::vector<int>& schedule = plan_->schedule;
@@ -216,17 +217,25 @@ void Program::plan_direct_writes() {
     }
     const bool elementwise = producer.kind == ir::OpKind::fused_elementwise;
     if (last_check >= 0 && !elementwise) continue;  // only the guarded kernels
+    // Whether `src`'s value is the variable's value from the start of the run (a view of its buffer).
+    auto start_value = [&](const ir::Node& src) {
+      return (src.kind == ir::OpKind::variable && slot_of(src) == slot) ||
+             (src.kind == ir::OpKind::read_variable && slot_of(src) == slot && step_of[src.id] < static_cast<int>(a)) ||
+             ((src.kind == ir::OpKind::reshape || src.kind == ir::OpKind::stop_gradient) &&
+              slot_of(g.node(src.inputs[0].node)) == slot);
+    };
     bool ok = true;
+    // A result that is the start value is copied out after every kernel (stage_targets): a
+    // direct write would return the new value instead (issue 19: ConcurrentAssignments...).
+    for (const ir::ValueRef& t : plan_->targets) {
+      if (start_value(g.node(t.node))) ok = false;
+    }
     for (size_t i = static_cast<size_t>(p); ok && i < schedule.size(); ++i) {
       const ir::Node& n = g.node(schedule[i]);
       if (n.kind == ir::OpKind::read_variable && slot_of(n) == slot && i < a) ok = false;  // reads the start value
       for (const ir::ValueRef& in : n.inputs) {
         const ir::Node& src = g.node(in.node);
-        const bool start_value = (src.kind == ir::OpKind::variable && slot_of(src) == slot) ||
-                                 (src.kind == ir::OpKind::read_variable && slot_of(src) == slot && step_of[src.id] < static_cast<int>(a)) ||
-                                 ((src.kind == ir::OpKind::reshape || src.kind == ir::OpKind::stop_gradient) &&
-                                  slot_of(g.node(src.inputs[0].node)) == slot);
-        if (!start_value || &n == &assign) continue;
+        if (!start_value(src) || &n == &assign) continue;
         if (&n != &producer || !elementwise || g.type(in).shape != producer.outputs[0].shape ||
             src.kind == ir::OpKind::reshape || src.kind == ir::OpKind::stop_gradient) {
           ok = false;
@@ -592,6 +601,7 @@ void RunState::call_kernel(const ir::Node& node, backends::Kernel kernel, std::s
                            std::vector<TensorData>& outs) {
   ws_used_ = 0;
   backends::KernelContext ctx{node, inputs, outs, p_.device_, p_.plan_->precision, this};
+  ctx.deterministic = p_.plan_->deterministic;
   const backends::Backend& b = p_.backend_;
   if (profile_) {
     void* start = b.record_event(stream_);

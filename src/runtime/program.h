@@ -32,6 +32,7 @@ struct PlannedGraph {
   std::vector<int> feed_nodes;            ///< placeholder node per feed, feed order
   std::vector<ir::ValueRef> targets;      ///< results, in target order
   ComputePrecision precision = ComputePrecision::f32;
+  bool deterministic = false;  ///< CompileOptions::deterministic or TG_DETERMINISTIC=1
 };
 
 /// How to run one graph: the program's top level or a region body.

@@ -22,6 +22,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "npy.h"
 #include "options.h"
 #include "tg/onnx.h"
 #include "tg/tg.h"
@@ -36,117 +37,8 @@ using tg::TensorData;
 
 [[noreturn]] void fail(ErrorCode code, const std::string& msg) { throw tg::Error(code, "[tg run] " + msg); }
 
-// ---------------------------------------------------------------------------------------------
-// .npy (NumPy format 1.0-3.0, little-endian, C order).
-
-const char* npy_descr(DType d) {
-  switch (d) {
-    case DType::bool_: return "|b1";
-    case DType::i8: return "|i1";
-    case DType::u8: return "|u1";
-    case DType::i32: return "<i4";
-    case DType::i64: return "<i8";
-    case DType::f16: return "<f2";
-    case DType::f32: return "<f4";
-    case DType::f64: return "<f8";
-    case DType::bf16: return "<f4";  // NumPy has no bfloat16: written as float32
-  }
-  return "";
-}
-
-DType dtype_of_descr(const std::string& d, const std::string& file) {
-  static const std::map<std::string, DType> kDescr = {
-      {"|b1", DType::bool_}, {"|i1", DType::i8},  {"|u1", DType::u8},  {"<i4", DType::i32},
-      {"<i8", DType::i64},   {"<f2", DType::f16}, {"<f4", DType::f32}, {"<f8", DType::f64},
-      {"b1", DType::bool_},  {"i1", DType::i8},   {"u1", DType::u8}};
-  auto it = kDescr.find(d);
-  if (it == kDescr.end()) fail(ErrorCode::unsupported, file + ": unsupported .npy dtype '" + d + "'");
-  return it->second;
-}
-
-// The value of `key` in the header dict ("'descr': '<f4', ...").
-std::string header_field(const std::string& h, const std::string& key, const std::string& file) {
-  size_t k = h.find("'" + key + "'");
-  if (k == std::string::npos) fail(ErrorCode::io_error, file + ": .npy header lacks '" + key + "'");
-  size_t colon = h.find(':', k);
-  size_t begin = h.find_first_not_of(' ', colon + 1);
-  size_t end = h[begin] == '(' ? h.find(')', begin) + 1
-               : h[begin] == '\'' ? h.find('\'', begin + 1) + 1
-                                  : h.find_first_of(",}", begin);
-  return h.substr(begin, end - begin);
-}
-
-TensorData read_npy(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorCode::not_found, "cannot open '" + path.string() + "'");
-  std::string file = path.string();
-  char magic[8];
-  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
-    fail(ErrorCode::io_error, file + ": not a .npy file");
-  }
-  uint32_t hlen = 0;
-  if (magic[6] == 1) {
-    uint16_t h16 = 0;
-    in.read(reinterpret_cast<char*>(&h16), 2);
-    hlen = h16;
-  } else {
-    in.read(reinterpret_cast<char*>(&hlen), 4);
-  }
-  std::string header(hlen, '\0');
-  if (!in.read(header.data(), hlen)) fail(ErrorCode::io_error, file + ": truncated header");
-  std::string descr = header_field(header, "descr", file);
-  DType dtype = dtype_of_descr(descr.substr(1, descr.size() - 2), file);
-  if (header_field(header, "fortran_order", file) != "False") {
-    fail(ErrorCode::unsupported, file + ": Fortran-order arrays are not supported");
-  }
-  std::string dims = header_field(header, "shape", file);
-  Shape shape;
-  std::stringstream ss(dims.substr(1, dims.size() - 2));
-  for (std::string tok; std::getline(ss, tok, ',');) {
-    const size_t b = tok.find_first_not_of(' ');
-    if (b == std::string::npos) continue;
-    const size_t e = tok.find_last_not_of(' ') + 1;
-    int64_t d = -1;
-    auto [end, ec] = std::from_chars(tok.data() + b, tok.data() + e, d);
-    if (ec != std::errc() || end != tok.data() + e || d < 0) {
-      fail(ErrorCode::io_error, file + ": the .npy header's shape " + dims + " is not a list of sizes");
-    }
-    shape.push_back(d);
-  }
-  TensorData t(shape, dtype);
-  if (!in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(t.nbytes()))) {
-    fail(ErrorCode::io_error, file + ": fewer bytes than its shape needs");
-  }
-  return t;
-}
-
-void write_npy(const fs::path& path, TensorData t) {
-  t = t.to(tg::Device::cpu());
-  if (t.dtype() == DType::bf16) {
-    TensorData f(t.shape(), DType::f32);
-    for (int64_t i = 0; i < t.num_elements(); ++i) {
-      f.data<float>()[i] = static_cast<float>(t.element_as_double(i));
-    }
-    t = f;
-  }
-  std::string dims;  // "2, 3"; "4," for rank 1; "" for a scalar
-  for (size_t i = 0; i < t.shape().size(); ++i) {
-    dims += (i ? ", " : "") + std::to_string(t.shape()[i]);
-  }
-  if (t.rank() == 1) dims += ",";
-  std::string header = "{'descr': '" + std::string(npy_descr(t.dtype())) +
-                       "', 'fortran_order': False, 'shape': (" + dims + "), }";
-  size_t total = 10 + header.size() + 1;
-  header.append((64 - total % 64) % 64, ' ');
-  header.push_back('\n');
-  std::ofstream out(path, std::ios::binary);
-  if (!out) fail(ErrorCode::io_error, "cannot write '" + path.string() + "'");
-  out.write("\x93NUMPY\x01\x00", 8);
-  auto hlen = static_cast<uint16_t>(header.size());
-  out.write(reinterpret_cast<const char*>(&hlen), 2);
-  out << header;
-  out.write(static_cast<const char*>(t.raw_data()), static_cast<std::streamsize>(t.nbytes()));
-}
+using tg::cli::read_npy;
+using tg::cli::write_npy;
 
 // ---------------------------------------------------------------------------------------------
 

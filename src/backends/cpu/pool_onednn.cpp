@@ -140,12 +140,17 @@ std::shared_ptr<const Entry> entry(const ops::PoolGeometry& g, PoolAlgo algo, bo
 // small to pay for a parallel region, as parallel_for does.
 class SingleThreadIfSmall {
  public:
+#ifdef _OPENMP
   explicit SingleThreadIfSmall(int64_t work) : saved_(work < kGrain ? omp_get_max_threads() : 0) {
     if (saved_ > 1) omp_set_num_threads(1);
   }
   ~SingleThreadIfSmall() {
     if (saved_ > 1) omp_set_num_threads(saved_);
   }
+#else
+  explicit SingleThreadIfSmall(int64_t) : saved_(0) {}
+  ~SingleThreadIfSmall() = default;
+#endif
   SingleThreadIfSmall(const SingleThreadIfSmall&) = delete;
   SingleThreadIfSmall& operator=(const SingleThreadIfSmall&) = delete;
 

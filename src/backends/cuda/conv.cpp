@@ -24,7 +24,8 @@
 //    buffers, at most 256 MiB of workspace) and cached with
 //    its descriptors in a mutex-protected map. While the stream is being captured into a CUDA
 //    graph (Find would synchronize) the heuristic cudnnGet*Algorithm_v7 answer is used, not
-//    cached. Workspace and scratch buffers from the run's workspace (declared scratch); the
+//    cached. Deterministic executables (CompileOptions::deterministic) take the heuristics'
+//    first deterministic algorithm/engine, untimed (the same in every process), and cache it. Workspace and scratch buffers from the run's workspace (declared scratch); the
 //    search's workspace is a transient block of the caching allocator.
 // Limits: tensors of at most 2^31 - 1 elements (cuDNN's legacy API takes int dims).
 // Empty outputs launch nothing; an empty input gives zeros.
@@ -197,8 +198,9 @@ struct PlanKey {
   Dims x, w, y;  // cuDNN's (padded) input, filter and output dims, logical order
   int64_t groups, ph, pw, sh, sw, dh, dw;
   bool graph;  // through cuDNN's graph API (cudnn_conv_graph.h), else the legacy API
+  bool deterministic;  // CompileOptions::deterministic: heuristic choice, deterministic engines
   auto tie() const {
-    return std::tie(device, pass, rdt, math, nhwc, x, w, y, groups, ph, pw, sh, sw, dh, dw, graph);
+    return std::tie(device, pass, rdt, math, nhwc, x, w, y, groups, ph, pw, sh, sw, dh, dw, graph, deterministic);
   }
   bool operator<(const PlanKey& o) const { return tie() < o.tie(); }
 };
@@ -280,6 +282,7 @@ void pick(Plan& p, const PlanKey& k, const Perf* perf, int n, size_t max_workspa
   for (int i = 0; i < n; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > max_workspace) continue;
     if (!math_allowed(k, perf[i].mathType)) continue;
+    if (k.deterministic && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
     p.ok = true;
     p.algo = static_cast<int>(perf[i].algo);
     p.workspace = perf[i].memory;
@@ -317,6 +320,7 @@ void choose(Env& e, Plan& p, const PlanKey& k, const void* a, const void* b, voi
     spec.stride_w = k.sw;
     spec.dil_h = k.dh;
     spec.dil_w = k.dw;
+    spec.deterministic = k.deterministic;
     p.graph = cudnn_graph::make_conv_plan(h, e.stream, spec, a, b, out, search_workspace, kFindWorkspace, measure,
                                           e.op);
     if (p.graph) {
@@ -451,7 +455,8 @@ bool run(Env& e, const Problem& pr, const Setup& s) {
   const bool graph = env::cudnn_graph_enabled() && g.groups == 1 && math != CUDNN_FMA_MATH &&
                      s.rdt != DType::f64 && aligned(in0) && aligned(in1) && aligned(user_out);
   PlanKey key{e.dc.device, pr.pass, s.rdt, math, s.nhwc, xp, wd, yd,
-              g.groups, pr.ph, pr.pw, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, graph};
+              g.groups, pr.ph, pr.pw, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, graph,
+              e.ctx.deterministic};
   Plan* plan = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_plans_mu);
@@ -494,7 +499,9 @@ bool run(Env& e, const Problem& pr, const Setup& s) {
   if (!plan) {
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     check(cudaStreamIsCapturing(e.stream, &capture), e.op, "cudaStreamIsCapturing");
-    const bool measure = capture == cudaStreamCaptureStatusNone;
+    // Deterministic plans are the heuristics' answer, the same in every process: cached always.
+    const bool measure = capture == cudaStreamCaptureStatusNone && !key.deterministic;
+    const bool cache_it = measure || key.deterministic;
     auto fresh = std::make_unique<Plan>();
     make_descriptors(*fresh, key, e.op);
     {
@@ -504,7 +511,7 @@ bool run(Env& e, const Problem& pr, const Setup& s) {
         plan = it->second.get();
       } else {
         choose(e, *fresh, key, a.p, b.p, out, measure);
-        if (measure) {
+        if (cache_it) {
           plan = fresh.get();
           g_plans.emplace(key, std::move(fresh));
         }

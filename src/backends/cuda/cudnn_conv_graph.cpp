@@ -75,7 +75,7 @@ std::shared_ptr<Desc> tensor(const std::array<int64_t, 4>& dims, bool nhwc, cudn
 
 // Whether an engine configuration keeps the requested arithmetic: no down-conversion of f32
 // inputs below TF32, no reduced-precision accumulation.
-bool arithmetic_ok(cudnnBackendDescriptor_t cfg, cudnnDataType_t io, const char* op) {
+bool arithmetic_ok(cudnnBackendDescriptor_t cfg, cudnnDataType_t io, bool deterministic, const char* op) {
   Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR, op);
   int64_t n = 0;
   if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
@@ -89,6 +89,7 @@ bool arithmetic_ok(cudnnBackendDescriptor_t cfg, cudnnDataType_t io, const char*
   }
   for (int64_t i = 0; i < n; ++i) {
     if (notes[i] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) return false;
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC && deterministic) return false;
     if (notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS && io == CUDNN_DATA_FLOAT) return false;
   }
   return true;
@@ -206,7 +207,7 @@ std::shared_ptr<ConvPlan> make_conv_plan(cudnnHandle_t handle, cudaStream_t stre
   // Usable plans in the heuristics' order (best guess first).
   std::vector<std::shared_ptr<ConvPlan>> plans;
   for (int64_t i = 0; i < got && plans.size() < (measure ? kMaxCandidates : 1); ++i) {
-    if (!arithmetic_ok(raw[i], s.io, op)) continue;
+    if (!arithmetic_ok(raw[i], s.io, s.deterministic, op)) continue;
     auto plan = std::make_shared<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, op);
     set(plan->d, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, op);
     set(plan->d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw[i], op);

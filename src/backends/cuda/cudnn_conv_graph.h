@@ -26,6 +26,7 @@ struct ConvSpec {
   bool nhwc = true;
   std::array<int64_t, 4> x{}, w{}, y{};
   int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1;
+  bool deterministic = false;  ///< skip engines with the NONDETERMINISTIC numerical note
 };
 
 class ConvPlan;

@@ -156,9 +156,10 @@ struct LtKey {
   bool ta, tb;
   int64_t count, sa, sb;  // batch count and element strides (0 = broadcast)
   uint32_t align_a, align_b, align_c;
+  bool deterministic;  // no split-K reductions (CompileOptions::deterministic)
   auto tie() const {
     return std::tie(device, mode, m, n, k, a_rows, a_cols, b_rows, b_cols, ta, tb, count, sa, sb,
-                    align_a, align_b, align_c);
+                    align_a, align_b, align_c, deterministic);
   }
   bool operator<(const LtKey& o) const { return tie() < o.tie(); }
 };
@@ -234,7 +235,13 @@ const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op)
   check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al[2],
                                              sizeof(uint32_t)),
         op, "cublasLtMatmulPreferenceSetAttribute(alignment)");
-  if (t.out == CUDA_R_16F || t.out == CUDA_R_16BF) {
+  if (key.deterministic) {
+    // No split-K: every output element is one dot product in a fixed order.
+    const uint32_t mask = CUBLASLT_REDUCTION_SCHEME_NONE;
+    check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                               &mask, sizeof(mask)),
+          op, "cublasLtMatmulPreferenceSetAttribute(reduction scheme)");
+  } else if (t.out == CUDA_R_16F || t.out == CUDA_R_16BF) {
     // Partial sums must stay in f32 (one rounding to the 16-bit output, as on the CPU).
     const uint32_t mask = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
     check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
@@ -325,7 +332,7 @@ void matmul_lt(KernelContext& ctx, const Problem& p, const void* a, const void* 
   LtKey key{dc.device, mode, m, p.n, p.k,
             m == p.m ? p.a.rows : m, p.a.cols, p.b.rows, p.b.cols,
             p.a.transposed, p.b.transposed, count, sa, sb,
-            alignment_of(a_bits), alignment_of(b_bits), alignment_of(c_bits)};
+            alignment_of(a_bits), alignment_of(b_bits), alignment_of(c_bits), ctx.deterministic};
   const LtPlan& plan = lt_plan(key, dc.cublaslt(), op);
   void* ws = plan.workspace > 0 ? workspace_of(ctx, plan.workspace) : nullptr;
 

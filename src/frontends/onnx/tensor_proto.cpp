@@ -95,7 +95,7 @@ std::string read_external(const pb::TensorProto& proto, const std::filesystem::p
   }
   in.seekg(0, std::ios::end);
   auto size = static_cast<int64_t>(in.tellg());
-  if (offset + static_cast<int64_t>(expected) > size) {
+  if (offset > size || static_cast<uint64_t>(size - offset) < expected) {
     bad(ErrorCode::io_error,
         fmt::format("external data file '{}' has {} bytes, needs {} at offset {}", file.string(),
                     size, expected, offset));
@@ -155,10 +155,16 @@ TensorData tensor_from_proto(const pb::TensorProto& proto, const std::filesystem
   if (proto.has_segment()) bad(ErrorCode::unsupported, "segmented tensors are not supported");
   Shape shape(proto.dims().begin(), proto.dims().end());
   int64_t n = checked_count(shape);
+  if (n > std::numeric_limits<int64_t>::max() / static_cast<int64_t>(dtype_size(dtype))) {
+    bad(ErrorCode::invalid_argument, fmt::format("dims {} overflow", str(shape)));
+  }
   size_t nbytes = static_cast<size_t>(n) * dtype_size(dtype);
-  TensorData out(shape, dtype);
+  const TensorType type{shape, dtype};
+  // The data the dims declare is checked against the data present before anything is allocated
+  // (dims are a few bytes of the file; the tensor they declare may be exabytes).
   if (proto.data_location() == pb::TensorProto::EXTERNAL) {
-    std::string bytes = read_external(proto, external_dir, nbytes);
+    std::string bytes = read_external(proto, external_dir, nbytes);  // checks the file's size
+    TensorData out(shape, dtype);
     if (nbytes) std::memcpy(out.raw_data(), bytes.data(), nbytes);
     return out;
   }
@@ -167,11 +173,25 @@ TensorData tensor_from_proto(const pb::TensorProto& proto, const std::filesystem
     if (raw.size() != nbytes) {
       bad(ErrorCode::invalid_argument,
           fmt::format("raw_data has {} bytes, expected {} for {}", raw.size(), nbytes,
-                      out.type().to_string()));
+                      type.to_string()));
     }
+    TensorData out(shape, dtype);
     if (nbytes) std::memcpy(out.raw_data(), raw.data(), nbytes);  // little-endian, as ONNX
     return out;
   }
+  auto check_count = [&](int64_t have, const char* field_name) {
+    if (have != n) {
+      bad(ErrorCode::invalid_argument,
+          fmt::format("{} holds {} values, expected {} for {}", field_name, have, n, type.to_string()));
+    }
+  };
+  switch (dtype) {
+    case DType::f32: check_count(proto.float_data_size(), "float_data"); break;
+    case DType::f64: check_count(proto.double_data_size(), "double_data"); break;
+    case DType::i64: check_count(proto.int64_data_size(), "int64_data"); break;
+    default: check_count(proto.int32_data_size(), "int32_data"); break;
+  }
+  TensorData out(shape, dtype);
   switch (dtype) {
     case DType::f32: copy_field<float>(proto.float_data(), out, "float_data", dtype); break;
     case DType::f64: copy_field<double>(proto.double_data(), out, "double_data", dtype); break;

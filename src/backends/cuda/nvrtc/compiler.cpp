@@ -26,7 +26,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view kMagic = "TGKC1\n";
+// TGKC2: the image is followed by nothing and preceded by its FNV-1a hash (a flipped or cut
+// byte is a miss, compiled afresh and rewritten; TGKC1 entries, without it, are misses too).
+constexpr std::string_view kMagic = "TGKC2\n";
 
 uint64_t fnv1a(std::string_view s, uint64_t h = 1469598103934665603ull) {
   for (unsigned char c : s) {
@@ -111,21 +113,30 @@ const std::string& disk_dir() {
   return dir;
 }
 
-/// The cached image for `key`, or "" on a miss (missing, unreadable, or another key).
+/// The cached image for `key`, or "" on a miss (missing, unreadable, another key, or an image
+/// whose checksum does not match: a corrupted entry).
 std::string disk_load(const std::string& key, uint64_t hash) {
   if (disk_dir().empty()) return "";
   std::ifstream in(fs::path(disk_dir()) / (hex64(hash) + ".cubin"), std::ios::binary);
   if (!in) return "";
   std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto u64_at = [&](size_t at) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(data[at + i])) << (8 * i);
+    return v;
+  };
   if (data.size() < kMagic.size() + 8 || std::string_view(data).substr(0, kMagic.size()) != kMagic) return "";
-  uint64_t key_size = 0;
-  for (int i = 0; i < 8; ++i) {
-    key_size |= static_cast<uint64_t>(static_cast<unsigned char>(data[kMagic.size() + i])) << (8 * i);
-  }
+  const uint64_t key_size = u64_at(kMagic.size());
   const size_t key_at = kMagic.size() + 8;
-  if (key_size != key.size() || data.size() <= key_at + key_size) return "";
+  if (key_size != key.size() || data.size() <= key_at + key_size + 8) return "";
   if (std::string_view(data).substr(key_at, key_size) != key) return "";
-  return data.substr(key_at + key_size);
+  const uint64_t checksum = u64_at(key_at + key_size);
+  std::string image = data.substr(key_at + key_size + 8);
+  if (fnv1a(image) != checksum) {
+    stats::add(stats::Counter::kernel_cache_rejects);
+    return "";
+  }
+  return image;
 }
 
 /// Writes the entry atomically (a temporary file renamed over the final name); errors are ignored.
@@ -145,6 +156,10 @@ void disk_store(const std::string& key, uint64_t hash, const std::string& image)
     for (int i = 0; i < 8; ++i) size[i] = static_cast<char>((static_cast<uint64_t>(key.size()) >> (8 * i)) & 0xff);
     out.write(size, 8);
     out.write(key.data(), static_cast<std::streamsize>(key.size()));
+    const uint64_t checksum = fnv1a(image);
+    char sum[8];
+    for (int i = 0; i < 8; ++i) sum[i] = static_cast<char>((checksum >> (8 * i)) & 0xff);
+    out.write(sum, 8);
     out.write(image.data(), static_cast<std::streamsize>(image.size()));
     out.flush();
     if (!out) {
@@ -249,17 +264,41 @@ cudaKernel_t Program::kernel(std::string_view name, std::string_view op) const {
   return k;
 }
 
-std::shared_ptr<const Program> compile(std::string_view source, int device, std::string_view op) {
+namespace {
+
+// The NVRTC options for cuda:`device` and the cache key of `source` compiled with them.
+std::string cache_key(std::string_view source, int device, std::vector<std::string>* options, bool* cubin) {
   DeviceContext& dc = activate(device);
   const int cc = dc.cc_major * 10 + dc.cc_minor;
-  bool cubin = true;
-  std::vector<std::string> options = {target_for(cc, &cubin), "--std=c++17", "-default-device",
-                                      "--fmad=false", "--prec-div=true", "--prec-sqrt=true",
-                                      "--ftz=false", "-DTG_NVRTC=1"};
+  *options = {target_for(cc, cubin), "--std=c++17", "-default-device",
+              "--fmad=false", "--prec-div=true", "--prec-sqrt=true",
+              "--ftz=false", "-DTG_NVRTC=1"};
   std::string key = "nvrtc " + nvrtc_version() + "\n";
-  for (const auto& o : options) key += o + " ";
+  for (const auto& o : *options) key += o + " ";
   key += "\nheaders " + headers_fingerprint() + "\n";
   key += source;
+  return key;
+}
+
+}  // namespace
+
+std::string cache_entry_path(std::string_view source, int device) {
+  std::vector<std::string> options;
+  bool cubin = true;
+  const std::string key = cache_key(source, device, &options, &cubin);
+  return disk_dir().empty() ? "" : (fs::path(disk_dir()) / (hex64(fnv1a(key)) + ".cubin")).string();
+}
+
+void forget_loaded_programs() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mu);
+  c.programs.clear();
+}
+
+std::shared_ptr<const Program> compile(std::string_view source, int device, std::string_view op) {
+  bool cubin = true;
+  std::vector<std::string> options;
+  const std::string key = cache_key(source, device, &options, &cubin);
 
   Cache& c = cache();
   std::shared_ptr<std::mutex> build_mu;

@@ -12,8 +12,11 @@
 // lifetime; on disk, the CUBIN under $TG_KERNEL_CACHE_DIR, else $XDG_CACHE_HOME/tg/kernels, else
 // $HOME/.cache/tg/kernels (created on first use; when it cannot be created or written, the disk
 // cache is skipped silently). A disk entry is `<64-bit hash of the key>.cubin` holding a magic line,
-// the full key and the image; a key mismatch (hash collision, other NVRTC version) is a miss. Files
-// are written to a temporary name and renamed, so concurrent processes never see partial files.
+// the full key, a 64-bit FNV-1a checksum of the image and the image; a key mismatch (hash
+// collision, other NVRTC version) is a miss, and so is a corrupted entry (checksum mismatch,
+// counted in RuntimeStats::kernel_cache_rejects, or an image the driver refuses): the source is
+// compiled again and the entry rewritten. Files are written to a temporary name and renamed, so
+// concurrent processes never see partial files.
 //
 // Programs are loaded with the runtime's library API (cudaLibraryLoadData: context-independent,
 // valid on every device) and launched with cudaLaunchKernel on a cudaKernel_t; the driver API is
@@ -58,5 +61,10 @@ void launch(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, cudaStream_
 
 /// The disk cache directory in use ("" when disabled), for tools and tests.
 std::string cache_dir();
+/// The path of the disk entry `compile(source, device)` reads and writes, for tests.
+std::string cache_entry_path(std::string_view source, int device);
+/// Forgets the programs loaded so far (they stay alive while referenced), so that the next
+/// compile of a source reads the disk cache again: for tests of the disk cache.
+void forget_loaded_programs();
 
 }  // namespace tg::cuda::nvrtc
