@@ -34,7 +34,7 @@ python:
 	cmake --install $(BUILD_DIR) --component python
 # Fuzz seconds per target: make check-reliability TG_FUZZ_SECONDS=600 (docs/reliability.md).
 check-reliability:
-	./scripts/bootstrap.sh --packages-only
+	./scripts/bootstrap.sh --reliability
 	./scripts/check-reliability.sh
 bench: build
 	./$(BUILD_DIR)/bench/tg_bench_cpu --benchmark_min_time=0.5

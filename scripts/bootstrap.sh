@@ -7,8 +7,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# clang, libclang-rt-dev (libFuzzer and the sanitizer runtimes) and llvm (llvm-symbolizer for
-# sanitizer reports): `make check-reliability` (scripts/check-reliability.sh).
 # gnuplot-nox draws `tg train --log-dir`'s curves; libpng-dev lets the tests decode them; ccache
 # makes the test that builds TensorGraph again through add_subdirectory (examples/consumer) cheap.
 # The Python package (python/, `make python`) needs python3-dev, pybind11-dev, libdlpack-dev and
@@ -16,8 +14,11 @@ cd "$(dirname "$0")/.."
 PACKAGES=(build-essential cmake ninja-build pkg-config ccache libgtest-dev libgmock-dev
           libbenchmark-dev libdnnl-dev libfmt-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
           libprotobuf-dev protobuf-compiler libonnx-dev gnuplot-nox libpng-dev
-          python3-dev pybind11-dev libdlpack-dev python3-numpy python3-pytest python3-torch
-          clang libclang-rt-dev llvm)
+          python3-dev pybind11-dev libdlpack-dev python3-numpy python3-pytest python3-torch)
+# --reliability (make check-reliability, scripts/check-reliability.sh): also clang,
+# libclang-rt-dev (libFuzzer and the sanitizer runtimes) and llvm (llvm-symbolizer for sanitizer
+# reports), then stop: that check configures its own build.
+[ "${1:-}" = "--reliability" ] && PACKAGES+=(clang libclang-rt-dev llvm)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -34,8 +35,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-# --packages-only: stop here (make check-reliability configures its own build).
-[ "${1:-}" = "--packages-only" ] && exit 0
+[ "${1:-}" = "--reliability" ] && exit 0
 
 BUILD_DIR=${TG_BUILD_DIR:-build}
 BUILD_TYPE=${TG_BUILD_TYPE:-Release}
