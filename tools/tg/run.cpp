@@ -35,8 +35,6 @@ using tg::ErrorCode;
 using tg::Shape;
 using tg::TensorData;
 
-[[noreturn]] void fail(ErrorCode code, const std::string& msg) { throw tg::Error(code, "[tg run] " + msg); }
-
 using tg::cli::read_npy;
 using tg::cli::write_npy;
 
