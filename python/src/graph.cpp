@@ -377,6 +377,9 @@ void bind_graph(py::module_& m) {
     d["autotune_runs"] = s.autotune_runs;
     d["arena_allocations"] = s.arena_allocations;
     d["arena_bytes"] = s.arena_bytes;
+    d["input_copy_bytes"] = s.input_copy_bytes;
+    d["control_fallbacks"] = s.control_fallbacks;
+    d["kernel_cache_rejects"] = s.kernel_cache_rejects;
     return d;
   }, "Process-wide runtime counters (compiles, graph launches, host waits, arena bytes, ...).");
 }
