@@ -105,7 +105,9 @@ TEST(Determinism, BitIdenticalAcrossProcesses) {
   if (std::getenv("TG_DETERMINISM_OUT")) GTEST_SKIP() << "in the child";
   const std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
   const std::string base = results_file(Device::cpu()) + ".child";
-  const std::string cmd = "TG_DETERMINISTIC=1 TG_DETERMINISM_OUT='" + base + "' '" + exe +
+  // Without the gtest sharding variables of a sharded run (the child's one test would be in
+  // another shard, and it would run nothing).
+  const std::string cmd = "env -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_INDEX TG_DETERMINISTIC=1 TG_DETERMINISM_OUT='" + base + "' '" + exe +
                           "' --gtest_filter=Determinism.ChildWritesResults > '" + base + ".log' 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << read_all(base + ".log");
   for (Device dev : testing::test_devices()) {
@@ -113,6 +115,7 @@ TEST(Determinism, BitIdenticalAcrossProcesses) {
     const std::string mine = results_file(dev);
     write_results(mine, conv_step(dev, true));
     const std::string a = read_all(mine), b = read_all(base + "." + dev.to_string());
+    ASSERT_FALSE(b.empty()) << "the child wrote nothing: " << read_all(base + ".log");
     EXPECT_GT(a.size(), 10000u);
     EXPECT_TRUE(a == b) << "the child process computed other bits (" << b.size() << " bytes vs " << a.size() << ")";
     std::remove(mine.c_str());
