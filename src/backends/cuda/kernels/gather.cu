@@ -136,18 +136,21 @@ void launch_rows_w(const void* x, void* y, i64 rows, i64 slice_w, const RowFn& f
   }
 }
 
+// The widest access (16, 8, 4, 2 bytes, at least the element's) that divides a row of `bytes`
+// and both buffers' alignment: rows are copied in words of that size.
+inline int word_bytes(const void* x, const void* y, int elem_size, i64 bytes) {
+  for (int cand = 16; cand > elem_size; cand /= 2) {
+    if (bytes % cand == 0 && aligned(x, cand) && aligned(y, cand)) return cand;
+  }
+  return elem_size;
+}
+
 template <typename RowFn>
 void launch_rows(const void* x, void* y, int elem_size, i64 rows, i64 slice, const RowFn& fn,
                  cudaStream_t stream) {
   if (rows * slice == 0) return;
   const i64 bytes = slice * elem_size;
-  int w = elem_size;
-  for (int cand = 16; cand > elem_size; cand /= 2) {
-    if (bytes % cand == 0 && aligned(x, cand) && aligned(y, cand)) {
-      w = cand;
-      break;
-    }
-  }
+  const int w = word_bytes(x, y, elem_size, bytes);
   const i64 slice_w = bytes / w;
   switch (w) {
     case 1:
@@ -271,13 +274,7 @@ void launch_rows_checked(const void* x, void* y, int elem_size, i64 rows, i64 sl
                          cudaStream_t stream) {
   if (rows * slice == 0) return;
   const i64 bytes = slice * elem_size;
-  int w = elem_size;
-  for (int cand = 16; cand > elem_size; cand /= 2) {
-    if (bytes % cand == 0 && aligned(x, cand) && aligned(y, cand)) {
-      w = cand;
-      break;
-    }
-  }
+  const int w = word_bytes(x, y, elem_size, bytes);
   const i64 slice_w = bytes / w;
   switch (w) {
     case 1:
