@@ -82,8 +82,11 @@ using FeedTypes = std::vector<std::pair<Tensor, TensorType>>;
 /// rounded to 16 bits once and read as float32; weights kept in float32 (cast per run); an
 /// elementwise value computed for such an op (a relu before a convolution) is stored in 16 bits, so
 /// its other readers see it rounded (elementwise values that are results of the executable keep
-/// float32); a max pool between them runs on the rounded values. Other dtypes compute in their own
-/// dtype.
+/// float32); a max pool between them runs on the rounded values. Under bf16 (not f16, whose range
+/// would flush small gradients without loss scaling), an activation or activation gradient that
+/// one fused kernel writes and others read is stored in bf16 between them
+/// (passes::demote_activation_storage), as torch.autocast stores it; results and values that
+/// reach a variable assignment keep float32. Other dtypes compute in their own dtype.
 enum class ComputePrecision { f32, tf32, bf16, f16 };
 
 struct CompileOptions {

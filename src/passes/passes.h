@@ -90,6 +90,15 @@ bool fuse_reductions(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector
 /// dead-code elimination. Remaps `roots`, `root_ops` and `keep`; true when it fused anything.
 bool fuse_rows(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops, std::vector<int>& keep);
 
+/// Activation storage (passes/demote_storage.cpp), for CompileOptions::precision bf16 (`low`;
+/// nothing for other dtypes), after the fusion passes: a float32 activation or activation
+/// gradient that one fused_elementwise writes and only fused programs read is stored in bf16 (the
+/// writer rounds it once, the readers widen it), as torch.autocast stores it. Results, kept values
+/// and values that reach a result or a variable assignment through elementwise programs keep
+/// float32. Fusion groups and the schedule are unchanged. True when it demoted anything.
+bool demote_activation_storage(ir::Graph& g, DType low, std::vector<ir::ValueRef>& roots,
+                               std::vector<int>& root_ops, std::vector<int>& keep);
+
 /// The nodes fuse_elementwise can fuse: one elementwise op (unary, binary, ternary, cast
 /// families) with one output of static shape and no regions.
 bool is_fusible_elementwise(const ir::Node& n);

@@ -163,6 +163,55 @@ TEST(Autocast, MaxPoolBeforeAConvolutionRunsOnTheRoundedValues) {
       }
 }
 
+// a = conv(relu(2x), w) * p + q is written by one program and read by a fused reduction: under bf16
+// it is an activation stored in 16 bits between the kernels (as torch.autocast keeps it), so the
+// sums see round_bf16(a). When a also reaches a variable assignment, it keeps its float32 value.
+TEST(Autocast, ActivationsBetweenProgramsAreStoredInBf16UnlessTheyReachAnAssignment) {
+  TensorData xv = x_value();
+  TensorData pv = TensorData::random_normal({1, 4, 4, 3}, 1.f, 0.5f, 7);
+  TensorData qv = TensorData::random_normal({1, 4, 4, 3}, 0.f, 1.f, 8);
+  ScopedFusion f("1");
+  for (bool assigned : {false, true}) {
+    ConvNet net;
+    Tensor p = net.g.placeholder({1, 4, 4, 3}, DType::f32, "p");
+    Tensor q = net.g.placeholder({1, 4, 4, 3}, DType::f32, "q");
+    Tensor a = net.z * p + q;
+    Tensor s1 = reduce_sum(a), s2 = reduce_sum(a * a);
+    Tensor v = net.g.variable(TensorData::zeros({1, 4, 4, 3}, DType::f32), "v");
+    std::vector<Operation> ops;
+    if (assigned) ops.push_back(assign_variable(v, a * 0.5));
+    Executable exe = net.g.compile(Device::cpu(), {{net.x, xv.type()}, {p, pv.type()}, {q, qv.type()}}, {s1, s2}, ops,
+                                   {.precision = ComputePrecision::bf16});
+    std::vector<TensorData> r = exe.run({xv, pv, qv});
+    // The writer rounds (a last cast step, a bf16 output); the reduction widens (a first cast step).
+    const std::string text = exe.to_string();
+    EXPECT_EQ(text.find("cast(5):bf16}, outputs=[6]} : bf16[1,4,4,3]") != std::string::npos, !assigned) << text;
+    EXPECT_EQ(text.find("fused_reduce(%9) {shape=[1,4,4,3], steps={cast(0):f32;") != std::string::npos, !assigned)
+        << text;
+
+    std::vector<float> yv = values_of(xv);
+    for (float& e : yv) e = std::max(e * 2.f, 0.f);
+    const std::vector<float> z = reference_bf16_conv(yv, values_of(net.g.variable_value(net.w)));
+    const std::vector<float> ps = values_of(pv), qs = values_of(qv);
+    double sum = 0, sum_sq = 0;
+    int inexact = 0;
+    for (size_t i = 0; i < z.size(); ++i) {
+      const float ai = z[i] * ps[i] + qs[i];
+      inexact += ai != round_bf16(ai);
+      const double stored = assigned ? ai : round_bf16(ai);
+      sum += stored;
+      sum_sq += static_cast<double>(static_cast<float>(stored) * static_cast<float>(stored));
+    }
+    ASSERT_GT(inexact, 40);  // the rounding is visible in these values
+    EXPECT_NEAR(values_of(r[0])[0], sum, 1e-6 * std::fabs(sum) + 1e-6) << assigned;
+    EXPECT_NEAR(values_of(r[1])[0], sum_sq, 1e-6 * sum_sq) << assigned;
+    if (assigned) {
+      const std::vector<float> got = values_of(net.g.variable_value(v));
+      for (size_t i = 0; i < z.size(); ++i) EXPECT_EQ(got[i], (z[i] * ps[i] + qs[i]) * 0.5f) << i;
+    }
+  }
+}
+
 TEST(Autocast, ChainedMatmulsPassTheir16BitResultOn) {
   // (a @ b) @ c: the inner result feeds the outer matmul in f16 directly (no cast back and forth,
   // no unused widening); casts: a, b, c narrowed and the final result widened.
