@@ -1,7 +1,9 @@
 // Batch-1 inference latency on the GPU against PyTorch, in the same invocation on the same device
-// (issue 15): ResNet-50 of the model zoo (TF32, NHWC) and BERT-base (seq 128) imported from
-// PyTorch's ONNX export (TF32 and f16), against PyTorch eager, PyTorch CUDA-graph replay and, for
-// BERT, torch.compile(mode="reduce-overhead") (bench/latency_torch.py).
+// (issue 15): ResNet-50 of the model zoo (TF32, NHWC), torchvision's ResNet-50 imported from
+// PyTorch's ONNX export (NCHW: resnet50onnx_tf32, run channels-last by
+// passes::convert_to_channels_last unless TG_CHANNELS_LAST=0) and BERT-base (seq 128) imported
+// from PyTorch's ONNX export (TF32 and f16), against PyTorch eager, PyTorch CUDA-graph replay
+// and, for BERT, torch.compile(mode="reduce-overhead") (bench/latency_torch.py).
 //
 // Our side: the compiled executable run with the input already on the GPU; a timed call is the
 // run and the result read back to the host (wall clock, median of --iters after warm-up runs),
@@ -9,10 +11,10 @@
 // time per run with the waits for the device excluded (runtime_stats().run_host_ns / runs), CUDA
 // graph launches per run, and the ratio best PyTorch time / ours (>= 1.11 meets "at most 0.9x").
 //
-// Usage: tg_bench_latency_cuda [--jobs resnet50_tf32,bert_tf32,bert_f16] [--iters 200]
-//                              [--bert-dir DIR] [--no-peer]
-// BERT needs DIR/bert.onnx (made by `python3 bench/latency_torch.py export_bert DIR`, run here
-// first when missing).
+// Usage: tg_bench_latency_cuda [--jobs resnet50_tf32,resnet50onnx_tf32,bert_tf32,bert_f16]
+//                              [--iters 200] [--bert-dir DIR] [--resnet-dir DIR] [--no-peer]
+// The imported models need DIR/bert.onnx and DIR/resnet50.onnx (made by `python3
+// bench/latency_torch.py export_bert|export_resnet50 DIR`, run here first when missing).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -38,6 +40,7 @@ struct Args {
   std::string jobs = "resnet50_tf32,bert_tf32,bert_f16";
   int64_t iters = 200;
   std::string bert_dir = "/tmp/tg-bert";
+  std::string resnet_dir = "/tmp/tg-resnet50";
   bool peer = true;
 };
 
@@ -48,6 +51,7 @@ Args parse(int argc, char** argv) {
     if (f.is("--jobs")) a.jobs = f.value();
     else if (f.is("--iters")) a.iters = std::stoll(f.value());
     else if (f.is("--bert-dir")) a.bert_dir = f.value();
+    else if (f.is("--resnet-dir")) a.resnet_dir = f.value();
     else if (f.is("--no-peer")) a.peer = false;
     else f.unknown();
   }
@@ -122,11 +126,13 @@ Timing resnet50(const std::string& mode, int64_t iters) {
   return time_calls([&] { model.predict(x, 1); }, iters);
 }
 
-Timing bert(const std::string& mode, int64_t iters, const std::string& dir) {
-  if (!fs::exists(fs::path(dir) / "bert.onnx")) std::printf("%s", python("export_bert " + dir).c_str());
+/// An ONNX export of PyTorch's (`model` = bert: DIR/bert.onnx, input_ids.pb; resnet50:
+/// DIR/resnet50.onnx, input_0.pb), with PyTorch's float32 output in DIR/output_0.pb.
+Timing imported(const std::string& model, const std::string& mode, int64_t iters, const std::string& dir) {
+  if (!fs::exists(fs::path(dir) / (model + ".onnx"))) std::printf("%s", python("export_" + model + " " + dir).c_str());
   auto t0 = clock_type::now();
-  tg::onnx::ImportResult m = tg::onnx::import(fs::path(dir) / "bert.onnx");
-  tg::TensorData ids = tg::onnx::read_tensor_proto(fs::path(dir) / "input_ids.pb");
+  tg::onnx::ImportResult m = tg::onnx::import(fs::path(dir) / (model + ".onnx"));
+  tg::TensorData ids = tg::onnx::read_tensor_proto(fs::path(dir) / (model == "bert" ? "input_ids.pb" : "input_0.pb"));
   tg::Executable exe = m.graph.compile(tg::Device::cuda(0), {{m.inputs[0].tensor, ids.type()}}, m.targets(), {},
                                        {.precision = precision_of(mode)});
   std::vector<tg::TensorData> inputs{ids.to(tg::Device::cuda(0))};
@@ -161,10 +167,12 @@ int main(int argc, char** argv) {
   while (std::getline(ss, job, ',')) {
     try {
       const std::string mode = job.substr(job.find('_') + 1);
-      const bool is_bert = job.rfind("bert", 0) == 0;
+      const bool is_bert = job.rfind("bert", 0) == 0, is_onnx_resnet = job.rfind("resnet50onnx", 0) == 0;
       std::printf("%s: batch 1, %s\n", job.c_str(), mode.c_str());
       std::fflush(stdout);
-      Timing ours = is_bert ? bert(mode, a.iters, a.bert_dir) : resnet50(mode, a.iters);
+      Timing ours = is_bert          ? imported("bert", mode, a.iters, a.bert_dir)
+                    : is_onnx_resnet ? imported("resnet50", mode, a.iters, a.resnet_dir)
+                                     : resnet50(mode, a.iters);
       std::printf("  tg: %.3f ms (median of %lld), host %.1f us per run (waits excluded), %.2f graph launches per run\n",
                   ours.median_ms, static_cast<long long>(a.iters), ours.host_us, ours.launches_per_run);
       std::fflush(stdout);

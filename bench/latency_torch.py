@@ -99,6 +99,24 @@ def export_bert(out_dir):
     print(json.dumps({"exported": path, "nodes": len(model.graph.node), "ops": ops}), flush=True)
 
 
+def export_resnet50(out_dir):
+    """torchvision's ResNet-50 (seeded random weights, eval) exported as PyTorch exports it: NCHW."""
+    import torchvision
+    from onnx import numpy_helper
+    os.makedirs(out_dir, exist_ok=True)
+    torch.manual_seed(0)
+    m = torchvision.models.resnet50(weights=None).eval()
+    x = torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        ref = m(x)
+        path = os.path.join(out_dir, "resnet50.onnx")
+        torch.onnx.export(m, (x,), path, input_names=["x"], output_names=["logits"], opset_version=17, dynamo=False)
+    for name, value in (("input_0.pb", x), ("output_0.pb", ref)):
+        with open(os.path.join(out_dir, name), "wb") as f:
+            f.write(numpy_helper.from_array(value.numpy(), name.split(".")[0]).SerializeToString())
+    print(json.dumps({"exported": path}), flush=True)
+
+
 def resnet50(mode, iters):
     import torchvision
     torch.backends.cudnn.benchmark = True
@@ -138,6 +156,8 @@ def main():
     job = sys.argv[1]
     if job == "export_bert":
         export_bert(sys.argv[2])
+    elif job == "export_resnet50":
+        export_resnet50(sys.argv[2])
     elif job == "resnet50":
         resnet50(sys.argv[2], int(sys.argv[3]))
     elif job == "bert":

@@ -16,6 +16,12 @@ std::optional<bool> fusion_override() {
   return std::string(s) != "0";
 }
 
+std::optional<bool> channels_last_override() {
+  const char* s = std::getenv("TG_CHANNELS_LAST");  // read at every compile (tests switch it)
+  if (s == nullptr || *s == '\0') return std::nullopt;
+  return std::string(s) != "0";
+}
+
 std::optional<std::string> kernel_cache_dir() {
   if (const char* d = std::getenv("TG_KERNEL_CACHE_DIR"); d && *d) return std::string(d);
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/tg/kernels";

@@ -13,6 +13,11 @@ std::optional<std::string> device_override();
 /// empty: the backend decides (on for CUDA). Read at every compile.
 std::optional<bool> fusion_override();
 
+/// TG_CHANNELS_LAST: "0" turns the channels-last layout pass (passes::convert_to_channels_last:
+/// NCHW convolutions and pooling run NHWC) off, "1" on, for every backend; unset or empty: the
+/// backend decides (on for CUDA). Read at every compile.
+std::optional<bool> channels_last_override();
+
 /// TG_CUDNN_GRAPH=0: every CUDA convolution through cuDNN's legacy API (for comparisons; default:
 /// tensor-core convolutions through the graph API, backends/cuda/cudnn_conv_graph.h). Read once.
 bool cudnn_graph_enabled();

@@ -154,6 +154,10 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
   if (fuse) passes::inline_constant_branches(*g, roots, root_ops, feeds);
   passes::infer_types(*g);
   passes::simplify(*g, roots, root_ops, feeds, evaluate_on_cpu);
+  if (env::channels_last_override().value_or(backend.prefers_channels_last()) &&
+      passes::convert_to_channels_last(*g, roots, root_ops, feeds)) {
+    passes::infer_types(*g);  // checks the rewritten ops' types
+  }
   if (fuse) {
     if (options.precision == ComputePrecision::bf16 || options.precision == ComputePrecision::f16) {
       const DType low = options.precision == ComputePrecision::bf16 ? DType::bf16 : DType::f16;

@@ -1,4 +1,4 @@
-// Helpers of the fusion pass tests: TG_FUSION set for a scope, counting op names in printed IR,
+// Helpers of the pass tests: TG_FUSION (or another variable) set for a scope, counting op names in printed IR,
 // comparing a fused run with the unfused one.
 #pragma once
 #include <gtest/gtest.h>
@@ -15,22 +15,30 @@
 
 namespace tg::testing {
 
-/// Sets TG_FUSION to `value` until the end of the scope (the previous value restored).
-class ScopedFusion {
+/// Sets the environment variable `name` to `value` until the end of the scope (the previous value
+/// restored).
+class ScopedEnv {
  public:
-  explicit ScopedFusion(const char* value) {
-    if (const char* old = std::getenv("TG_FUSION")) old_ = std::string(old);
-    setenv("TG_FUSION", value, 1);
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = std::string(old);
+    setenv(name, value, 1);
   }
-  ~ScopedFusion() {
-    if (old_) setenv("TG_FUSION", old_->c_str(), 1);
-    else unsetenv("TG_FUSION");
+  ~ScopedEnv() {
+    if (old_) setenv(name_.c_str(), old_->c_str(), 1);
+    else unsetenv(name_.c_str());
   }
-  ScopedFusion(const ScopedFusion&) = delete;
-  ScopedFusion& operator=(const ScopedFusion&) = delete;
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
 
  private:
+  std::string name_;
   std::optional<std::string> old_;
+};
+
+/// Sets TG_FUSION to `value` until the end of the scope.
+class ScopedFusion : public ScopedEnv {
+ public:
+  explicit ScopedFusion(const char* value) : ScopedEnv("TG_FUSION", value) {}
 };
 
 /// Occurrences of `what` in `text`.

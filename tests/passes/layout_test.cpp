@@ -1,0 +1,95 @@
+// The channels-last layout pass (passes/layout.cpp): NCHW convolutions and pooling of an imported
+// model run NHWC, transposes sink through elementwise ops, reductions and transposes, and the
+// values are unchanged. Forced on the CPU with TG_CHANNELS_LAST=1 (CUDA runs it by default).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "passes/fusion_test_util.h"
+#include "tg/tg.h"
+
+namespace tg {
+namespace {
+
+using testing::count;
+using testing::ScopedEnv;
+
+// A ResNet-like NCHW block as an ONNX import builds it: conv, per-channel scale and shift (ranks 4
+// and 3), relu, max pool, a 1x1 conv with a residual add, then global sums (with and without
+// keep_dims, the first flattened), an average pool, and the user's own NCHW -> NHWC transpose.
+struct NchwNet {
+  Graph g;
+  Tensor x;
+  std::vector<Tensor> targets;
+  NchwNet() {
+    x = g.placeholder({2, 3, 8, 8}, DType::f32, "x");
+    const Conv2dDesc conv{.padding = Padding::same, .data_layout = Layout::nchw, .weights_layout = Layout::oihw};
+    Tensor w1 = g.variable(TensorData::random_normal({4, 3, 3, 3}, 0.f, 0.5f, 1), "w1");
+    Tensor w2 = g.variable(TensorData::random_normal({4, 4, 1, 1}, 0.f, 0.5f, 2), "w2");
+    Tensor scale = g.constant(TensorData::random_normal({1, 4, 1, 1}, 1.f, 0.2f, 3), "scale");
+    Tensor shift = g.constant(TensorData::random_normal({4, 1, 1}, 0.f, 0.2f, 4), "shift");
+    Tensor b = relu(conv2d(x, w1, conv) * scale + shift);
+    Tensor p = max_pool2d(b, {.kernel_size = {2, 2}, .data_layout = Layout::nchw});
+    Tensor r = conv2d(p, w2, conv) + p;
+    targets = {r,
+               reduce_sum(r, {.axes = {2, 3}}),
+               reshape(reduce_sum(r, {.axes = {2, 3}, .keep_dims = true}), {2, 4}),
+               avg_pool2d(r, {.kernel_size = {2, 2}, .data_layout = Layout::nchw}),
+               transpose(b, {0, 2, 3, 1})};
+  }
+};
+
+TEST(ChannelsLast, NchwBlockRunsNhwcWithTransposesOnlyAtItsEdgesAndTheSameValues) {
+  TensorData xv = TensorData::random_normal({2, 3, 8, 8}, 0.f, 1.f, 9);
+  std::vector<TensorData> want, got;
+  std::string text;
+  {
+    ScopedEnv off("TG_CHANNELS_LAST", "0");
+    NchwNet net;
+    Executable exe = net.g.compile(Device::cpu(), {{net.x, xv.type()}}, net.targets);
+    EXPECT_EQ(count(exe.to_string(), "data_layout=nchw"), 4) << exe.to_string();
+    want = exe.run({xv});
+  }
+  {
+    ScopedEnv on("TG_CHANNELS_LAST", "1");
+    NchwNet net;
+    Executable exe = net.g.compile(Device::cpu(), {{net.x, xv.type()}}, net.targets);
+    text = exe.to_string();
+    got = exe.run({xv});
+  }
+  EXPECT_EQ(count(text, "data_layout=nchw"), 0) << text;
+  EXPECT_EQ(count(text, "data_layout=nhwc"), 4) << text;
+  // x into NHWC; r and the average pool back to NCHW as results. The global sums read the NHWC
+  // value ([N,C] needs no transpose; [N,1,1,C] -> [N,C,1,1] is a reshape) and the user's
+  // transpose of b cancels with the pass's.
+  EXPECT_EQ(count(text, "= transpose("), 3) << text;
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    ASSERT_EQ(got[k].type(), want[k].type()) << k;
+    for (int64_t i = 0; i < want[k].num_elements(); ++i) {
+      const double a = got[k].element_as_double(i), b = want[k].element_as_double(i);
+      EXPECT_NEAR(a, b, 1e-5 * (1 + std::fabs(b))) << k << " " << i;
+    }
+  }
+}
+
+TEST(ChannelsLast, OnlyBackendsThatPreferItConvert) {
+  // The CPU backend does not prefer channels-last: without the override its NCHW ops stay NCHW.
+  ScopedEnv unset("TG_CHANNELS_LAST", "");
+  NchwNet net;
+  Executable exe = net.g.compile(Device::cpu(), {{net.x, net.x.type()}}, net.targets);
+  EXPECT_EQ(count(exe.to_string(), "data_layout=nchw"), 4) << exe.to_string();
+}
+
+TEST(ChannelsLast, GraphsWithoutNchwOpsAreUnchanged) {
+  ScopedEnv on("TG_CHANNELS_LAST", "1");
+  Graph g;
+  Tensor x = g.placeholder({1, 4, 4, 2}, DType::f32, "x");
+  Tensor y = transpose(relu(x), {0, 3, 1, 2});  // an NCHW view of NHWC data, no conv or pool
+  Executable exe = g.compile(Device::cpu(), {{x, x.type()}}, {y});
+  EXPECT_EQ(count(exe.to_string(), "= transpose("), 1) << exe.to_string();
+}
+
+}  // namespace
+}  // namespace tg
