@@ -1,0 +1,171 @@
+"""tensorgraph.torch: ATen graphs of PyTorch models on TensorGraph (docs/torch.md).
+
+Checks of issue 22 on Debian's PyTorch 1.13 (no torch.compile): compile_module on torchvision
+ResNet-18 and MobileNetV2 (random weights, random batch-norm statistics, eval) and a small
+nn.TransformerEncoder agrees with PyTorch to 1e-4 with zero nodes left to PyTorch; op-level
+checks against PyTorch; graph breaks keep results right; the training converters through
+functorch's AOTAutograd (the same compilers torch.compile's backend uses); the docs' table.
+"""
+import logging
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import tensorgraph.torch as tgt  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+
+def _randomize_bn(model, seed=1):
+    """Random batch-norm affine parameters and running statistics (fresh ones are 1/0: too easy)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                c = m.num_features
+                m.running_mean.copy_(torch.randn(c, generator=g) * 0.1)
+                m.running_var.copy_(torch.rand(c, generator=g) * 0.5 + 0.75)
+                m.weight.copy_(torch.rand(c, generator=g) * 0.5 + 0.75)
+                m.bias.copy_(torch.randn(c, generator=g) * 0.1)
+    return model
+
+
+def _check_model(model, *inputs, atol=1e-4, rtol=1e-4):
+    model.eval()
+    compiled = tgt.compile_module(model, inputs)
+    assert compiled.nodes_left_to_pytorch == 0, compiled.unsupported
+    with torch.no_grad():
+        expected = model(*inputs)
+    got = compiled(*inputs)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    torch.testing.assert_close(got, expected, atol=atol, rtol=rtol)
+    # A second call with other values reuses the executable and is right too.
+    other = tuple(torch.randn_like(x) if x.is_floating_point() else x for x in inputs)
+    with torch.no_grad():
+        expected = model(*other)
+    torch.testing.assert_close(compiled(*other), expected, atol=atol, rtol=rtol)
+    return compiled
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+def test_torchvision_models(name):
+    tv = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    model = _randomize_bn(getattr(tv.models, name)())
+    _check_model(model, torch.randn(1, 3, 64, 64))
+
+
+def test_transformer_encoder():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.1, batch_first=True, activation="gelu")
+    model = torch.nn.TransformerEncoder(layer, 2)
+    _check_model(model, torch.randn(2, 7, 32))
+
+
+class _Ops(torch.nn.Module):
+    """Many converters at once: views, slicing, broadcasting, promotion, reductions, activations."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(10, 6)
+        self.ln = torch.nn.LayerNorm(6)
+
+    def forward(self, x, idx):
+        e = self.ln(self.emb(idx))                                  # [2, 5, 6]
+        y = x[:, 1:4, ::2] * 2 - 1 / (x[:, :3, 1::2].abs() + 1)     # [2, 3, 3]
+        z = torch.cat([y, y.transpose(1, 2)], dim=1).permute(0, 2, 1)
+        m = z.amax(dim=-1, keepdim=True) + z.sum(1).unsqueeze(-1).mean()
+        s = F.softmax(z, -1) + F.log_softmax(z, 1) + F.gelu(z) + F.silu(z) + F.hardswish(z) + F.hardsigmoid(z)
+        i = (idx.float() / 3 + idx).unsqueeze(-1)                   # int / float promotion
+        w = torch.where(z > 0, z, torch.zeros_like(z)).flatten(1)
+        sel = e.select(1, 2) + e[:, -1]
+        return (s - m).sum() + i.sum() + w.expand(3, 2, 18).sum(0).mean() + torch.matmul(e, e.transpose(1, 2)).sum() \
+            + sel.sum() + torch.tanh(x).sigmoid().squeeze(0).var()
+
+
+def test_ops_against_torch():
+    torch.manual_seed(0)
+    x = torch.randn(2, 6, 6)
+    idx = torch.tensor([[1, 2, 3, 4, 9], [0, 0, 5, 6, 7]])
+    _check_model(_Ops(), x, idx, atol=1e-5, rtol=1e-5)
+
+
+def test_max_pool_indices_match_torch():
+    torch.manual_seed(0)
+    f = lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True)  # noqa: E731
+    x = torch.randn(2, 3, 9, 8)
+    c = tgt.compile_module(f, (x,))
+    assert c.nodes_left_to_pytorch == 0, c.unsupported
+    y, i = c(x)
+    ey, ei = f(x)
+    torch.testing.assert_close(y, ey, atol=0, rtol=0)
+    assert i.dtype == torch.int64 and torch.equal(i, ei)
+
+
+def test_graph_break_keeps_results_and_logs(caplog):
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(torch.cumsum(torch.tanh(x) * 3, dim=1)) + 1  # no converter for cumsum
+
+    x = torch.randn(3, 5)
+    with caplog.at_level(logging.WARNING, logger="tensorgraph.torch"):
+        c = tgt.compile_module(Net(), (x,))
+    assert c.nodes_left_to_pytorch == 1 and c.unsupported == {"aten::cumsum": 1}
+    lines = [r.getMessage() for r in caplog.records if "left to PyTorch" in r.getMessage()]
+    assert len(lines) == 1 and "aten::cumsum" in lines[0]
+    torch.testing.assert_close(c(x), Net()(x), atol=1e-6, rtol=1e-6)
+
+
+def _training_net(train_bn):
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(), torch.nn.MaxPool2d(3, 2, 1),
+        torch.nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=2, bias=False), torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU6(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 5))
+    _randomize_bn(net)
+    return net.train(train_bn)
+
+
+@pytest.mark.parametrize("train_bn", [False, True])
+def test_training_graphs_through_aot_autograd(train_bn):
+    """Forward and backward ATen graphs (AOTAutograd) converted: gradients agree with PyTorch's.
+    PyTorch 1.13's AOTAutograd keeps training batch norm's in-place running-stat update, which stays
+    in PyTorch (asserted: exactly those nodes); PyTorch 2's functional form converts."""
+    aot = pytest.importorskip("functorch.compile")
+    from tensorgraph.torch._backend import Stats, decompositions, make_compiler
+    import copy
+    net = _training_net(train_bn)
+    ref = copy.deepcopy(net)
+    Stats.reset()
+    comp = make_compiler("f32")
+    compiled = aot.aot_module(net, fw_compiler=comp, bw_compiler=comp, decompositions=decompositions())
+    x, t = torch.randn(4, 3, 16, 16), torch.tensor([0, 3, 1, 4])
+    for model in (compiled, ref):
+        F.cross_entropy(model(x), t).backward()
+    assert Stats.graphs == 2
+    assert Stats.unsupported == ({"aten::native_batch_norm": 2} if train_bn else {})
+    for (name, p), q in zip(net.named_parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, atol=1e-6, rtol=1e-5, msg=name)
+
+
+def test_import_without_torch_and_clear_error():
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "import tensorgraph.torch as t\n"
+            "assert 'aten::convolution' in t.supported_ops_markdown()\n"
+            "try:\n    t.compile_module(None, ())\nexcept ImportError as e:\n    print('ImportError:', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "tensorgraph.torch needs PyTorch" in out
+
+
+def test_backend_needs_torch_compile():
+    if hasattr(torch, "compile"):
+        pytest.skip("PyTorch >= 2: the backend is checked on the GPU machine (bench/torch_backend_cuda.py)")
+    with pytest.raises(ImportError, match="compile_module"):
+        tgt.backend(None, [])
+
+
+def test_docs_list_every_converter(root):
+    doc = (root / "docs" / "torch.md").read_text()
+    table = tgt.supported_ops_markdown()
+    assert table in doc, "docs/torch.md is out of date: replace its table with `python3 -m tensorgraph.torch --list-ops`"
