@@ -169,3 +169,60 @@ def test_docs_list_every_converter(root):
     doc = (root / "docs" / "torch.md").read_text()
     table = tgt.supported_ops_markdown()
     assert table in doc, "docs/torch.md is out of date: replace its table with `python3 -m tensorgraph.torch --list-ops`"
+
+
+def test_fake_tensor_example_values_and_bool_outputs():
+    """AOTAutograd (PyTorch >= 2) gives FakeTensor example values (node.meta['val']): converting with
+    them matches converting with real ones; factories (arange), bool results and & work."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from tensorgraph.torch._lower import compile_graph, example_values
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(6, 4)
+
+    def f(x):
+        y = torch.relu(lin(x)) + torch.arange(4).float()
+        return y, (y > 0.5) & (x.sum() > 0), torch.ones(3) * 2
+
+    x = torch.randn(5, 6)
+    with torch.no_grad():
+        gm = make_fx(f)(x)
+    mode = FakeTensorMode()
+
+    def fake(v):
+        if isinstance(v, torch.Tensor):
+            return mode.from_tensor(v)
+        return type(v)(fake(e) for e in v) if isinstance(v, (tuple, list)) else v
+
+    vals = {n: fake(v) for n, v in example_values(gm, (x,)).items()}
+    assert any(type(v).__name__ == "FakeTensor" for v in vals.values())
+    c = compile_graph(gm, None, "cpu", vals=vals)
+    assert c.nodes_left_to_pytorch == 0, c.unsupported
+    with torch.no_grad():
+        got, want = c(x), f(x)
+    torch.testing.assert_close(got[0], want[0], atol=1e-5, rtol=1e-5)
+    assert got[1].dtype == torch.bool and torch.equal(got[1], want[1])
+    torch.testing.assert_close(got[2], want[2], atol=0, rtol=0)
+
+
+def test_input_mutation_copy_is_applied():
+    """aten::copy_ into a graph input (AOTAutograd keeps batch norm's running-stat updates so) runs
+    on TensorGraph and the new value lands in the PyTorch tensor; another in-place op on an input
+    stays in PyTorch."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from tensorgraph.torch._lower import compile_graph
+
+    def f(x, buf, other):
+        buf.copy_(x.sum(0) * 0.5 + buf)
+        other.add_(1)
+        return x * 2
+
+    x, buf, other = torch.randn(3, 4), torch.ones(4), torch.zeros(2)
+    gm = make_fx(f)(x, buf.clone(), other.clone())
+    c = compile_graph(gm, (x, buf.clone(), other.clone()), "cpu")
+    assert c.unsupported == {"aten::add_": 1}
+    expected_buf = x.sum(0) * 0.5 + buf
+    y = c(x, buf, other)
+    torch.testing.assert_close(y, x * 2, atol=0, rtol=0)
+    torch.testing.assert_close(buf, expected_buf, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(other, torch.ones(2), atol=0, rtol=0)

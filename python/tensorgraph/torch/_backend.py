@@ -34,8 +34,13 @@ def _precision(explicit):
     import torch
     if explicit:
         return explicit
-    if torch.is_autocast_enabled():
-        dt = torch.get_autocast_gpu_dtype() if hasattr(torch, "get_autocast_gpu_dtype") else torch.float16
+    try:
+        on = torch.is_autocast_enabled("cuda")
+        dt = torch.get_autocast_dtype("cuda") if on else None
+    except TypeError:  # PyTorch < 2.4: no device argument
+        on = torch.is_autocast_enabled()
+        dt = torch.get_autocast_gpu_dtype() if on else None
+    if on:
         return "bf16" if dt == torch.bfloat16 else "f16"
     if torch.backends.cuda.matmul.allow_tf32:
         return "tf32"

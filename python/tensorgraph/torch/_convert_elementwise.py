@@ -2,7 +2,7 @@
 activations, casts and copies. Operands are cast to the dtype PyTorch's type promotion gives the
 node's output (ctx.out_dtype), so int / float, bool masks and scalars behave as in PyTorch."""
 from .. import _tensorgraph as tg
-from ._helpers import cast_to, operand, tensor
+from ._helpers import cast_to, operand, tensor, tg_dtype
 from ._registry import Unsupported, converter
 
 
@@ -64,11 +64,37 @@ def pow_(ctx, a, b):
     return tg.pow(x, operand(ctx, b, dt))
 
 
+def _result_dtype(a, b):
+    """PyTorch's type promotion of two operands (tensors, possibly fake, or Python scalars),
+    computed from dtypes alone: dimensioned tensors outrank 0-d tensors, which outrank scalars,
+    unless the lower one is of a higher category (bool < integer < floating)."""
+    import torch
+
+    def category(d):
+        return 2 if d.is_floating_point else 0 if d == torch.bool else 1
+
+    def scalar_dtype(v):
+        return torch.bool if isinstance(v, bool) else torch.int64 if isinstance(v, int) else torch.get_default_dtype()
+
+    ta, tb = isinstance(a, torch.Tensor), isinstance(b, torch.Tensor)
+    if not ta and not tb:
+        raise Unsupported("comparison of two scalars")
+    if ta and tb and (a.dim() == 0) == (b.dim() == 0):
+        return torch.promote_types(a.dtype, b.dtype)
+    if ta and tb:
+        full, low = (a, b) if b.dim() == 0 else (b, a)
+        hi, lo = full.dtype, low.dtype
+    else:
+        hi, lo = (a.dtype, scalar_dtype(b)) if ta else (b.dtype, scalar_dtype(a))
+    if category(lo) > category(hi):
+        return lo if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) else (
+            torch.get_default_dtype() if category(lo) == 2 else torch.int64)
+    return hi
+
+
 def _compare(fn):
     def convert(ctx, a, b):
-        import torch
-        ea, eb = ctx.example_args[0], ctx.example_args[1]
-        dt = tg.dtype(str(torch.result_type(ea, eb)).replace("torch.", ""))
+        dt = tg_dtype(_result_dtype(ctx.example_args[0], ctx.example_args[1]))
         return fn(operand(ctx, a, dt), operand(ctx, b, dt))
     return convert
 
@@ -88,6 +114,43 @@ def where(ctx, cond, a, b):
 def masked_fill(ctx, x, mask, value):
     dt = ctx.out_dtype
     return tg.select(cast_to(tensor(mask), tg.bool_), operand(ctx, value, dt), cast_to(x, dt))
+
+
+def _bitwise(fn):
+    def convert(ctx, a, b):
+        dt = tg_dtype(_result_dtype(ctx.example_args[0], ctx.example_args[1]))
+        if dt.is_floating:
+            raise Unsupported("bitwise op on floats")
+        return fn(operand(ctx, a, dt), operand(ctx, b, dt))
+    return convert
+
+
+converter("aten::bitwise_and", notes="bool and integer tensors", inplace=True)(_bitwise(lambda a, b: a & b))
+converter("aten::__and__", notes="bool and integer tensors")(_bitwise(lambda a, b: a & b))
+converter("aten::bitwise_or", notes="bool and integer tensors", inplace=True)(_bitwise(lambda a, b: a | b))
+converter("aten::__or__", notes="bool and integer tensors")(_bitwise(lambda a, b: a | b))
+converter("aten::bitwise_xor", notes="bool and integer tensors", inplace=True)(_bitwise(lambda a, b: a ^ b))
+converter("aten::__xor__", notes="bool and integer tensors")(_bitwise(lambda a, b: a ^ b))
+
+
+@converter("aten::bitwise_not", notes="bool and integer tensors", inplace=True)
+def bitwise_not(ctx, x):
+    x = tensor(x)
+    if x.dtype.is_floating:
+        raise Unsupported("bitwise_not of floats")
+    return ~x
+
+
+@converter("aten::logical_and", "aten::logical_or", "aten::logical_xor", notes="any dtypes (nonzero is true)")
+def logical_binary(ctx, a, b):
+    fn = {"aten::logical_and": tg.logical_and, "aten::logical_or": tg.logical_or,
+          "aten::logical_xor": tg.logical_xor}[ctx.op_name]
+    dt = tg_dtype(_result_dtype(ctx.example_args[0], ctx.example_args[1]))
+    x, y = operand(ctx, a, dt), operand(ctx, b, dt)
+    if dt != tg.bool_:
+        zero = ctx.g.constant(0, dtype=dt)
+        x, y = tg.not_equal(x, zero), tg.not_equal(y, zero)
+    return fn(x, y)
 
 
 @converter("aten::logical_not")
@@ -165,8 +228,11 @@ def elu(ctx, x, alpha=1.0, scale=1.0, input_scale=1.0):
     return tg.elu(tensor(x), alpha=float(alpha))
 
 
-@converter("aten::_to_copy", "aten::to", notes="dtype casts on the same device")
+@converter("aten::_to_copy", "aten::to", "prims::convert_element_type", notes="dtype casts on the same device")
 def to_copy(ctx, x, *args, **kw):
+    src = ctx.example_args[0] if ctx.example_args else None
+    if hasattr(src, "device") and hasattr(ctx.out, "device") and src.device != ctx.out.device:
+        raise Unsupported(f"copy from {src.device} to {ctx.out.device}")
     return cast_to(tensor(x), ctx.out_dtype)
 
 
@@ -179,3 +245,10 @@ def identity(ctx, x, *args, **kw):
 @converter("aten::type_as")
 def type_as(ctx, x, other):
     return cast_to(tensor(x), ctx.out_dtype)
+
+
+@converter("aten::copy_", notes="into a graph input (AOTAutograd's input mutations, e.g. batch norm's "
+                               "running stats): copied into the PyTorch tensor after each run")
+def copy_(ctx, dst, src, non_blocking=False):
+    # The graph-input case is handled by the lowering (_lower._convert), which sees the FX node.
+    raise Unsupported("copy_ into a tensor that is not a graph input")

@@ -353,5 +353,7 @@ def sdpa_fused(ctx, q, k, v, *args, **kw):
         raise Unsupported("attention dropout")
     out, lse = _attention(ctx, q, k, v, mask, is_causal, kw.get("scale"))
     n = len(ctx.out) if isinstance(ctx.out, (tuple, list)) else 1
+    if n > 1 and [int(s) for s in ctx.out[1].shape] != list(lse.shape):  # padded or empty logsumexp
+        lse = Unavailable(f"{name} logsumexp of shape {list(ctx.out[1].shape)}")
     rest = tuple(Unavailable(f"{name} output {i}") for i in range(2, n))
     return (out, lse) + rest

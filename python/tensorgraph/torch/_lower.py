@@ -58,9 +58,14 @@ def constant(g, t):
     return g.constant(tg.from_dlpack(t))
 
 
+def _mutates_input(n):
+    return (n.op == "call_function" and op_name(n.target).endswith("_") and n.args
+            and getattr(n.args[0], "op", None) == "placeholder")
+
+
 def live_nodes(gm):
-    """The nodes the output depends on."""
-    out = [n for n in gm.graph.nodes if n.op == "output"]
+    """The nodes the output or an input mutation (aten::copy_ into a graph input) depends on."""
+    out = [n for n in gm.graph.nodes if n.op == "output" or _mutates_input(n)]
     live, stack = set(out), list(out)
     while stack:
         n = stack.pop()
@@ -116,6 +121,7 @@ class Lowered:
         self.env = {}
         self.unsupported = {}
         self.output = None
+        self.mutations = []  # (placeholder node, tg value copied into that input after each run)
 
 
 def lower(gm, vals, params_as_constants=True):
@@ -156,9 +162,9 @@ def lower(gm, vals, params_as_constants=True):
                 env[node] = Unavailable(str(e))
         elif node.op == "call_function":
             try:
-                env[node] = _convert(g, node, env, vals)
-            except (Unsupported, tg.Error) as e:
-                low.unsupported[node] = str(e)
+                env[node] = _convert(g, node, env, vals, low.mutations)
+            except Exception as e:  # noqa: BLE001 (Unsupported, tg.Error, a converter's bug: never a crash)
+                low.unsupported[node] = str(e) if isinstance(e, (Unsupported, tg.Error)) else f"{type(e).__name__}: {e}"
                 env[node] = _stand_in(g, vals.get(node), node.name)
         elif node.op == "output":
             low.output = node.args[0]
@@ -168,16 +174,29 @@ def lower(gm, vals, params_as_constants=True):
     return low
 
 
-def _convert(g, node, env, vals):
+def _convert(g, node, env, vals, mutations):
     name = op_name(node.target)
     if name == "getitem":
         src, i = env[node.args[0]], node.args[1]
         elem = src[i]
+        if elem is None:
+            raise Unsupported(f"output {i} of {node.args[0].name} was not computed")
         if hasattr(elem, "build"):
             elem = elem.build()
         if isinstance(elem, Unavailable):
             raise Unsupported(f"output {i} of {node.args[0].name} is {elem.what}")
         return elem
+    if name == "aten::copy_" and getattr(node.args[0], "op", None) == "placeholder":
+        # An input mutation AOTAutograd keeps in the graph (batch norm's running stats): the new
+        # value is computed here and copied into the PyTorch tensor after the run (Runner).
+        dst, src = env[node.args[0]], env[node.args[1]]
+        if not isinstance(dst, tg.Tensor) or not isinstance(src, tg.Tensor):
+            raise Unsupported("copy_ of a non-tensor")
+        if list(src.shape) != list(dst.shape):
+            src = tg.broadcast_to(src, list(dst.shape))
+        src = src if src.dtype == dst.dtype else tg.cast(src, dst.dtype)
+        mutations.append((node.args[0], src))
+        return src
     fn = CONVERTERS.get(name)
     if fn is None:
         raise Unsupported(f"no converter for {name}")
@@ -211,8 +230,8 @@ def example_values(gm, example_inputs):
             vals[n] = v
             return v
 
-    with torch.no_grad():
-        Recorder(gm).run(*example_inputs)
+    with torch.no_grad():  # on copies: in-place ops of the graph must not touch the caller's tensors
+        Recorder(gm).run(*[a.clone() if isinstance(a, torch.Tensor) else a for a in example_inputs])
     return vals
 
 
@@ -240,6 +259,13 @@ class Runner:
 
         from torch.fx.node import map_arg
         self.out_spec = map_arg(low.output, spec)
+        self.mutations = []
+        for n, v in low.mutations:
+            key = (v.node_id, v.index)
+            if key not in self._slots:
+                self._slots[key] = len(targets)
+                targets.append(v)
+            self.mutations.append((position[n], self._slots[key]))
         self.device = tg.Device(device)
         feed_types = {ph: tg.TensorType(list(ph.shape), ph.dtype) for _, ph in low.feeds}
         self.exe = low.graph.compile(feed_types, targets, device=self.device, precision=precision,
@@ -247,14 +273,33 @@ class Runner:
 
     def __call__(self, *args):
         import torch
-        ins = [tg.from_dlpack(args[i].detach().contiguous()) for i in self.feed_positions]
+        ins = [_to_tg(args[i]) for i in self.feed_positions]
         if self.device.is_cuda:
             stream = torch.cuda.current_stream(self.device.index).cuda_stream
             outs = self.exe.run(ins, cuda_stream=stream)
             outs = [torch.utils.dlpack.from_dlpack(o.__dlpack__(stream=-1)) for o in outs]
         else:
-            outs = [torch.from_dlpack(o) for o in self.exe.run(ins)]
+            outs = [_to_torch(o) for o in self.exe.run(ins)]
+        for pos, slot in self.mutations:
+            args[pos].copy_(outs[slot])
         return _build_output(self.out_spec, outs, args)
+
+
+def _to_tg(t):
+    """A torch tensor as TensorData without a copy (DLPack; PyTorch 1.13 exports no bool over
+    DLPack, so host bool tensors go through numpy)."""
+    t = t.detach().contiguous()
+    if t.dtype.is_floating_point or t.device.type != "cpu" or str(t.dtype) != "torch.bool":
+        return tg.from_dlpack(t)
+    return tg.TensorData(t.numpy())
+
+
+def _to_torch(o):
+    """A host TensorData as a torch tensor without a copy (bool through numpy, as _to_tg)."""
+    import torch
+    if o.dtype == tg.bool_:
+        return torch.from_numpy(o.numpy())
+    return torch.from_dlpack(o)
 
 
 def _build_output(spec, outs, args):
@@ -304,7 +349,8 @@ def compile_graph(gm, example_inputs, device, precision="f32", memory_budget_byt
     in PyTorch (graph break) and one log line names them."""
     if vals is None:
         vals = example_values(gm, example_inputs)
-    low = lower(gm, vals)
+    with _real_tensors():
+        low = lower(gm, vals)
     bad = _blocking(low, gm)
     if not bad and not low.unsupported:
         return Compiled(Runner(low, device, precision, memory_budget_bytes), {})
@@ -321,6 +367,17 @@ def compile_graph(gm, example_inputs, device, precision="f32", memory_budget_byt
     log.warning("tensorgraph.torch: %d node(s) left to PyTorch (graph break): %s", sum(counts.values()),
                 ", ".join(f"{k} x{v} ({reasons.get(k, 'its outputs are needed')})" for k, v in sorted(counts.items())))
     return Compiled(_partition(gm, bad, device, precision, memory_budget_bytes), counts)
+
+
+def _real_tensors():
+    """A context where new torch tensors are real even inside AOTAutograd's fake tensor mode
+    (converters build constants, e.g. of torch.arange)."""
+    import contextlib
+    try:
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+    except ImportError:
+        return contextlib.nullcontext()
+    return unset_fake_temporarily()
 
 
 def _partition(gm, bad, device, precision, memory_budget_bytes):
