@@ -120,7 +120,7 @@ def _empty_like(ctx, i):
     if ex is not None and hasattr(ex, "numel") and ex.numel() == 0:
         from ._helpers import tg_dtype
         return tg.fill(ctx.g, [int(s) for s in ex.shape], 0.0, tg_dtype(ex.dtype))
-    return Unavailable("batch norm saved statistics (inference)")
+    return Unavailable(f"output {i} of {ctx.op_name} (not computed by TensorGraph)")
 
 
 def _bn_train(ctx, x, w, b, eps):
@@ -186,6 +186,22 @@ def batch_norm(ctx, x, w, b, rm, rv, training=False, momentum=0.1, eps=1e-5, *re
     if rm is not None:  # native_batch_norm(training=True) mutates the running stats: PyTorch's job
         raise Unsupported("training batch norm that updates running stats in place")
     return (y, mean, invstd)
+
+
+@converter("aten::_batch_norm_with_update_functional", "aten::_batch_norm_no_update",
+           notes="PyTorch >= 2.3's batch norm: training with updated running stats returned, and "
+                 "inference; the reserve output only when empty")
+def batch_norm_update(ctx, x, w, b, rm, rv, momentum=0.1, eps=1e-5):
+    x = tensor(x)
+    if ctx.op_name == "aten::_batch_norm_no_update":
+        y = _bn_eval(ctx, x, w, b, rm, rv, float(eps))
+        return (y, _empty_like(ctx, 1), _empty_like(ctx, 2), _empty_like(ctx, 3))
+    y, mean, invstd, var, n = _bn_train(ctx, x, w, b, float(eps))
+    m = float(momentum)
+    unbiased = var * (n / max(n - 1, 1))
+    new_rm = cast_to(tensor(rm), tg.float32) * (1 - m) + mean * m
+    new_rv = cast_to(tensor(rv), tg.float32) * (1 - m) + unbiased * m
+    return (y, mean, invstd, _empty_like(ctx, 3), cast_to(new_rm, rm.dtype), cast_to(new_rv, rv.dtype))
 
 
 @converter("aten::native_layer_norm", "aten::layer_norm",

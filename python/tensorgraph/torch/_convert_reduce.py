@@ -63,3 +63,14 @@ def argmax(ctx, x, dim=None, keepdim=False):
         raise Unsupported("argmax over all elements")
     x = tensor(x)
     return cast_to(tg.argmax(x, axis=norm_axis(dim, x.ndim), keep_dims=bool(keepdim)), ctx.out_dtype)
+
+
+@converter("aten::any", "aten::all", notes="default, dim and dims overloads (nonzero is true)")
+def any_all(ctx, x, dim=None, keepdim=False):
+    x = tensor(x)
+    if x.dtype != tg.bool_:
+        x = tg.not_equal(x, ctx.g.constant(0, dtype=x.dtype))
+    if x.ndim == 0:
+        return x
+    fn = tg.reduce_or if ctx.op_name == "aten::any" else tg.reduce_and
+    return fn(x, axes=norm_axes(dim, x.ndim), keep_dims=bool(keepdim))

@@ -156,12 +156,13 @@ def unbind(ctx, x, dim=0):
 
 @converter("aten::zeros", "aten::ones", "aten::full", "aten::arange", "aten::scalar_tensor",
            "aten::new_zeros", "aten::new_ones", "aten::new_full", "aten::zeros_like", "aten::ones_like",
-           "aten::full_like", notes="constants (their values depend on no tensor's values)")
+           "aten::full_like", "aten::empty", "aten::empty_like", "aten::new_empty", "aten::empty_strided",
+           notes="constants (their values depend on no tensor's values); empty* give zeros")
 def factory(ctx, *args, **kw):
     import torch
     base = ctx.op_name.split("::")[1]
     shape, dtype = ctx.out_shape, ctx.out.dtype
-    if base in ("zeros", "zeros_like", "new_zeros"):
+    if base in ("zeros", "zeros_like", "new_zeros", "empty", "empty_like", "new_empty", "empty_strided"):
         v = torch.zeros(shape, dtype=dtype)
     elif base in ("ones", "ones_like", "new_ones"):
         v = torch.ones(shape, dtype=dtype)
@@ -178,3 +179,21 @@ def factory(ctx, *args, **kw):
     if list(v.shape) != shape:
         raise Unsupported(f"{base} gives shape {list(v.shape)}, the graph expects {shape}")
     return ctx.constant(v)
+
+
+@converter("aten::copy", notes="out-of-place: src broadcast to self's shape and dtype")
+def copy(ctx, x, src, non_blocking=False):
+    src = cast_to(tensor(src), ctx.out_dtype)
+    return tg.broadcast_to(src, ctx.out_shape) if list(src.shape) != ctx.out_shape else src
+
+
+@converter("aten::index_select", notes="1-D index")
+def index_select(ctx, x, dim, index):
+    x = tensor(x)
+    return tg.gather(x, tensor(index), axis=norm_axis(dim, x.ndim))
+
+
+@converter("aten::gather", notes="index of the input's rank")
+def gather(ctx, x, dim, index, sparse_grad=False):
+    x = tensor(x)
+    return tg.gather_elements(x, tensor(index), axis=norm_axis(dim, x.ndim))

@@ -156,3 +156,8 @@ def hardtanh_backward(ctx, dy, x, lo, hi):
                             tg.less(x, ctx.g.constant(float(hi), dtype=x.dtype)))
     return tg.select(inside, dy, ctx.g.constant(0.0, dtype=dy.dtype))
 
+
+
+@converter("aten::batch_norm_backward", notes="PyTorch >= 2.3's form of native_batch_norm_backward (reserve unused)")
+def batch_norm_backward(ctx, dy, x, w, rm, rv, save_mean, save_invstd, update, eps, output_mask, reserve=None):
+    return native_batch_norm_backward(ctx, dy, x, w, rm, rv, save_mean, save_invstd, update, eps, output_mask)
