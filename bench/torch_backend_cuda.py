@@ -6,8 +6,9 @@
 2. ResNet-50 training step (batch 128, 224x224, bf16 autocast, Adam): 10 steps' losses vs eager
    from the same initial weights and data, step time vs eager and vs torch.compile's default
    backend (inductor).
-Each part guards itself (a failure prints its traceback and the run goes on); --budget-s skips the
-peers' compiles when time runs out. Prints one "RESULT key value" line per figure.
+TensorGraph's parts run first, the peers' compiles after, each only while --budget-s leaves time
+for it; each part guards itself (a failure prints its traceback and the run goes on). Prints one
+"RESULT key value" line per figure.
 """
 import argparse
 import copy
@@ -28,11 +29,11 @@ def result(key, value):
     print(f"RESULT {key} {value}", flush=True)
 
 
-def elapsed():
-    return time.time() - T0
+def left(args):
+    return args.budget_s - (time.time() - T0)
 
 
-def timed(fn, warmup=3, iters=20):
+def timed(fn, warmup=5, iters=30):
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -50,10 +51,29 @@ def dynamo_breaks():
     return sum(counters["graph_break"].values())
 
 
-def inference(name, make, inputs, out_of, args):
+def guarded(name, fn, *a):
+    try:
+        return fn(*a)
+    except Exception:
+        print(f"FAILED {name}", flush=True)
+        traceback.print_exc()
+
+
+def models():
+    import torchvision
+    from transformers import BertConfig, BertModel
+    torch.manual_seed(0)
+    r50 = torchvision.models.resnet50().cuda().eval()
+    bert = BertModel(BertConfig()).cuda().eval()
+    return {"resnet50": (r50, (torch.randn(1, 3, 224, 224, device="cuda"),), lambda o: o),
+            "bert": (bert, (torch.randint(0, 30522, (1, 128), device="cuda"),), lambda o: o.last_hidden_state)}
+
+
+def tg_inference(name, model, inputs, out_of):
     torch._dynamo.reset()
+    from torch._dynamo.utils import counters
+    counters.clear()
     tgt.backend_stats(reset=True)
-    model = make().cuda().eval()
     with torch.no_grad():
         ref = out_of(model(*inputs))
         t = time.time()
@@ -69,31 +89,34 @@ def inference(name, make, inputs, out_of, args):
         result(f"{name}.max_rel_diff_vs_eager", f"{rel:.3e}")
         result(f"{name}.eager_ms", round(timed(lambda: model(*inputs)), 3))
         result(f"{name}.tg_ms", round(timed(lambda: compiled(*inputs)), 3))
-        if elapsed() < args.budget_s * 0.4:
-            torch._dynamo.reset()
-            t = time.time()
-            ro = torch.compile(model, mode="reduce-overhead", dynamic=False)
-            ro(*inputs)
-            ro(*inputs)
-            result(f"{name}.reduce_overhead_compile_s", round(time.time() - t, 1))
-            result(f"{name}.reduce_overhead_ms", round(timed(lambda: ro(*inputs)), 3))
-        else:
-            result(f"{name}.reduce_overhead_ms", "not run (time budget)")
 
 
-def training(args):
-    import torchvision
-    torch.manual_seed(0)
-    base = torchvision.models.resnet50().cuda().train()
-    n = args.batch
-    data = [(torch.randn(n, 3, 224, 224, device="cuda"), torch.randint(0, 1000, (n,), device="cuda"))
-            for _ in range(2)]
+def ro_inference(name, model, inputs, out_of):
+    torch._dynamo.reset()
+    with torch.no_grad():
+        t = time.time()
+        ro = torch.compile(model, mode="reduce-overhead", dynamic=False)
+        ro(*inputs)
+        ro(*inputs)
+        result(f"{name}.reduce_overhead_compile_s", round(time.time() - t, 1))
+        result(f"{name}.reduce_overhead_ms", round(timed(lambda: ro(*inputs)), 3))
 
-    def run(model, steps, record):
+
+class Training:
+    def __init__(self, args):
+        import torchvision
+        torch.manual_seed(0)
+        self.base = torchvision.models.resnet50().cuda().train()
+        n = args.batch
+        self.steps = args.steps
+        self.data = [(torch.randn(n, 3, 224, 224, device="cuda"), torch.randint(0, 1000, (n,), device="cuda"))
+                     for _ in range(2)]
+
+    def run(self, model):
         opt = torch.optim.Adam(model.parameters(), lr=1e-4)
         losses, times = [], []
-        for i in range(steps):
-            x, y = data[i % 2]
+        for i in range(self.steps):
+            x, y = self.data[i % 2]
             torch.cuda.synchronize()
             t = time.perf_counter()
             with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -106,32 +129,33 @@ def training(args):
             losses.append(loss.item())
         return losses, times
 
-    eager = copy.deepcopy(base)
-    le, te = run(eager, args.steps, True)
-    result("train.eager_losses", [round(v, 5) for v in le])
-    result("train.eager_step_ms", round(statistics.median(te[3:]) * 1e3, 2))
-    torch._dynamo.reset()
-    tgt.backend_stats(reset=True)
-    mine = torch.compile(copy.deepcopy(base), backend=tgt.backend, dynamic=False)
-    t = time.time()
-    lt, tt = run(mine, args.steps, True)
-    result("train.tg_first_step_s", round(tt[0], 1))
-    s = tgt.backend_stats()
-    result("train.graphs", s["graphs"])
-    result("train.nodes_left_to_pytorch", s["nodes_left_to_pytorch"])
-    result("train.unsupported", s["unsupported"])
-    result("train.dynamo_graph_breaks", dynamo_breaks())
-    result("train.tg_losses", [round(v, 5) for v in lt])
-    result("train.max_rel_loss_diff", f"{max(abs(a - b) / abs(b) for a, b in zip(lt, le)):.3e}")
-    result("train.tg_step_ms", round(statistics.median(tt[3:]) * 1e3, 2))
-    if elapsed() < args.budget_s - 110:
+    def eager(self):
+        self.le, te = self.run(copy.deepcopy(self.base))
+        result("train.eager_losses", [round(v, 5) for v in self.le])
+        result("train.eager_step_ms", round(statistics.median(te[3:]) * 1e3, 2))
+
+    def tg(self):
         torch._dynamo.reset()
-        ind = torch.compile(copy.deepcopy(base), dynamic=False)
-        li, ti = run(ind, args.steps, True)
+        from torch._dynamo.utils import counters
+        counters.clear()
+        tgt.backend_stats(reset=True)
+        lt, tt = self.run(torch.compile(copy.deepcopy(self.base), backend=tgt.backend, dynamic=False))
+        result("train.tg_first_step_s", round(tt[0], 1))
+        s = tgt.backend_stats()
+        result("train.graphs", s["graphs"])
+        result("train.nodes_left_to_pytorch", s["nodes_left_to_pytorch"])
+        result("train.unsupported", s["unsupported"])
+        result("train.dynamo_graph_breaks", dynamo_breaks())
+        result("train.tg_losses", [round(v, 5) for v in lt])
+        result("train.max_rel_loss_diff_vs_eager", f"{max(abs(a - b) / abs(b) for a, b in zip(lt, self.le)):.3e}")
+        result("train.tg_step_ms", round(statistics.median(tt[3:]) * 1e3, 2))
+
+    def inductor(self):
+        torch._dynamo.reset()
+        li, ti = self.run(torch.compile(copy.deepcopy(self.base), dynamic=False))
         result("train.inductor_first_step_s", round(ti[0], 1))
+        result("train.inductor_losses", [round(v, 5) for v in li])
         result("train.inductor_step_ms", round(statistics.median(ti[3:]) * 1e3, 2))
-    else:
-        result("train.inductor_step_ms", "not run (time budget)")
 
 
 def main():
@@ -139,34 +163,31 @@ def main():
     p.add_argument("--budget-s", type=float, default=270)
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--parts", default="resnet50,bert,train")
     args = p.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     result("torch", torch.__version__)
-    parts = args.parts.split(",")
-    if "resnet50" in parts:
-        try:
-            import torchvision
-            torch.manual_seed(0)
-            inference("resnet50", lambda: torchvision.models.resnet50(), (torch.randn(1, 3, 224, 224, device="cuda"),),
-                      lambda o: o, args)
-        except Exception:
-            traceback.print_exc()
-    if "bert" in parts:
-        try:
-            from transformers import BertConfig, BertModel
-            torch.manual_seed(0)
-            ids = torch.randint(0, 30522, (1, 128), device="cuda")
-            inference("bert", lambda: BertModel(BertConfig()), (ids,), lambda o: o.last_hidden_state, args)
-        except Exception:
-            traceback.print_exc()
-    if "train" in parts:
-        try:
-            training(args)
-        except Exception:
-            traceback.print_exc()
-    result("total_s", round(elapsed(), 1))
+    ms = guarded("models", models) or {}
+    for name, (m, x, out_of) in ms.items():
+        guarded(name, tg_inference, name, m, x, out_of)
+        result("elapsed_s", round(time.time() - T0, 1))
+    tr = guarded("training setup", Training, args)
+    if tr is not None:
+        guarded("train.eager", tr.eager)
+        guarded("train.tg", tr.tg)
+        result("elapsed_s", round(time.time() - T0, 1))
+    # The peers, while time is left (estimated compile times on the H200's 16 cores).
+    for name, (m, x, out_of) in ms.items():
+        if left(args) > 60:
+            guarded(f"{name}.reduce_overhead", ro_inference, name, m, x, out_of)
+        else:
+            result(f"{name}.reduce_overhead_ms", "not run (time budget)")
+        result("elapsed_s", round(time.time() - T0, 1))
+    if tr is not None and left(args) > 75:
+        guarded("train.inductor", tr.inductor)
+    else:
+        result("train.inductor_step_ms", "not run (time budget)")
+    result("total_s", round(time.time() - T0, 1))
 
 
 if __name__ == "__main__":
