@@ -257,3 +257,35 @@ def test_gather_select_and_boolean_reductions():
     assert c.nodes_left_to_pytorch == 0, c.unsupported
     for got, want in zip(c(x, i), f(x, i)):
         assert got.dtype == want.dtype and torch.equal(got, want)
+
+
+def test_safe_softmax_masked_rows_give_zero():
+    """aten::_safe_softmax (PyTorch >= 2.5's attention softmax; absent from 1.13, so the FX node is
+    built by hand around a reference with its schema name): fully masked rows give 0, not NaN."""
+    import types
+    from tensorgraph.torch._lower import compile_graph
+
+    def safe_softmax(x, dim):
+        s = torch.softmax(x, dim)
+        return torch.where((x == float("-inf")).all(dim, keepdim=True), torch.zeros_like(s), s)
+
+    safe_softmax._schema = types.SimpleNamespace(name="aten::_safe_softmax")
+    g = torch.fx.Graph()
+    g.output(g.call_function(safe_softmax, (g.placeholder("x"), -1)))
+    gm = torch.fx.GraphModule(torch.nn.Module(), g)
+    x = torch.randn(3, 4)
+    x[1] = float("-inf")
+    x[2, :2] = float("-inf")
+    c = compile_graph(gm, (x,), "cpu")
+    assert c.nodes_left_to_pytorch == 0, c.unsupported
+    got = c(x)
+    assert torch.equal(got[1], torch.zeros(4))
+    torch.testing.assert_close(got, safe_softmax(x, -1), atol=1e-6, rtol=1e-6)
+
+
+def test_caller_stream_never_null():
+    """PyTorch's default CUDA stream has handle 0, which Executable.run reads as "no caller
+    stream" (unordered): it is passed as cudaStreamLegacy (1); other handles unchanged."""
+    from tensorgraph.torch._lower import caller_stream
+    assert caller_stream(0) == 1
+    assert caller_stream(0x7F00AB) == 0x7F00AB

@@ -51,6 +51,15 @@ def softmax(ctx, x, dim, half_to_float=False, **kw):
     return tg.softmax(x, axis=norm_axis(dim, x.ndim))
 
 
+@converter("aten::_safe_softmax", notes="softmax whose fully masked (all -inf) rows give 0, not NaN")
+def safe_softmax(ctx, x, dim, dtype=None):
+    x = cast_to(tensor(x), ctx.out_dtype)
+    a = norm_axis(dim, x.ndim)
+    masked = tg.reduce_and(tg.equal(x, ctx.g.constant(float("-inf"), dtype=x.dtype)), axes=[a], keep_dims=True)
+    return tg.select(tg.broadcast_to(masked, list(x.shape)), ctx.g.constant(0.0, dtype=x.dtype),
+                     tg.softmax(x, axis=a))
+
+
 @converter("aten::_log_softmax", "aten::log_softmax", notes="any dim; half_to_float")
 def log_softmax(ctx, x, dim, half_to_float=False, **kw):
     x = cast_to(tensor(x), ctx.out_dtype)

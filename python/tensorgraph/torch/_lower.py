@@ -276,7 +276,7 @@ class Runner:
         import torch
         ins = [self._feed(k, args[i]) for k, i in enumerate(self.feed_positions)]
         if self.device.is_cuda:
-            stream = torch.cuda.current_stream(self.device.index).cuda_stream
+            stream = caller_stream(torch.cuda.current_stream(self.device.index).cuda_stream)
             outs = self.exe.run(ins, cuda_stream=stream)
             outs = [torch.utils.dlpack.from_dlpack(o.__dlpack__(stream=-1)) for o in outs]
         else:
@@ -305,6 +305,13 @@ class Runner:
             except TypeError:
                 self._cache[k] = None
         return td
+
+
+def caller_stream(handle):
+    """The cudaStream_t to give Executable.run for PyTorch's current stream `handle`. PyTorch's
+    default stream is the legacy default stream, handle 0, which TensorGraph reads as "no caller
+    stream" (no ordering at all): pass cudaStreamLegacy (1, as DLPack does) instead."""
+    return handle or 1
 
 
 def _to_tg(t):
