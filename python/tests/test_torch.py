@@ -289,3 +289,82 @@ def test_caller_stream_never_null():
     from tensorgraph.torch._lower import caller_stream
     assert caller_stream(0) == 1
     assert caller_stream(0x7F00AB) == 0x7F00AB
+
+
+def _fx_call(target, n_inputs, *consts, n_out=None):
+    """An FX graph calling `target(inputs..., consts...)`, returning its outputs (all of a tuple)."""
+    g = torch.fx.Graph()
+    args = [g.placeholder(f"x{i}") for i in range(n_inputs)] + list(consts)
+    node = g.call_function(target, tuple(args))
+    if n_out is None:
+        g.output(node)
+    else:
+        import operator
+        g.output(tuple(g.call_function(operator.getitem, (node, i)) for i in range(n_out)))
+    return torch.fx.GraphModule(torch.nn.Module(), g)
+
+
+def _schema_named(fn, name):
+    import types
+    fn._schema = types.SimpleNamespace(name=name)
+    return fn
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_batch_norm_backward_matches_aten(train):
+    """native_batch_norm_backward (AOTAutograd's backward of batch norm), training (batch
+    statistics) and inference forms, against PyTorch's own kernel; batch_norm_backward (PyTorch
+    >= 2.3's name, built around it here) gives the same."""
+    from tensorgraph.torch._lower import compile_graph
+    torch.manual_seed(0)
+    x, dy = torch.randn(4, 3, 5, 5), torch.randn(4, 3, 5, 5)
+    w, rm, rv = torch.rand(3) + 0.5, torch.randn(3) * 0.1, torch.rand(3) + 0.5
+    mean = x.mean((0, 2, 3))
+    invstd = torch.rsqrt(x.var((0, 2, 3), unbiased=False) + 1e-5)
+    args = (dy, x, w, rm, rv, mean, invstd)
+    aten = torch.ops.aten.native_batch_norm_backward.default
+    want = aten(*args, train, 1e-5, [True, True, True])
+    c = compile_graph(_fx_call(aten, 7, train, 1e-5, [True, True, True], n_out=3), args, "cpu")
+    assert c.nodes_left_to_pytorch == 0, c.unsupported
+    for got, exp in zip(c(*args), want):
+        torch.testing.assert_close(got, exp, atol=1e-5, rtol=1e-5)
+
+    def batch_norm_backward(dy, x, w, rm, rv, sm, si, update, eps, mask, reserve):
+        return aten(dy, x, w, rm, rv, sm, si, update, eps, mask)
+
+    ref = _schema_named(batch_norm_backward, "aten::batch_norm_backward")
+    reserve = torch.empty(0, dtype=torch.uint8)
+    gm = _fx_call(ref, 7, train, 1e-5, [True, True, True], reserve, n_out=3)
+    c = compile_graph(gm, args, "cpu")
+    assert c.nodes_left_to_pytorch == 0, c.unsupported
+    for got, exp in zip(c(*args), want):
+        torch.testing.assert_close(got, exp, atol=1e-5, rtol=1e-5)
+
+
+def test_functional_training_batch_norm_matches_aten():
+    """_native_batch_norm_legit_functional and _batch_norm_with_update_functional (PyTorch 2's
+    training batch norm in AOTAutograd's graphs, absent from 1.13: built around native_batch_norm)
+    give PyTorch's output, saved statistics and updated running stats (unbiased variance)."""
+    from tensorgraph.torch._lower import compile_graph
+    torch.manual_seed(0)
+    x, w, b = torch.randn(4, 3, 5, 5), torch.rand(3) + 0.5, torch.randn(3)
+    rm, rv = torch.randn(3) * 0.1, torch.rand(3) + 0.5
+
+    def legit_functional(x, w, b, rm, rv, training, momentum, eps):
+        rm, rv = rm.clone(), rv.clone()
+        y, m, s = torch.ops.aten.native_batch_norm.default(x, w, b, rm, rv, training, momentum, eps)
+        return y, m, s, rm, rv
+
+    def with_update_functional(x, w, b, rm, rv, momentum, eps):
+        y, m, s, rm2, rv2 = legit_functional(x, w, b, rm, rv, True, momentum, eps)
+        return y, m, s, torch.empty(0, dtype=torch.uint8), rm2, rv2
+
+    args = (x, w, b, rm, rv)
+    for fn, name, consts, n in ((legit_functional, "aten::_native_batch_norm_legit_functional", (True, 0.1, 1e-5), 5),
+                                (with_update_functional, "aten::_batch_norm_with_update_functional", (0.1, 1e-5), 6)):
+        ref = _schema_named(fn, name)
+        c = compile_graph(_fx_call(ref, 5, *consts, n_out=n), args, "cpu")
+        assert c.nodes_left_to_pytorch == 0, c.unsupported
+        for got, exp in zip(c(*args), ref(*args, *consts)):
+            assert got.shape == exp.shape and got.dtype == exp.dtype
+            torch.testing.assert_close(got, exp, atol=1e-5, rtol=1e-5)
