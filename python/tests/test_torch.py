@@ -368,3 +368,28 @@ def test_functional_training_batch_norm_matches_aten():
         for got, exp in zip(c(*args), ref(*args, *consts)):
             assert got.shape == exp.shape and got.dtype == exp.dtype
             torch.testing.assert_close(got, exp, atol=1e-5, rtol=1e-5)
+
+
+def test_size_inputs_recompile_per_shape():
+    """Graphs taking sizes (PyTorch's symbolic shapes: an int input, arithmetic on it, sym_size)
+    compile once per concrete shape and give PyTorch's results for each."""
+    import operator
+    from tensorgraph.torch._lower import compile_graph
+    aten = torch.ops.aten
+    g = torch.fx.Graph()
+    x, n = g.placeholder("x"), g.placeholder("n")
+    cols = g.call_function(aten.sym_size.int if hasattr(aten.sym_size, "int") else aten.sym_size, (x, 1))
+    rows = g.call_function(operator.mul, (n, 2))
+    y = g.call_function(aten.view.default, (x, [rows, g.call_function(operator.floordiv, (cols, 2))]))
+    g.output((g.call_function(aten.mul.Tensor, (y, 3.0)), rows))
+    gm = torch.fx.GraphModule(torch.nn.Module(), g)
+    for size in (3, 5):
+        x = torch.randn(size, 4)
+        c = compile_graph(gm, (x, size), "cpu")
+        assert c.nodes_left_to_pytorch == 0, c.unsupported
+        got, r = c(x, size)
+        assert r == 2 * size
+        torch.testing.assert_close(got, x.reshape(2 * size, 2) * 3, atol=0, rtol=0)
+    assert len(c.fn.cache) == 1
+    got, _ = c(torch.ones(7, 4), 7)
+    assert len(c.fn.cache) == 2 and torch.equal(got, torch.full((14, 2), 3.0))

@@ -197,3 +197,11 @@ def index_select(ctx, x, dim, index):
 def gather(ctx, x, dim, index, sparse_grad=False):
     x = tensor(x)
     return tg.gather_elements(x, tensor(index), axis=norm_axis(dim, x.ndim))
+
+
+@converter("aten::sym_size", "aten::sym_numel", "aten::sym_stride", "aten::sym_storage_offset",
+           notes="sizes: Python ints when the graph is compiled for concrete shapes")
+def sym_size(ctx, x, *args):
+    if not isinstance(ctx.out, int):
+        raise Unsupported("symbolic size without a concrete value")
+    return ctx.out

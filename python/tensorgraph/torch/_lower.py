@@ -90,6 +90,10 @@ def _check(name, out, ex):
             if isinstance(o, tg.Tensor):
                 _check(name, o, e)
         return
+    if isinstance(ex, (bool, int, float)) and not _is_tensor(ex):
+        if out != ex:
+            raise Unsupported(f"{name}: converted to {out!r}, PyTorch gives {ex!r}")
+        return
     if not isinstance(out, tg.Tensor):
         raise Unsupported(f"{name}: converter returned {type(out).__name__}")
     if not _is_tensor(ex):
@@ -136,6 +140,9 @@ def lower(gm, vals, params_as_constants=True):
             continue
         if node.op == "placeholder":
             ex = vals.get(node)
+            if isinstance(ex, (bool, int, float)):  # a size: compiled in (per_shape recompiles)
+                env[node] = ex
+                continue
             if not _is_tensor(ex):
                 low.unsupported[node] = f"input {node.name} is {type(ex).__name__}, not a tensor"
                 env[node] = Unavailable(f"non-tensor input {node.name}")
@@ -176,6 +183,13 @@ def lower(gm, vals, params_as_constants=True):
 
 def _convert(g, node, env, vals, mutations):
     name = op_name(node.target)
+    if getattr(node.target, "__module__", None) == "_operator" and name != "getitem":
+        # Python arithmetic on sizes (symbolic shapes made concrete for this compile).
+        from torch.fx.node import map_arg
+        args = map_arg(node.args, lambda n: env[n])
+        if not all(isinstance(a, (bool, int, float)) for a in args):
+            raise Unsupported(f"operator.{name} on {[type(a).__name__ for a in args]}")
+        return node.target(*args)
     if name == "getitem":
         src, i = env[node.args[0]], node.args[1]
         elem = src[i]
@@ -247,8 +261,10 @@ class Runner:
 
         def spec(n):
             v = low.env[n]
-            if n in index:
+            if n in index and isinstance(v, tg.Tensor):
                 return ("input", index[n])
+            if isinstance(v, (bool, int, float)):
+                return ("const", v)
             if isinstance(v, tg.Tensor):
                 key = (v.node_id, v.index)
                 if key not in self._slots:
@@ -332,7 +348,9 @@ def _to_torch(o):
 
 
 def _build_output(spec, outs, args):
-    if isinstance(spec, tuple) and len(spec) == 2 and spec[0] in ("input", "out") and isinstance(spec[1], int):
+    if isinstance(spec, tuple) and len(spec) == 2 and spec[0] in ("input", "out", "const"):
+        if spec[0] == "const":
+            return spec[1]
         return args[spec[1]] if spec[0] == "input" else outs[spec[1]]
     if isinstance(spec, (list, tuple)):
         return type(spec)(_build_output(s, outs, args) for s in spec)
@@ -373,11 +391,15 @@ def _blocking(low, gm):
     return bad
 
 
-def compile_graph(gm, example_inputs, device, precision="f32", memory_budget_bytes=0, vals=None):
+def compile_graph(gm, example_inputs, device, precision="f32", memory_budget_bytes=0, vals=None,
+                  concrete=False):
     """Compiles FX graph gm of ATen ops for `device`; returns a Compiled. Unconvertible nodes stay
-    in PyTorch (graph break) and one log line names them."""
+    in PyTorch (graph break) and one log line names them. A graph with size inputs becomes a
+    PerShape (compiled per concrete shape) unless `concrete` says vals are one call's values."""
     if vals is None:
         vals = example_values(gm, example_inputs)
+    if not concrete and _has_sizes(gm, vals):
+        return Compiled(PerShape(gm, device, precision, memory_budget_bytes), {})
     with _real_tensors():
         low = lower(gm, vals)
     bad = _blocking(low, gm)
@@ -396,6 +418,43 @@ def compile_graph(gm, example_inputs, device, precision="f32", memory_budget_byt
     log.warning("tensorgraph.torch: %d node(s) left to PyTorch (graph break): %s", sum(counts.values()),
                 ", ".join(f"{k} x{v} ({reasons.get(k, 'its outputs are needed')})" for k, v in sorted(counts.items())))
     return Compiled(_partition(gm, bad, device, precision, memory_budget_bytes), counts)
+
+
+def _has_sizes(gm, vals):
+    """Whether gm takes sizes as inputs (symbolic shapes: SymInt or int placeholders, or tensors of
+    symbolic shape), which PerShape makes concrete at each call."""
+    import torch
+    sym = tuple(t for t in (getattr(torch, "SymInt", None), getattr(torch, "SymFloat", None)) if t)
+    for n in gm.graph.nodes:
+        if n.op != "placeholder":
+            continue
+        v = vals.get(n)
+        if isinstance(v, (bool, int, float) + sym):
+            return True
+        if _is_tensor(v) and any(not isinstance(d, int) for d in v.shape):
+            return True
+    return False
+
+
+class PerShape:
+    """A graph with size inputs (PyTorch's symbolic shapes): compiled for each call's concrete
+    sizes (its example values from one eager run of the graph on those inputs), cached by input
+    shapes, dtypes and size values. Compile-once executables for symbolic shapes replace this when
+    TensorGraph has them."""
+
+    def __init__(self, gm, device, precision, memory_budget_bytes):
+        self.gm, self.device, self.precision, self.budget = gm, device, precision, memory_budget_bytes
+        self.cache = {}
+
+    def __call__(self, *args):
+        import torch
+        key = tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
+        fn = self.cache.get(key)
+        if fn is None:
+            vals = example_values(self.gm, args)
+            fn = self.cache[key] = compile_graph(self.gm, args, self.device, self.precision, self.budget,
+                                                 vals=vals, concrete=True)
+        return fn(*args)
 
 
 def _real_tensors():
