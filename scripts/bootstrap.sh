@@ -10,11 +10,13 @@ cd "$(dirname "$0")/.."
 # gnuplot-nox draws `tg train --log-dir`'s curves; libpng-dev lets the tests decode them; ccache
 # makes the test that builds TensorGraph again through add_subdirectory (examples/consumer) cheap.
 # The Python package (python/, `make python`) needs python3-dev, pybind11-dev, libdlpack-dev and
-# python3-numpy; its tests need python3-pytest, and python3-torch as the DLPack and ONNX peer.
+# python3-numpy; its tests need python3-pytest, python3-torch as the DLPack, ONNX and
+# tensorgraph.torch peer, and python3-torchvision for the models tensorgraph.torch's tests convert.
 PACKAGES=(build-essential cmake ninja-build pkg-config ccache libgtest-dev libgmock-dev
           libbenchmark-dev libdnnl-dev libfmt-dev nlohmann-json3-dev libcli11-dev zlib1g-dev
           libprotobuf-dev protobuf-compiler libonnx-dev gnuplot-nox libpng-dev
-          python3-dev pybind11-dev libdlpack-dev python3-numpy python3-pytest python3-torch)
+          python3-dev pybind11-dev libdlpack-dev python3-numpy python3-pytest python3-torch
+          python3-torchvision)
 # --reliability (make check-reliability, scripts/check-reliability.sh): also clang,
 # libclang-rt-dev (libFuzzer and the sanitizer runtimes) and llvm (llvm-symbolizer for sanitizer
 # reports), then stop: that check configures its own build.

@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 B=${1:-build-cuda}
 stage=$(mktemp -d)
 mkdir -p "$stage"/{bin,lib,py,include,dlinc,pybind11inc} .gpu
-grep -qs '^/.gpu/' .git/info/exclude || { mkdir -p .git/info; echo /.gpu/ >> .git/info/exclude; }
+exclude=$(git rev-parse --git-path info/exclude 2>/dev/null || echo .git/info/exclude)  # worktrees too
+grep -qs '^/.gpu/' "$exclude" || { mkdir -p "$(dirname "$exclude")"; echo /.gpu/ >> "$exclude"; }
 if [ -f "$B/libtg.so" ]; then
   cp -L "$B/libtg.so" "$stage/lib/"
 else
@@ -21,8 +22,10 @@ else
       "$cuda/libnvrtc.so" "$cuda/stubs/libcuda.so" "$cuda/libcudnn.so" -Wl,--exclude-libs,libcudart_static.a \
       -Wl,--no-undefined
 fi
-cp "$B/bench/tg_bench_resnet50_cuda" "$stage/bin/"
-for f in "$stage/lib/libtg.so" "$stage/bin/tg_bench_resnet50_cuda"; do
+# The C++ ResNet-50 benchmark when built (scripts/gpu-python-check compares with it).
+[ -x "$B/bench/tg_bench_resnet50_cuda" ] && cp "$B/bench/tg_bench_resnet50_cuda" "$stage/bin/"
+for f in "$stage/lib/libtg.so" "$stage"/bin/*; do
+  [ -e "$f" ] || continue
   ldd "$f" | awk '/=> \//{print $3}' | while read -r lib; do
     case "$(basename "$lib")" in
       libc.so*|libm.so*|libstdc++*|libgcc_s*|ld-linux*|libpthread*|libdl.so*|librt.so*) ;;
@@ -33,9 +36,10 @@ for f in "$stage/lib/libtg.so" "$stage/bin/tg_bench_resnet50_cuda"; do
 done
 cp -r include/tg "$stage/include/"
 cp -r python/src python/tensorgraph "$stage/py/"
+find "$stage/py" -name __pycache__ -prune -exec rm -rf {} +
 cp -r /usr/include/dlpack "$stage/dlinc/"
 cp -r /usr/include/pybind11 "$stage/pybind11inc/"
-cp examples/python/resnet50_fit.py bench/dlpack_cuda.py "$stage/"
+cp examples/python/resnet50_fit.py bench/dlpack_cuda.py bench/torch_backend_cuda.py "$stage/"
 tar -C "$stage" -cf - . | xz -T2 -6 > .gpu/pack-python.tar.xz
 rm -rf "$stage"
 ls -la .gpu/pack-python.tar.xz

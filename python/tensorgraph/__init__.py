@@ -15,7 +15,8 @@ Values are ``TensorData`` (host or GPU tensors): numpy arrays and DLPack tensors
 CuPy) go in and come out without copies where the layout allows (``TensorData(array)``,
 ``tg.from_dlpack``, ``numpy.asarray``, ``torch.from_dlpack``). Mistakes raise
 ``tensorgraph.Error`` with ``code`` and ``message``. ``tensorgraph.nn`` has the Keras-like model
-API and the model zoo; ``tensorgraph.onnx`` imports ONNX models.
+API and the model zoo; ``tensorgraph.onnx`` imports ONNX models; ``tensorgraph.torch``
+runs PyTorch models (imported on its own: ``import tensorgraph.torch``).
 """
 
 from . import _tensorgraph as _C

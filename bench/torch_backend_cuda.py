@@ -1,0 +1,200 @@
+"""torch.compile(backend=tensorgraph.torch.backend) on a GPU (PyTorch >= 2), issue 22's checks:
+
+1. torchvision ResNet-50 and Hugging Face BERT-base (random weights, eval, batch 1): graph breaks
+   (Dynamo's and ours), outputs vs eager (TF32 on both sides, max |diff| / max |eager|), latency
+   (median of timed calls) vs torch.compile(mode="reduce-overhead") in the same process;
+2. ResNet-50 training step (batch 128, 224x224, bf16 autocast, Adam): 10 steps' losses vs eager
+   from the same initial weights and data, step time vs eager and vs torch.compile's default
+   backend (inductor).
+TensorGraph's parts run first, the peers' compiles after, each only while --budget-s leaves time
+for it; each part guards itself (a failure prints its traceback and the run goes on). Prints one
+"RESULT key value" line per figure.
+"""
+import argparse
+import copy
+import logging
+import math
+import statistics
+import time
+import traceback
+
+import torch
+
+import tensorgraph.torch as tgt
+
+logging.basicConfig(level=logging.WARNING)
+T0 = time.time()
+
+
+def result(key, value):
+    print(f"RESULT {key} {value}", flush=True)
+
+
+def left(args):
+    return args.budget_s - (time.time() - T0)
+
+
+def timed(fn, warmup=5, iters=30):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(iters):
+        t = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts) * 1e3
+
+
+def dynamo_breaks():
+    from torch._dynamo.utils import counters
+    return sum(counters["graph_break"].values())
+
+
+def guarded(name, fn, *a):
+    try:
+        return fn(*a)
+    except Exception:
+        print(f"FAILED {name}", flush=True)
+        traceback.print_exc()
+
+
+def models():
+    import torchvision
+    from transformers import BertConfig, BertModel
+    torch.manual_seed(0)
+    r50 = torchvision.models.resnet50().cuda().eval()
+    bert = BertModel(BertConfig()).cuda().eval()
+    return {"resnet50": (r50, (torch.randn(1, 3, 224, 224, device="cuda"),), lambda o: o),
+            "bert": (bert, (torch.randint(0, 30522, (1, 128), device="cuda"),), lambda o: o.last_hidden_state)}
+
+
+def tg_inference(name, model, inputs, out_of):
+    torch._dynamo.reset()
+    from torch._dynamo.utils import counters
+    counters.clear()
+    tgt.backend_stats(reset=True)
+    with torch.no_grad():
+        ref = out_of(model(*inputs))
+        t = time.time()
+        compiled = torch.compile(model, backend=tgt.backend, dynamic=False)
+        got = out_of(compiled(*inputs))
+        result(f"{name}.tg_compile_s", round(time.time() - t, 1))
+        s = tgt.backend_stats()
+        result(f"{name}.graphs", s["graphs"])
+        result(f"{name}.nodes_left_to_pytorch", s["nodes_left_to_pytorch"])
+        result(f"{name}.unsupported", s["unsupported"])
+        result(f"{name}.dynamo_graph_breaks", dynamo_breaks())
+        rel = ((got.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
+        result(f"{name}.max_rel_diff_vs_eager", f"{rel:.3e}")
+        result(f"{name}.eager_ms", round(timed(lambda: model(*inputs)), 3))
+        result(f"{name}.tg_ms", round(timed(lambda: compiled(*inputs)), 3))
+        # Again after the timed calls (replays of the recorded CUDA graph, reused DLPack views).
+        got = out_of(compiled(*inputs))
+        rel = ((got.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
+        result(f"{name}.max_rel_diff_vs_eager_after_replays", f"{rel:.3e}")
+
+
+def ro_inference(name, model, inputs, out_of):
+    torch._dynamo.reset()
+    with torch.no_grad():
+        t = time.time()
+        ro = torch.compile(model, mode="reduce-overhead", dynamic=False)
+        ro(*inputs)
+        ro(*inputs)
+        result(f"{name}.reduce_overhead_compile_s", round(time.time() - t, 1))
+        result(f"{name}.reduce_overhead_ms", round(timed(lambda: ro(*inputs)), 3))
+
+
+class Training:
+    def __init__(self, args):
+        import torchvision
+        torch.manual_seed(0)
+        self.base = torchvision.models.resnet50().cuda().train()
+        n = args.batch
+        self.steps = args.steps
+        self.data = [(torch.randn(n, 3, 224, 224, device="cuda"), torch.randint(0, 1000, (n,), device="cuda"))
+                     for _ in range(2)]
+
+    def run(self, model):
+        opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+        losses, times = [], []
+        for i in range(self.steps):
+            x, y = self.data[i % 2]
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t)
+            losses.append(loss.item())
+        return losses, times
+
+    def eager(self):
+        self.le, te = self.run(copy.deepcopy(self.base))
+        result("train.eager_losses", [round(v, 5) for v in self.le])
+        result("train.eager_step_ms", round(statistics.median(te[3:]) * 1e3, 2))
+
+    def tg(self):
+        torch._dynamo.reset()
+        from torch._dynamo.utils import counters
+        counters.clear()
+        tgt.backend_stats(reset=True)
+        lt, tt = self.run(torch.compile(copy.deepcopy(self.base), backend=tgt.backend, dynamic=False))
+        result("train.tg_first_step_s", round(tt[0], 1))
+        s = tgt.backend_stats()
+        result("train.graphs", s["graphs"])
+        result("train.nodes_left_to_pytorch", s["nodes_left_to_pytorch"])
+        result("train.unsupported", s["unsupported"])
+        result("train.dynamo_graph_breaks", dynamo_breaks())
+        result("train.tg_losses", [round(v, 5) for v in lt])
+        diffs = [abs(a - b) / abs(b) if math.isfinite(a) else math.inf for a, b in zip(lt, self.le)]
+        result("train.max_rel_loss_diff_vs_eager", f"{max(diffs):.3e}")
+        result("train.tg_step_ms", round(statistics.median(tt[3:]) * 1e3, 2))
+
+    def inductor(self):
+        torch._dynamo.reset()
+        li, ti = self.run(torch.compile(copy.deepcopy(self.base), dynamic=False))
+        result("train.inductor_first_step_s", round(ti[0], 1))
+        result("train.inductor_losses", [round(v, 5) for v in li])
+        result("train.inductor_step_ms", round(statistics.median(ti[3:]) * 1e3, 2))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--budget-s", type=float, default=270)
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--steps", type=int, default=10)
+    args = p.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    result("torch", torch.__version__)
+    ms = guarded("models", models) or {}
+    for name, (m, x, out_of) in ms.items():
+        guarded(name, tg_inference, name, m, x, out_of)
+        result("elapsed_s", round(time.time() - T0, 1))
+    tr = guarded("training setup", Training, args)
+    if tr is not None:
+        guarded("train.eager", tr.eager)
+        guarded("train.tg", tr.tg)
+        result("elapsed_s", round(time.time() - T0, 1))
+    # The peers, while time is left (estimated compile times on the H200's 16 cores).
+    for name, (m, x, out_of) in ms.items():
+        if left(args) > 60:
+            guarded(f"{name}.reduce_overhead", ro_inference, name, m, x, out_of)
+        else:
+            result(f"{name}.reduce_overhead_ms", "not run (time budget)")
+        result("elapsed_s", round(time.time() - T0, 1))
+    if tr is not None and left(args) > 75:
+        guarded("train.inductor", tr.inductor)
+    else:
+        result("train.inductor_step_ms", "not run (time budget)")
+    result("total_s", round(time.time() - T0, 1))
+
+
+if __name__ == "__main__":
+    main()

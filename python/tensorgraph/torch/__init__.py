@@ -1,0 +1,71 @@
+"""PyTorch models on TensorGraph (docs/torch.md).
+
+    import tensorgraph.torch as tgt
+    fast = tgt.compile_module(model.eval(), (x,))       # PyTorch >= 1.13, inference
+    fast(x)                                              # forward runs on TensorGraph
+    fast.nodes_left_to_pytorch                           # 0 when every ATen op converted
+
+    model = torch.compile(model, backend=tgt.backend)    # PyTorch >= 2: inference and training
+
+Graphs of ATen ops (captured by ``torch.fx.experimental.proxy_tensor.make_fx``, or given by
+``torch.compile`` through AOTAutograd) are converted op by op with one converter table
+(``supported_ops_markdown()`` prints it); tensors cross through DLPack. Importing this module
+does not import torch; the functions raise ImportError when torch is missing.
+"""
+from ._registry import CONVERTERS, Unsupported, supported_ops_markdown  # noqa: F401
+
+
+def _require_torch():
+    try:
+        import torch
+    except ImportError as e:  # pragma: no cover (torch is installed where the tests run)
+        raise ImportError("tensorgraph.torch needs PyTorch (Debian: apt-get install python3-torch)") from e
+    return torch
+
+
+def compile_module(model, example_inputs, device=None, precision="f32", memory_budget_bytes=0):
+    """Returns an ``nn.Module`` whose forward runs `model` (inference) on TensorGraph.
+
+    model: a callable (usually an ``nn.Module`` in eval mode); example_inputs: a tensor or tuple of
+    tensors with the shapes and dtypes of later calls (static shapes: another shape recompiles).
+    The model is traced to ATen ops with ``make_fx``; parameters and buffers become TensorGraph
+    constants (their values at this call). device: 'cpu', 'cuda', 'cuda:N' (default: the inputs'
+    device); precision: 'f32', 'tf32', 'bf16' or 'f16' (conv and matmul on CUDA);
+    memory_budget_bytes: TensorGraph's CompileOptions bound on its arenas (0: unbounded).
+    Ops without a converter stay in PyTorch (a graph break, one log line names them);
+    ``.nodes_left_to_pytorch`` counts them and ``.unsupported`` maps op name -> count.
+    Raises ImportError without torch.
+    """
+    torch = _require_torch()
+    from ._module import compile_module as impl
+    return impl(torch, model, example_inputs, device, precision, memory_budget_bytes)
+
+
+def backend(gm, example_inputs, **options):
+    """``torch.compile`` backend (PyTorch >= 2): ``torch.compile(model, backend=tensorgraph.torch.backend)``.
+
+    Each Dynamo graph goes through AOTAutograd: the forward (and, when gradients are needed, the
+    backward) ATen graph is converted and compiled for the inputs' device; parameters stay PyTorch
+    tensors fed each call through DLPack, ordered on PyTorch's current CUDA stream. Under
+    ``torch.autocast`` the casts are in the graph and bf16/f16 convolutions and matmuls compile at
+    that precision; float32 ones at 'tf32' when ``torch.backends.cuda.matmul.allow_tf32`` is set.
+    Options (``torch.compile(..., options={...})`` or ``functools.partial``): precision,
+    memory_budget_bytes. Shapes are static: a new shape recompiles.
+    """
+    torch = _require_torch()
+    if not hasattr(torch, "compile"):
+        raise ImportError(f"tensorgraph.torch.backend needs torch.compile (PyTorch >= 2; this is {torch.__version__}): "
+                          "use tensorgraph.torch.compile_module")
+    from ._backend import backend as impl
+    return impl(gm, example_inputs, **options)
+
+
+def backend_stats(reset=False):
+    """{'graphs', 'nodes_left_to_pytorch', 'unsupported': {op: count}} over the graphs ``backend``
+    compiled in this process (reset with ``backend_stats(reset=True)``)."""
+    from ._backend import Stats
+    out = {"graphs": Stats.graphs, "nodes_left_to_pytorch": Stats.nodes_left_to_pytorch,
+           "unsupported": dict(Stats.unsupported)}
+    if reset:
+        Stats.reset()
+    return out

@@ -1,0 +1,95 @@
+"""torch.compile backend (PyTorch >= 2): Dynamo graph -> AOTAutograd -> ATen graphs -> TensorGraph.
+
+The forward and backward graphs AOTAutograd produces are each converted and compiled with
+_lower.compile_graph; PyTorch's own decompositions first rewrite the backward ops the converter
+table does not cover (DECOMPOSED) into ops it does. Parameters are graph inputs, so they stay
+PyTorch tensors (optimizers unchanged) and cross to TensorGraph each call through DLPack.
+"""
+import logging
+
+from ._lower import compile_graph
+
+log = logging.getLogger("tensorgraph.torch")
+
+# Ops rewritten by torch._decomp before conversion (backward and composite ops).
+DECOMPOSED = ("native_layer_norm_backward", "gelu_backward", "silu_backward", "embedding_dense_backward",
+              "hardswish_backward", "hardsigmoid_backward", "leaky_relu_backward", "elu_backward",
+              "native_dropout_backward", "mse_loss", "mse_loss_backward", "logsumexp", "var_mean",
+              "addcmul", "addcdiv", "lerp", "log_sigmoid_forward", "nll_loss2d_forward",
+              "nll_loss2d_backward", "binary_cross_entropy", "binary_cross_entropy_backward", "softplus",
+              "softplus_backward", "split_with_sizes_copy", "unbind_copy")
+
+
+def decompositions():
+    """The decomposition table given to AOTAutograd (see DECOMPOSED)."""
+    import torch
+    from torch._decomp import get_decompositions
+    ops = [getattr(torch.ops.aten, n) for n in DECOMPOSED if hasattr(torch.ops.aten, n)]
+    return get_decompositions(ops)
+
+
+def _precision(explicit):
+    """The compile precision: explicit, else bf16/f16 under torch.autocast, else tf32 when PyTorch
+    allows TF32 matmuls, else f32."""
+    import torch
+    if explicit:
+        return explicit
+    try:
+        on = torch.is_autocast_enabled("cuda")
+        dt = torch.get_autocast_dtype("cuda") if on else None
+    except TypeError:  # PyTorch < 2.4: no device argument
+        on = torch.is_autocast_enabled()
+        dt = torch.get_autocast_gpu_dtype() if on else None
+    if on:
+        return "bf16" if dt == torch.bfloat16 else "f16"
+    if torch.backends.cuda.matmul.allow_tf32:
+        return "tf32"
+    return "f32"
+
+
+def _device(example_inputs):
+    import torch
+    for a in example_inputs:
+        if isinstance(a, torch.Tensor) and a.device.type == "cuda":
+            return f"cuda:{a.device.index or 0}"
+    return "cpu"
+
+
+class Stats:
+    """What the backend compiled in this process: graphs, and nodes left to PyTorch (op -> count)."""
+    graphs = 0
+    nodes_left_to_pytorch = 0
+    unsupported = {}
+
+    @classmethod
+    def reset(cls):
+        cls.graphs, cls.nodes_left_to_pytorch, cls.unsupported = 0, 0, {}
+
+
+def make_compiler(precision=None, memory_budget_bytes=0):
+    """An AOTAutograd graph compiler (fw, bw or inference): gm, example_inputs -> callable."""
+    def compiler(gm, example_inputs):
+        prec = _precision(precision)
+        fn = compile_graph(gm, example_inputs, _device(example_inputs), prec, memory_budget_bytes)
+        Stats.graphs += 1
+        Stats.nodes_left_to_pytorch += fn.nodes_left_to_pytorch
+        for k, v in fn.unsupported.items():
+            Stats.unsupported[k] = Stats.unsupported.get(k, 0) + v
+
+        def boxed(args):  # AOTAutograd's boxed convention: the list is ours to clear (frees inputs early)
+            a = list(args)
+            args.clear()
+            return fn(*a)
+        boxed._boxed_call = True
+        boxed.nodes_left_to_pytorch = fn.nodes_left_to_pytorch
+        return boxed
+    return compiler
+
+
+def backend(gm, example_inputs, precision=None, memory_budget_bytes=0):
+    """See tensorgraph.torch.backend."""
+    from torch._dynamo.backends.common import aot_autograd
+    # The precision is read when each graph compiles (inside the caller's autocast region).
+    compiler = make_compiler(precision, memory_budget_bytes)
+    return aot_autograd(fw_compiler=compiler, bw_compiler=compiler, inference_compiler=compiler,
+                        decompositions=decompositions())(gm, example_inputs)

@@ -1,0 +1,74 @@
+"""Helpers shared by the converters: dtypes, argument normalization, scalar operands."""
+from .. import _tensorgraph as tg
+from ._registry import Unavailable, Unsupported
+
+# torch dtype (its str) -> TensorGraph dtype.
+_DTYPES = {
+    "torch.float32": tg.float32, "torch.float64": tg.float64, "torch.float16": tg.float16,
+    "torch.bfloat16": tg.bfloat16, "torch.int64": tg.int64, "torch.int32": tg.int32,
+    "torch.int8": tg.int8, "torch.uint8": tg.uint8, "torch.bool": tg.bool_,
+}
+
+
+def tg_dtype(torch_dtype):
+    """The TensorGraph dtype of a torch dtype; Unsupported for the others (complex, int16, ...)."""
+    d = _DTYPES.get(str(torch_dtype))
+    if d is None:
+        raise Unsupported(f"dtype {torch_dtype} has no TensorGraph equivalent")
+    return d
+
+
+def is_tensor(x):
+    return isinstance(x, tg.Tensor)
+
+
+def tensor(x, what="input"):
+    """x as a tg.Tensor; Unsupported for outputs TensorGraph does not compute."""
+    if isinstance(x, Unavailable):
+        raise Unsupported(f"{what} is {x.what}, which TensorGraph does not compute")
+    if not is_tensor(x):
+        raise Unsupported(f"{what} is {type(x).__name__}, expected a tensor")
+    return x
+
+
+def norm_axis(axis, ndim):
+    axis = int(axis)
+    if axis < -max(ndim, 1) or axis >= max(ndim, 1):
+        raise Unsupported(f"axis {axis} out of range for rank {ndim}")
+    return axis + ndim if axis < 0 else axis
+
+
+def norm_axes(axes, ndim):
+    if axes is None:
+        return list(range(ndim))
+    if isinstance(axes, int):
+        axes = [axes]
+    axes = [norm_axis(a, ndim) for a in axes]
+    return axes if axes else list(range(ndim))
+
+
+def pair(v, n=2):
+    """An int or list of ints as n ints (PyTorch's pool/conv argument convention)."""
+    if isinstance(v, int):
+        return [v] * n
+    v = [int(i) for i in v]
+    if len(v) == 1:
+        return v * n
+    if len(v) != n:
+        raise Unsupported(f"expected {n} values, got {v}")
+    return v
+
+
+def cast_to(x, dt):
+    return x if x.dtype == dt else tg.cast(x, dt)
+
+
+def operand(ctx, x, dt):
+    """A tensor or Python scalar operand of an elementwise op as a tg.Tensor of dtype dt."""
+    if isinstance(x, Unavailable):
+        tensor(x)
+    if is_tensor(x):
+        return cast_to(x, dt)
+    if isinstance(x, (bool, int, float)):
+        return ctx.g.constant(float(x) if dt.is_floating else int(x), dtype=dt)
+    raise Unsupported(f"operand of type {type(x).__name__}")

@@ -1,0 +1,523 @@
+"""FX graph of ATen ops -> TensorGraph graph, and the callables that run it.
+
+``lower(gm, vals)`` converts every live node of `gm` with the converter table (_registry). Example
+values `vals` (node -> torch tensor or fake tensor, or tuples of them) give each node's shapes and
+dtypes; every converted node's result is checked against them, so a converter that would compute
+another shape or dtype is treated as unsupported instead of running wrong. Nodes that cannot be
+converted are reported with their reason; ``compile_graph`` then keeps them in PyTorch (a graph
+break: the supported parts become TensorGraph submodules of the FX graph) and logs one line naming
+them.
+"""
+import collections
+import logging
+import operator
+
+from .. import _tensorgraph as tg
+from . import _converters  # noqa: F401 (fills the table)
+from ._helpers import tg_dtype
+from ._registry import CONVERTERS, Unavailable, Unsupported
+
+log = logging.getLogger("tensorgraph.torch")
+
+
+def op_name(target):
+    """'aten::convolution' for an ATen OpOverload (or packet), 'getitem' for operator.getitem."""
+    if target is operator.getitem:
+        return "getitem"
+    schema = getattr(target, "_schema", None)
+    if schema is not None:
+        return schema.name
+    q = getattr(target, "_qualified_op_name", None)
+    return q if q else getattr(target, "__name__", str(target))
+
+
+class Context:
+    """What a converter sees besides its arguments (see _registry)."""
+
+    def __init__(self, g, node, name, out, example_args):
+        self.g, self.node, self.op_name, self.out, self.example_args = g, node, name, out, example_args
+
+    @property
+    def out_dtype(self):
+        return tg_dtype(self.out.dtype)
+
+    @property
+    def out_shape(self):
+        return [int(s) for s in self.out.shape]
+
+    def constant(self, t):
+        return constant(self.g, t)
+
+
+def constant(g, t):
+    """A TensorGraph constant holding the value of torch tensor t (copied into the graph)."""
+    t = t.detach().cpu().contiguous()
+    if str(t.dtype) == "torch.bool":
+        return g.constant(t.numpy())
+    tg_dtype(t.dtype)
+    return g.constant(tg.from_dlpack(t))
+
+
+def _mutates_input(n):
+    return (n.op == "call_function" and op_name(n.target).endswith("_") and n.args
+            and getattr(n.args[0], "op", None) == "placeholder")
+
+
+def live_nodes(gm):
+    """The nodes the output or an input mutation (aten::copy_ into a graph input) depends on."""
+    out = [n for n in gm.graph.nodes if n.op == "output" or _mutates_input(n)]
+    live, stack = set(out), list(out)
+    while stack:
+        n = stack.pop()
+        for m in n.all_input_nodes:
+            if m not in live:
+                live.add(m)
+                stack.append(m)
+    return live
+
+
+def _is_tensor(v):
+    import torch
+    return isinstance(v, torch.Tensor)
+
+
+def _check(name, out, ex):
+    """Raises Unsupported when a converter's result differs in shape or dtype from PyTorch's."""
+    if isinstance(ex, (tuple, list)):
+        if not isinstance(out, (tuple, list)) or len(out) != len(ex):
+            raise Unsupported(f"{name}: converter returned {type(out).__name__}, PyTorch returns {len(ex)} values")
+        for o, e in zip(out, ex):
+            if isinstance(o, tg.Tensor):
+                _check(name, o, e)
+        return
+    if isinstance(ex, (bool, int, float)) and not _is_tensor(ex):
+        if out != ex:
+            raise Unsupported(f"{name}: converted to {out!r}, PyTorch gives {ex!r}")
+        return
+    if not isinstance(out, tg.Tensor):
+        raise Unsupported(f"{name}: converter returned {type(out).__name__}")
+    if not _is_tensor(ex):
+        raise Unsupported(f"{name}: PyTorch returns {type(ex).__name__}")
+    shape, dt = [int(s) for s in ex.shape], tg_dtype(ex.dtype)
+    if list(out.shape) != shape or out.dtype != dt:
+        raise Unsupported(f"{name}: converted to {out.dtype}{list(out.shape)}, PyTorch gives {dt}{shape}")
+
+
+def _stand_in(g, ex, name):
+    """Placeholders standing for an unconverted node's outputs while the rest is converted."""
+    if isinstance(ex, (tuple, list)):
+        return tuple(_stand_in(g, e, name) for e in ex)
+    if _is_tensor(ex):
+        try:
+            return g.placeholder([int(s) for s in ex.shape], tg_dtype(ex.dtype), name)
+        except Unsupported as e:
+            return Unavailable(str(e))
+    return ex
+
+
+class Lowered:
+    """A TensorGraph graph built from an FX graph: feeds (placeholder node, tg placeholder) in the
+    FX graph's order, the output structure, and the unconverted nodes with their reasons."""
+
+    def __init__(self):
+        self.graph = tg.Graph()
+        self.feeds = []
+        self.env = {}
+        self.unsupported = {}
+        self.output = None
+        self.mutations = []  # (placeholder node, tg value copied into that input after each run)
+
+
+def lower(gm, vals, params_as_constants=True):
+    """Converts gm's live nodes; see the module docstring."""
+    import torch
+    low = Lowered()
+    g, env = low.graph, low.env
+    live = live_nodes(gm)
+    low.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for node in gm.graph.nodes:
+        if node not in live:
+            continue
+        if node.op == "placeholder":
+            ex = vals.get(node)
+            if isinstance(ex, (bool, int, float)):  # a size: compiled in (per_shape recompiles)
+                env[node] = ex
+                continue
+            if not _is_tensor(ex):
+                low.unsupported[node] = f"input {node.name} is {type(ex).__name__}, not a tensor"
+                env[node] = Unavailable(f"non-tensor input {node.name}")
+                continue
+            try:
+                ph = g.placeholder([int(s) for s in ex.shape], tg_dtype(ex.dtype), node.name)
+            except Unsupported as e:
+                low.unsupported[node] = str(e)
+                env[node] = Unavailable(str(e))
+                continue
+            env[node] = ph
+            low.feeds.append((node, ph))
+        elif node.op == "get_attr":
+            t = gm
+            for part in node.target.split("."):
+                t = getattr(t, part)
+            if not isinstance(t, torch.Tensor):
+                env[node] = t
+                continue
+            try:
+                env[node] = constant(g, t)
+            except Unsupported as e:
+                low.unsupported[node] = str(e)
+                env[node] = Unavailable(str(e))
+        elif node.op == "call_function":
+            try:
+                env[node] = _convert(g, node, env, vals, low.mutations)
+            except Exception as e:  # noqa: BLE001 (Unsupported, tg.Error, a converter's bug: never a crash)
+                low.unsupported[node] = str(e) if isinstance(e, (Unsupported, tg.Error)) else f"{type(e).__name__}: {e}"
+                env[node] = _stand_in(g, vals.get(node), node.name)
+        elif node.op == "output":
+            low.output = node.args[0]
+        else:
+            low.unsupported[node] = f"{node.op} {node.target}"
+            env[node] = _stand_in(g, vals.get(node), node.name)
+    return low
+
+
+def _convert(g, node, env, vals, mutations):
+    name = op_name(node.target)
+    if getattr(node.target, "__module__", None) == "_operator" and name != "getitem":
+        # Python arithmetic on sizes (symbolic shapes made concrete for this compile).
+        from torch.fx.node import map_arg
+        args = map_arg(node.args, lambda n: env[n])
+        if not all(isinstance(a, (bool, int, float)) for a in args):
+            raise Unsupported(f"operator.{name} on {[type(a).__name__ for a in args]}")
+        return node.target(*args)
+    if name == "getitem":
+        src, i = env[node.args[0]], node.args[1]
+        elem = src[i]
+        if elem is None:
+            raise Unsupported(f"output {i} of {node.args[0].name} was not computed")
+        if hasattr(elem, "build"):
+            elem = elem.build()
+        if isinstance(elem, Unavailable):
+            raise Unsupported(f"output {i} of {node.args[0].name} is {elem.what}")
+        return elem
+    if name == "aten::copy_" and getattr(node.args[0], "op", None) == "placeholder":
+        # An input mutation AOTAutograd keeps in the graph (batch norm's running stats): the new
+        # value is computed here and copied into the PyTorch tensor after the run (Runner).
+        dst, src = env[node.args[0]], env[node.args[1]]
+        if not isinstance(dst, tg.Tensor) or not isinstance(src, tg.Tensor):
+            raise Unsupported("copy_ of a non-tensor")
+        if list(src.shape) != list(dst.shape):
+            src = tg.broadcast_to(src, list(dst.shape))
+        src = src if src.dtype == dst.dtype else tg.cast(src, dst.dtype)
+        mutations.append((node.args[0], src))
+        return src
+    fn = CONVERTERS.get(name)
+    if fn is None:
+        raise Unsupported(f"no converter for {name}")
+    if name.endswith("_") and node.args and getattr(node.args[0], "op", None) in ("placeholder", "get_attr"):
+        raise Unsupported(f"{name} mutates the graph input {node.args[0].name}")
+    from torch.fx.node import map_arg
+    args = map_arg(node.args, lambda n: env[n])
+    kwargs = map_arg(node.kwargs, lambda n: env[n])
+    ex_args = map_arg(node.args, lambda n: vals.get(n))
+    ctx = Context(g, node, name, vals.get(node), ex_args)
+    kwargs = {k: v for k, v in kwargs.items() if k not in ("device", "layout", "pin_memory", "memory_format")
+              or name not in ("aten::_to_copy", "aten::to", "aten::clone")}
+    out = fn(ctx, *args, **kwargs)
+    _check(name, out, ctx.out)
+    return out
+
+
+def example_values(gm, example_inputs):
+    """node -> example value: node.meta['val'] where every node has one (AOTAutograd's graphs),
+    else the values of one eager run of gm on example_inputs (torch.fx.Interpreter)."""
+    import torch
+    nodes = [n for n in gm.graph.nodes if n.op in ("placeholder", "call_function", "get_attr", "call_module")]
+    if all("val" in n.meta for n in nodes if n.op != "get_attr"):
+        vals = {n: n.meta["val"] for n in nodes if n.op != "get_attr"}
+        return vals
+    vals = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n):
+            v = super().run_node(n)
+            vals[n] = v
+            return v
+
+    with torch.no_grad():  # on copies: in-place ops of the graph must not touch the caller's tensors
+        Recorder(gm).run(*[a.clone() if isinstance(a, torch.Tensor) else a for a in example_inputs])
+    return vals
+
+
+class Runner:
+    """Runs a fully converted graph: torch tensors in, torch tensors out, through DLPack (no copy on
+    the GPU; ordered on PyTorch's current CUDA stream)."""
+
+    def __init__(self, low, device, precision="f32", memory_budget_bytes=0):
+        position = {n: i for i, n in enumerate(low.placeholders)}
+        self.feed_positions = [position[n] for n, _ in low.feeds]  # the args that are feeds
+        targets, self._slots = [], {}
+        index = position
+
+        def spec(n):
+            v = low.env[n]
+            if n in index and isinstance(v, tg.Tensor):
+                return ("input", index[n])
+            if isinstance(v, (bool, int, float)):
+                return ("const", v)
+            if isinstance(v, tg.Tensor):
+                key = (v.node_id, v.index)
+                if key not in self._slots:
+                    self._slots[key] = len(targets)
+                    targets.append(v)
+                return ("out", self._slots[key])
+            raise Unsupported(f"graph output {n.name} is {v!r}")
+
+        from torch.fx.node import map_arg
+        self.out_spec = map_arg(low.output, spec)
+        self.mutations = []
+        for n, v in low.mutations:
+            key = (v.node_id, v.index)
+            if key not in self._slots:
+                self._slots[key] = len(targets)
+                targets.append(v)
+            self.mutations.append((position[n], self._slots[key]))
+        self.device = tg.Device(device)
+        self._cache = [None] * len(self.feed_positions)
+        feed_types = {ph: tg.TensorType(list(ph.shape), ph.dtype) for _, ph in low.feeds}
+        self.exe = low.graph.compile(feed_types, targets, device=self.device, precision=precision,
+                                     memory_budget_bytes=memory_budget_bytes)
+
+    def __call__(self, *args):
+        import torch
+        ins = [self._feed(k, args[i]) for k, i in enumerate(self.feed_positions)]
+        if self.device.is_cuda:
+            stream = caller_stream(torch.cuda.current_stream(self.device.index).cuda_stream)
+            outs = self.exe.run(ins, cuda_stream=stream)
+            outs = [torch.utils.dlpack.from_dlpack(o.__dlpack__(stream=-1)) for o in outs]
+        else:
+            outs = [_to_torch(o) for o in self.exe.run(ins)]
+        for pos, slot in self.mutations:
+            args[pos].copy_(outs[slot])
+        return _build_output(self.out_spec, outs, args)
+
+
+    def _feed(self, k, t):
+        """Feed k as TensorData. A tensor seen as the same object at the same address on two
+        consecutive calls (a parameter or buffer) keeps its DLPack view, saving the import
+        (microseconds per tensor) on later calls; other tensors (activations, new each call) are
+        never held past their call."""
+        import weakref
+        c = self._cache[k]
+        same = c is not None and c[0]() is t and c[1] == t.data_ptr()
+        if same and c[2] is not None:
+            return c[2]
+        td = _to_tg(t)
+        if same and t.is_contiguous():
+            self._cache[k] = (c[0], c[1], td)
+        else:
+            try:
+                self._cache[k] = (weakref.ref(t), t.data_ptr(), None)
+            except TypeError:
+                self._cache[k] = None
+        return td
+
+
+def caller_stream(handle):
+    """The cudaStream_t to give Executable.run for PyTorch's current stream `handle`. PyTorch's
+    default stream is the legacy default stream, handle 0, which TensorGraph reads as "no caller
+    stream" (no ordering at all): pass cudaStreamLegacy (1, as DLPack does) instead."""
+    return handle or 1
+
+
+def _to_tg(t):
+    """A torch tensor as TensorData without a copy (DLPack; PyTorch 1.13 exports no bool over
+    DLPack, so host bool tensors go through numpy)."""
+    t = t.detach().contiguous()
+    if t.dtype.is_floating_point or t.device.type != "cpu" or str(t.dtype) != "torch.bool":
+        return tg.from_dlpack(t)
+    return tg.TensorData(t.numpy())
+
+
+def _to_torch(o):
+    """A host TensorData as a torch tensor without a copy (bool through numpy, as _to_tg)."""
+    import torch
+    if o.dtype == tg.bool_:
+        return torch.from_numpy(o.numpy())
+    return torch.from_dlpack(o)
+
+
+def _build_output(spec, outs, args):
+    if isinstance(spec, tuple) and len(spec) == 2 and spec[0] in ("input", "out", "const"):
+        if spec[0] == "const":
+            return spec[1]
+        return args[spec[1]] if spec[0] == "input" else outs[spec[1]]
+    if isinstance(spec, (list, tuple)):
+        return type(spec)(_build_output(s, outs, args) for s in spec)
+    if isinstance(spec, dict):
+        return {k: _build_output(v, outs, args) for k, v in spec.items()}
+    return spec
+
+
+class Compiled:
+    """The result of compile_graph: a callable with the FX graph's calling convention, and what
+    stayed in PyTorch (`nodes_left_to_pytorch`, `unsupported`: op name -> count)."""
+
+    def __init__(self, fn, unsupported):
+        self.fn = fn
+        self.unsupported = unsupported
+        self.nodes_left_to_pytorch = sum(unsupported.values())
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+
+def _blocking(low, gm):
+    """The unconverted call nodes, plus producers whose needed getitem outputs did not convert."""
+    bad = {n for n in low.unsupported if n.op in ("call_function", "call_module", "call_method")}
+    changed = True
+    while changed:
+        changed = False
+        for n in list(bad):
+            if op_name(n.target) == "getitem":
+                src = n.args[0]
+                if src.op == "call_function" and src not in bad:
+                    bad.add(src)
+                    changed = True
+        for n in gm.graph.nodes:
+            if n.op == "call_function" and op_name(n.target) == "getitem" and n.args[0] in bad and n not in bad:
+                bad.add(n)
+                changed = True
+    return bad
+
+
+def compile_graph(gm, example_inputs, device, precision="f32", memory_budget_bytes=0, vals=None,
+                  concrete=False):
+    """Compiles FX graph gm of ATen ops for `device`; returns a Compiled. Unconvertible nodes stay
+    in PyTorch (graph break) and one log line names them. A graph with size inputs becomes a
+    PerShape (compiled per concrete shape) unless `concrete` says vals are one call's values."""
+    if vals is None:
+        vals = example_values(gm, example_inputs)
+    if not concrete and _has_sizes(gm, vals):
+        return Compiled(PerShape(gm, device, precision, memory_budget_bytes), {})
+    with _real_tensors():
+        low = lower(gm, vals)
+    bad = _blocking(low, gm)
+    if not bad and not low.unsupported:
+        return Compiled(Runner(low, device, precision, memory_budget_bytes), {})
+    counts = collections.Counter(op_name(n.target) for n in bad if op_name(n.target) != "getitem")
+    if not counts:  # only inputs are unsupported (e.g. symbolic sizes): all of it stays in PyTorch
+        counts = collections.Counter({"<inputs>": 1})
+        log.warning("tensorgraph.torch: graph left to PyTorch: %s", "; ".join(
+            f"{n.name}: {r}" for n, r in low.unsupported.items()))
+        return Compiled(gm, counts)
+    reasons = {}
+    for n in bad:
+        if n in low.unsupported:
+            reasons.setdefault(op_name(n.target), low.unsupported[n])
+    log.warning("tensorgraph.torch: %d node(s) left to PyTorch (graph break): %s", sum(counts.values()),
+                ", ".join(f"{k} x{v} ({reasons.get(k, 'its outputs are needed')})" for k, v in sorted(counts.items())))
+    return Compiled(_partition(gm, bad, device, precision, memory_budget_bytes), counts)
+
+
+def _has_sizes(gm, vals):
+    """Whether gm takes sizes as inputs (symbolic shapes: SymInt or int placeholders, or tensors of
+    symbolic shape), which PerShape makes concrete at each call."""
+    import torch
+    sym = tuple(t for t in (getattr(torch, "SymInt", None), getattr(torch, "SymFloat", None)) if t)
+    for n in gm.graph.nodes:
+        if n.op != "placeholder":
+            continue
+        v = vals.get(n)
+        if isinstance(v, (bool, int, float) + sym):
+            return True
+        if _is_tensor(v) and any(not isinstance(d, int) for d in v.shape):
+            return True
+    return False
+
+
+class PerShape:
+    """A graph with size inputs (PyTorch's symbolic shapes): compiled for each call's concrete
+    sizes (its example values from one eager run of the graph on those inputs), cached by input
+    shapes, dtypes and size values. Compile-once executables for symbolic shapes replace this when
+    TensorGraph has them."""
+
+    def __init__(self, gm, device, precision, memory_budget_bytes):
+        self.gm, self.device, self.precision, self.budget = gm, device, precision, memory_budget_bytes
+        self.cache = {}
+
+    def __call__(self, *args):
+        import torch
+        key = tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
+        fn = self.cache.get(key)
+        if fn is None:
+            vals = example_values(self.gm, args)
+            fn = self.cache[key] = compile_graph(self.gm, args, self.device, self.precision, self.budget,
+                                                 vals=vals, concrete=True)
+        return fn(*args)
+
+
+def _real_tensors():
+    """A context where new torch tensors are real even inside AOTAutograd's fake tensor mode
+    (converters build constants, e.g. of torch.arange)."""
+    import contextlib
+    try:
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+    except ImportError:
+        return contextlib.nullcontext()
+    return unset_fake_temporarily()
+
+
+def _partition(gm, bad, device, precision, memory_budget_bytes):
+    """gm with its convertible parts fused into submodules that run on TensorGraph."""
+    import torch
+    from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+    from torch.fx.passes.operator_support import OperatorSupportBase
+
+    class Support(OperatorSupportBase):
+        def is_node_supported(self, submodules, node):
+            return node.op == "call_function" and node not in bad
+
+    part = CapabilityBasedPartitioner(gm, Support(), allows_single_node_partition=True)
+    fused = part.fuse_partitions(part.propose_partitions())
+    for node in fused.graph.nodes:
+        if node.op == "call_module":
+            sub = getattr(fused, node.target)
+            setattr(fused, node.target, _LazySubgraph(sub, device, precision, memory_budget_bytes))
+    fused.recompile()
+    return fused
+
+
+def _make_lazy_subgraph_class():
+    import torch
+
+    class LazySubgraph(torch.nn.Module):
+        """A fused part of a graph with a break: compiled on its first call (its input shapes are
+        then known), again for new input shapes."""
+
+        def __init__(self, gm, device, precision, memory_budget_bytes):
+            super().__init__()
+            self.gm, self.device, self.precision, self.budget = gm, device, precision, memory_budget_bytes
+            self.cache = {}
+
+        def forward(self, *args):
+            key = tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
+            fn = self.cache.get(key)
+            if fn is None:
+                vals = example_values(self.gm, args)
+                low = lower(self.gm, vals)
+                fn = Runner(low, self.device, self.precision, self.budget) if not low.unsupported else self.gm
+                self.cache[key] = fn
+            return fn(*args)
+
+    return LazySubgraph
+
+
+def _LazySubgraph(gm, device, precision, budget):
+    global _LAZY
+    if _LAZY is None:
+        _LAZY = _make_lazy_subgraph_class()
+    return _LAZY(gm, device, precision, budget)
+
+
+_LAZY = None
