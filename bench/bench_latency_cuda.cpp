@@ -1,7 +1,7 @@
 // Batch-1 inference latency on the GPU against PyTorch, in the same invocation on the same device
 // (issue 15): ResNet-50 of the model zoo (TF32, NHWC), torchvision's ResNet-50 imported from
-// PyTorch's ONNX export (NCHW: resnet50onnx_tf32, run channels-last by
-// passes::convert_to_channels_last unless TG_CHANNELS_LAST=0) and BERT-base (seq 128) imported
+// PyTorch's ONNX export (NCHW: resnet50onnx_tf32; TG_CHANNELS_LAST=1 runs it channels-last through
+// passes::convert_to_channels_last) and BERT-base (seq 128) imported
 // from PyTorch's ONNX export (TF32 and f16), against PyTorch eager, PyTorch CUDA-graph replay
 // and, for BERT, torch.compile(mode="reduce-overhead") (bench/latency_torch.py).
 //

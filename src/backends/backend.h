@@ -40,9 +40,6 @@ class Backend {
   /// True when compile should run the elementwise fusion pass for this backend (TG_FUSION=0/1
   /// overrides).
   virtual bool fuses_elementwise() const { return false; }
-  /// True when NHWC convolutions and pooling are faster than NCHW ones here: compile then runs
-  /// passes::convert_to_channels_last (TG_CHANNELS_LAST overrides).
-  virtual bool prefers_channels_last() const { return false; }
   /// True when output 0 of `node` may take the memory of its input `input` (of type `type`, the
   /// same byte size, read last by this node): the kernel reads each element of that input before
   /// it writes the same element of the output, and nothing else in between.

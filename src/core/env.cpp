@@ -16,10 +16,9 @@ std::optional<bool> fusion_override() {
   return std::string(s) != "0";
 }
 
-std::optional<bool> channels_last_override() {
+bool channels_last() {
   const char* s = std::getenv("TG_CHANNELS_LAST");  // read at every compile (tests switch it)
-  if (s == nullptr || *s == '\0') return std::nullopt;
-  return std::string(s) != "0";
+  return s != nullptr && *s != '\0' && std::string(s) != "0";
 }
 
 std::optional<std::string> kernel_cache_dir() {

@@ -68,7 +68,6 @@ class CudaBackend final : public backends::Backend {
   Device device() const override { return Device::cuda(device_); }
   const KernelTable& kernels() const override { return kernel_table(); }
   bool fuses_elementwise() const override { return true; }
-  bool prefers_channels_last() const override { return true; }  // cuDNN's tensor-core kernels are NHWC
   // The generated elementwise kernels (elementwise_codegen.h) read an input of the output's shape
   // at the index they write, and a single output has no other store in between.
   bool writes_in_place(const ir::Node& n, int input, const TensorType& type) const override {
