@@ -171,10 +171,14 @@ void Executable::save(const std::string& path, const SaveOptions& options) const
 namespace {
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(ErrorCode::io_error, "load", "{}: cannot open for reading", path);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail(ErrorCode::io_error, "load", "{}: read failed", path);
+  const std::streamoff size = in.tellg();
+  if (size < 0) fail(ErrorCode::io_error, "load", "{}: cannot read its size", path);
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), size);  // one read: the file holds the weights
+  if (in.gcount() != size) fail(ErrorCode::io_error, "load", "{}: read failed", path);
   return bytes;
 }
 

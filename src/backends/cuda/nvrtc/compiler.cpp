@@ -69,6 +69,7 @@ void to_sink(const std::string& key, const Program& p) {
   if (t_sink) t_sink->push_back({key, p.image()});
 }
 
+
 std::string nvrtc_version() {
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
@@ -344,7 +345,7 @@ std::shared_ptr<const Program> compile(std::string_view source, int device, std:
     disk_store(key, hash, image);
   }
   check(e, op, "cudaLibraryLoadData");
-  auto program = std::make_shared<const Program>(lib, std::move(image));
+  auto program = std::make_shared<const Program>(lib, std::move(image), key);
   to_sink(key, *program);
   std::lock_guard lock(c.mu);
   c.programs.emplace(key, program);
@@ -355,6 +356,8 @@ std::shared_ptr<const Program> compile(std::string_view source, int device, std:
 std::string version() { return nvrtc_version(); }
 
 void set_code_sink(std::vector<backends::CodeObject>* sink) { t_sink = sink; }
+
+void note_use(const Program& program) { to_sink(program.key(), program); }
 
 void preload(std::span<const backends::CodeObject> objects) {
   Cache& c = cache();
@@ -372,7 +375,7 @@ void preload(std::span<const backends::CodeObject> objects) {
       fail(ErrorCode::io_error, "load", "kernel {} of {}: the driver refuses its binary ({} bytes): {}", i, objects.size(),
            o.image.size(), cudaGetErrorString(e));
     }
-    auto program = std::make_shared<const Program>(lib, o.image);
+    auto program = std::make_shared<const Program>(lib, o.image, o.key);
     std::lock_guard lock(c.mu);
     c.programs.emplace(o.key, program);
   }

@@ -41,7 +41,8 @@ namespace tg::cuda::nvrtc {
 /// A compiled and loaded program.
 class Program {
  public:
-  Program(cudaLibrary_t library, std::string image) : library_(library), image_(std::move(image)) {}
+  Program(cudaLibrary_t library, std::string image, std::string key)
+      : library_(library), image_(std::move(image)), key_(std::move(key)) {}
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;
   /// The kernel named `name` (an extern "C" __global__ function of the source); raises
@@ -49,10 +50,13 @@ class Program {
   cudaKernel_t kernel(std::string_view name, std::string_view op) const;
   /// The CUBIN (or PTX) loaded.
   const std::string& image() const { return image_; }
+  /// The cache key it was compiled or preloaded under.
+  const std::string& key() const { return key_; }
 
  private:
   cudaLibrary_t library_;
   std::string image_;  ///< the CUBIN (or PTX) loaded, kept alive with the library
+  std::string key_;
   mutable std::mutex mu_;
   mutable std::unordered_map<std::string, cudaKernel_t> kernels_;
 };
@@ -74,6 +78,9 @@ std::string version();
 /// Saved executables: while set (per thread), every compile() call appends the key and image of
 /// the program it returns to `sink`.
 void set_code_sink(std::vector<backends::CodeObject>* sink);
+/// Tells the code sink (if set on this thread) that `program` is used: the kernels' own caches
+/// call it when they answer without compile(), so a saved executable gets every kernel it runs.
+void note_use(const Program& program);
 /// Loads programs saved with their keys (by a sink) into the in-memory cache, so that compile()
 /// of the same key (source, options, NVRTC version, device headers) runs no NVRTC. Raises
 /// tg::Error(io_error) "kernel <i> of <n>: ..." when the driver refuses an image.
