@@ -18,7 +18,7 @@ B=${1:-build-san}
 SECS=${2:-60}
 shift $(( $# < 2 ? $# : 2 ))
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(fuzz_onnx_import fuzz_tensor_proto fuzz_npy fuzz_safetensors fuzz_mnist fuzz_cifar10)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(fuzz_onnx_import fuzz_tensor_proto fuzz_npy fuzz_safetensors fuzz_mnist fuzz_cifar10 fuzz_tgx_load)
 RUNS=${TG_FUZZ_RUNS:--1}
 JOBS=${TG_FUZZ_JOBS:-1}
 NICE=${TG_FUZZ_NICE:-0}
@@ -27,6 +27,10 @@ NODE=../shared/onnx/node-tests
 seeds=$(mktemp -d "$B/fuzz-seeds.XXXXXX")
 trap 'rm -rf "$seeds"' EXIT
 "$B/fuzz/tg_fuzz_seeds" "$seeds" || exit 2
+# fuzz_tgx_load saves its seed executables itself (it links the whole library, tg_fuzz_seeds does not).
+if [ -x "$B/fuzz/fuzz_tgx_load" ]; then
+  TG_FUZZ_TGX_SEEDS="$seeds/fuzz_tgx_load" "$B/fuzz/fuzz_tgx_load" -runs=0 > /dev/null 2>&1 || exit 2
+fi
 LOGS=${TG_FUZZ_LOGS:-$B/fuzz-logs}
 # The ONNX targets read the node tests in place (libFuzzer reads corpus directories recursively,
 # and writes new inputs only to the first one): models and .pb tensors seed both targets.

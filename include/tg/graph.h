@@ -147,10 +147,34 @@ struct RuntimeStats {
   /// Executables whose control flow could not be lowered to CUDA graph conditional nodes (a loop
   /// value whose shape changes per iteration): their runs are driven by the host (logged once).
   int64_t control_fallbacks = 0;
+  /// Executables made by Executable::load / load_from_bytes (the saved optimized graph used as
+  /// is: no pass-pipeline run, `compiles` unchanged) and those loads that had to recompile from
+  /// the stored graph instead (another device kind, GPU architecture or library version).
+  int64_t executable_loads = 0;
+  int64_t executable_load_recompiles = 0;
+  /// Generated GPU kernels loaded from a saved executable's kernels section (no NVRTC run).
+  int64_t kernel_preloads = 0;
 };
 TG_API RuntimeStats runtime_stats();
 
 struct CompiledProgram;
+
+/// Options of Executable::save / save_to_bytes.
+struct SaveOptions {
+  /// true: the current values of the variables the executable reads or assigns are stored in
+  /// the file (a safetensors block), so the loaded executable runs on its own. false: only their
+  /// names and types are stored; Executable::load binds them to LoadOptions::variables.
+  bool embed_variables = true;
+};
+
+/// Options of Executable::load / load_from_bytes.
+struct LoadOptions {
+  /// A graph whose variables of the same names are bound to the loaded executable (read and
+  /// assigned in place, as by an executable compiled from it), instead of the values embedded in
+  /// the file. Required for a file saved with embed_variables = false. Null: embedded values, in
+  /// a variable store of the executable's own.
+  const Graph* variables = nullptr;
+};
 
 /// An immutable compiled graph: fixed placeholders (in feed order), targets and target ops.
 ///
@@ -194,6 +218,37 @@ class TG_API Executable {
   /// The compiled graph in the text form of Graph::to_string.
   std::string to_string() const;
   bool valid() const { return program_ != nullptr; }
+
+  /// Writes the executable to `path` as a .tgx file (docs/design/0008-saved-executables.md): a
+  /// header (magic "TGX1", format version, device kind, GPU architecture sm_XX and the CUDA,
+  /// cuDNN and NVRTC versions it was compiled with, precision, arena bytes, feed and target
+  /// types), then sections each with its byte length and FNV-1a checksum: the optimized graph
+  /// (ops by name, attributes, types, constants, control edges, regions), the feeds and targets,
+  /// the variables (values embedded in a safetensors block, or names and types only, see
+  /// SaveOptions), and on CUDA the generated kernels the executable's runs have compiled so far
+  /// (CUBIN/PTX images; run it once before saving to include them all). The file holds GPU code:
+  /// loading it runs that code, like loading a shared library, so load only files you trust.
+  /// Raises tg::Error(io_error) naming `path` when it cannot be written,
+  /// tg::Error(invalid_argument) for an empty Executable.
+  void save(const std::string& path, const SaveOptions& options = {}) const;
+  /// The bytes save() writes.
+  std::vector<uint8_t> save_to_bytes(const SaveOptions& options = {}) const;
+  /// Reads an executable written by save() for `device`. When the file was compiled for the same
+  /// device kind, GPU architecture and library versions, the stored optimized graph is used as is
+  /// (no pass pipeline: runtime_stats().compiles does not change) and the stored kernels are
+  /// loaded instead of being generated (runtime_stats().kernel_compiles does not change); else the
+  /// executable is recompiled from the stored graph for `device`, with one log line on stderr
+  /// saying why. Loading runs the file's GPU code (see save). Raises tg::Error(io_error) naming
+  /// the file and the section for an unreadable, truncated or corrupt file (wrong magic, a
+  /// checksum mismatch, a malformed section, a kernel binary the driver refuses),
+  /// tg::Error(unsupported) for a future format version or an op this build does not know,
+  /// tg::Error(not_found / shape_mismatch) for variables LoadOptions::variables lacks or holds
+  /// with another type, and the errors of Graph::compile when a recompile fails.
+  static Executable load(const std::string& path, Device device, const LoadOptions& options = {});
+  /// As load, from the bytes of a .tgx file; `name` stands for the file in messages.
+  static Executable load_from_bytes(std::span<const uint8_t> bytes, Device device,
+                                    const LoadOptions& options = {}, const std::string& name = "<bytes>");
+  const std::shared_ptr<const CompiledProgram>& program() const { return program_; }
 
  private:
   std::shared_ptr<const CompiledProgram> program_;

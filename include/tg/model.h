@@ -571,6 +571,14 @@ class TG_API Model {
   /// an unknown name or another shape raises tg::Error "[set_weights]" and nothing changes.
   void set_weights(const std::vector<std::pair<std::string, TensorData>>& weights);
 
+  /// Writes the model's inference executable (input [batch_size, input dims...] of the model's
+  /// input dtype -> output, inference mode: running statistics, no dropout) to `path` as a .tgx
+  /// file (Executable::save, weights embedded), compiled for the device and options given to
+  /// compile (the CPU for a model not compiled), so that `tg run path` or Executable::load runs it
+  /// in another process. Errors: "[export_executable]" tg::Error(invalid_argument) for a
+  /// batch_size below 1 or a model not built yet; those of Graph::compile and Executable::save.
+  void export_executable(const std::string& path, int64_t batch_size = 1) const;
+
   /// Asks fit to stop after the current epoch (for callbacks).
   void stop_training();
 

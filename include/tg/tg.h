@@ -13,5 +13,6 @@
 #include "tg/model.h"
 #include "tg/nn.h"
 #include "tg/ops.h"
+#include "tg/saved_executable.h"
 #include "tg/shape.h"
 #include "tg/tensor_data.h"

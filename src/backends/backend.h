@@ -6,6 +6,8 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "backends/kernel.h"
 #include "ir/graph.h"
@@ -18,6 +20,13 @@ struct CommitCopy {
   void* dst = nullptr;
   const void* src = nullptr;
   size_t bytes = 0;
+};
+
+/// A generated kernel compiled by a backend (saved executables, docs/design/0008): the key the
+/// backend caches it under (compiler version, options, source) and its binary image.
+struct CodeObject {
+  std::string key;
+  std::string image;
 };
 
 /// A run recorded by Backend::record, replayed by Backend::replay (a CUDA graph).
@@ -89,6 +98,18 @@ class Backend {
   /// Milliseconds between two recorded events once both completed (after synchronize).
   virtual double event_ms(void* from, void* to) const { return 0; }
   virtual void release_event(void* event) const {}
+
+  // ---- saved executables (docs/design/0008): generated code
+  /// What compiled code of this backend depends on ("" where nothing: the CPU), e.g.
+  /// "sm_90 cuda=12080 cudnn=90100 nvrtc=12.8": a saved executable whose target differs is
+  /// recompiled from its graph instead of using its stored kernels.
+  virtual std::string code_target() const { return {}; }
+  /// While `sink` is set (per thread; null clears it), every generated kernel this backend's
+  /// kernels compile or take from a cache on this thread is appended to it.
+  virtual void set_code_sink(std::vector<CodeObject>* sink) const {}
+  /// Loads `objects` (from a saved executable) so that kernels asking for the same keys use them
+  /// without compiling. Raises tg::Error(io_error) "kernel <i> ..." for a binary the driver refuses.
+  virtual void preload_code(std::span<const CodeObject> objects) const {}
 };
 
 /// The backend for `device`; raises tg::Error(unsupported) when the build has none. Defined in

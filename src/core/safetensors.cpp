@@ -38,7 +38,7 @@ std::string dtype_code(DType t) {
   return "?";
 }
 
-void write(const std::string& path, const std::vector<std::pair<std::string, TensorData>>& tensors) {
+std::string serialize(const std::vector<std::pair<std::string, TensorData>>& tensors) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   size_t offset = 0;
   for (const auto& [name, t] : tensors) {
@@ -49,17 +49,23 @@ void write(const std::string& path, const std::vector<std::pair<std::string, Ten
   }
   std::string text = header.dump();
   while (text.size() % 8 != 0) text += ' ';  // keeps the data 8-byte aligned, as the spec allows
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) io_fail(path, "cannot open for writing");
-  uint64_t n = text.size();
-  unsigned char len[8];
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
-  out.write(reinterpret_cast<const char*>(len), 8);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  std::string out;
+  out.reserve(8 + text.size() + offset);
+  const uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) out += static_cast<char>(static_cast<unsigned char>(n >> (8 * i)));
+  out += text;
   for (const auto& [name, t] : tensors) {
     TensorData host = t.to(Device::cpu());
-    if (host.nbytes()) out.write(static_cast<const char*>(host.raw_data()), static_cast<std::streamsize>(host.nbytes()));
+    if (host.nbytes()) out.append(static_cast<const char*>(host.raw_data()), host.nbytes());
   }
+  return out;
+}
+
+void write(const std::string& path, const std::vector<std::pair<std::string, TensorData>>& tensors) {
+  const std::string bytes = serialize(tensors);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) io_fail(path, "cannot open for writing");
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.flush();
   if (!out) io_fail(path, "write failed");
 }

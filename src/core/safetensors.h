@@ -14,6 +14,8 @@ namespace tg::safetensors {
 
 /// Writes `tensors` (host tensors) to `path`. Raises tg::Error(io_error) when writing fails.
 void write(const std::string& path, const std::vector<std::pair<std::string, TensorData>>& tensors);
+/// The bytes write() writes (saved executables embed them).
+std::string serialize(const std::vector<std::pair<std::string, TensorData>>& tensors);
 /// Reads every tensor of `path`, in file order. Raises tg::Error(io_error) naming the file for an
 /// unreadable, truncated or malformed file (bad header, unknown dtype, offsets outside the data
 /// or not matching the shape).

@@ -38,6 +38,9 @@ RuntimeStats runtime_stats() {
   s.input_copy_bytes = get(Counter::input_copy_bytes);
   s.control_fallbacks = get(Counter::control_fallbacks);
   s.arena_bytes = get(Counter::arena_bytes);
+  s.executable_loads = get(Counter::executable_loads);
+  s.executable_load_recompiles = get(Counter::executable_load_recompiles);
+  s.kernel_preloads = get(Counter::kernel_preloads);
   return s;
 }
 

@@ -20,6 +20,9 @@ enum class Counter {
   arena_allocations,
   input_copy_bytes,
   control_fallbacks,
+  executable_loads,
+  executable_load_recompiles,
+  kernel_preloads,
   arena_bytes,  ///< a level, not a count: add() with a negative delta when an arena goes
   kCount
 };

@@ -12,6 +12,7 @@
 #include "core/safetensors.h"
 #include "ir/graph.h"
 #include "nn/model_impl.h"
+#include "runtime/compile.h"
 #include "tg/autodiff.h"
 #include "tg/ops.h"
 
@@ -360,6 +361,23 @@ int64_t Model::global_step() const {
 
 void Model::save(const std::string& path) const {
   detail::built_context(*this, "save").graph.save_variables(path);
+}
+
+void Model::export_executable(const std::string& path, int64_t batch_size) const {
+  ModelState& s = detail::state_of(*this, "export_executable");
+  ModelContext& ctx = detail::built_context(*this, "export_executable");
+  if (batch_size < 1) fail(ErrorCode::invalid_argument, "export_executable", "batch_size {} is below 1", batch_size);
+  Shape shape = s.input.tensor().shape();
+  shape[0] = batch_size;
+  CompileOptions options = s.compile_options;
+  options.arena_group.clear();  // an executable of its own, as the file will hold
+  Executable exe = runtime::compile_graph(
+      ctx.graph.impl(), s.device, {{s.input.tensor(), TensorType{shape, s.input.tensor().dtype()}}},
+      {s.output.tensor()}, {}, options, {{ctx.is_training, TensorData::from_vector<bool>({false}, {})}});
+  // On a GPU one run generates the kernels, so that the file holds them (inference: no variable
+  // changes; the training branches are folded away where kernels are generated).
+  if (!s.device.is_cpu()) exe.run({TensorData::zeros(shape, s.input.tensor().dtype())});
+  exe.save(path);
 }
 
 void Model::load(const std::string& path) {

@@ -184,6 +184,7 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
   plan->precision = options.precision;
   plan->deterministic = options.deterministic || env::deterministic();
   plan->targets = roots;
+  plan->target_ops = root_ops;
   plan->graph = g;
 
   auto compiled = std::make_shared<CompiledProgram>();

@@ -176,6 +176,20 @@ Program::Program(std::shared_ptr<const PlannedGraph> plan, const backends::Backe
 
 Program::~Program() = default;
 
+void Program::add_code(std::vector<backends::CodeObject> code) const {
+  std::lock_guard lock(code_mu_);
+  for (auto& c : code) {
+    bool known = false;
+    for (const auto& k : code_) known = known || k.key == c.key;
+    if (!known) code_.push_back(std::move(c));
+  }
+}
+
+std::vector<backends::CodeObject> Program::code_objects() const {
+  std::lock_guard lock(code_mu_);
+  return code_;
+}
+
 // An assignment's value is written by its kernel straight into the variable's buffer (recorded
 // runs, where no host error can come after it) when that changes nothing a run can observe:
 //  - the value is an output the kernel writes in the arena (not a view), of the variable's type,
@@ -840,7 +854,17 @@ std::vector<TensorData> Program::run(std::span<const TensorData> feeds, const Ru
     return out;
   }
   RunState rs(*this, inst, stream);
-  rs.enqueue(feeds);
+  {
+    // The generated kernels this run compiles or finds cached are kept for Executable::save.
+    std::vector<backends::CodeObject> code;
+    struct Sink {
+      const backends::Backend& b;
+      ~Sink() { b.set_code_sink(nullptr); }
+    } sink{backend_};
+    backend_.set_code_sink(&code);
+    rs.enqueue(feeds);
+    if (!code.empty()) add_code(std::move(code));
+  }
   stats::add(Counter::interpreted_runs);
   std::vector<TensorData> out = rs.results();
   rs.check_device_errors(rs.formatters);

@@ -31,6 +31,7 @@ struct PlannedGraph {
   std::vector<int> schedule;              ///< node ids in execution order
   std::vector<int> feed_nodes;            ///< placeholder node per feed, feed order
   std::vector<ir::ValueRef> targets;      ///< results, in target order
+  std::vector<int> target_ops;            ///< the target operations kept (side effects)
   ComputePrecision precision = ComputePrecision::f32;
   bool deterministic = false;  ///< CompileOptions::deterministic or TG_DETERMINISTIC=1
 };
@@ -89,12 +90,18 @@ class Program {
   int arena_count() const;
   /// True when runs after the first replay a recorded run (CUDA graph).
   bool recordable() const { return recordable_; }
+  /// CompileOptions::memory_budget_bytes.
+  size_t memory_budget() const { return budget_; }
+  const std::shared_ptr<const PlannedGraph>& plan() const { return plan_; }
+  /// The generated kernels the runs so far compiled or took from a cache (saved executables).
+  std::vector<backends::CodeObject> code_objects() const;
 
  private:
   friend class Executor;
   friend class RunState;
 
   void plan_direct_writes();
+  void add_code(std::vector<backends::CodeObject> code) const;
   std::unique_ptr<Instance> acquire() const;
   void release(std::unique_ptr<Instance> inst) const;
   std::unique_ptr<Instance> make_instance() const;
@@ -130,6 +137,9 @@ class Program {
   mutable std::vector<std::unique_ptr<Instance>> free_;
   mutable int instances_ = 0;
   mutable size_t held_bytes_ = 0;
+
+  mutable std::mutex code_mu_;
+  mutable std::vector<backends::CodeObject> code_;
 };
 
 }  // namespace tg::runtime

@@ -118,5 +118,58 @@ TEST_F(OnnxCli, InspectPrintsTheGraphAndDot) {
   EXPECT_EQ(r.out, supported_ops_markdown());
 }
 
+// tg compile -> .tgx -> tg run / tg inspect (saved executables, docs/design/0008).
+TEST_F(OnnxCli, CompileThenRunAndInspectTheSavedExecutable) {
+  Result r = run_tg("compile " + path("model.onnx") + " -o " + path("m.tgx") + " --device cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("compiled"), std::string::npos) << r.out;
+  ASSERT_TRUE(fs::exists(dir_ / "m.tgx"));
+  r = run_tg("run " + path("m.tgx") + " " + path("x.pb") + " -o " + path("out") + " --device cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out.find("recompiling"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("output_0: f32[2,3]"), std::string::npos) << r.out;
+  EXPECT_EQ(npy_tail(dir_ / "out" / "output_0.npy", 6), (std::vector<float>{2, 0, 4, 0, 3, 0}));
+  r = run_tg("run " + path("m.tgx") + " x=" + (dir_ / "out" / "output_0.npy").string() + " --repeat 2 -o " +
+             path("out2") + " --device cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("latency over 2 runs: median"), std::string::npos) << r.out;
+  EXPECT_EQ(npy_tail(dir_ / "out2" / "output_0.npy", 6), (std::vector<float>{3, 0, 7, 1, 1, 3}));
+
+  r = run_tg("inspect " + path("m.tgx"));
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char* line : {"format_version: 1", "device: cpu", "arch: host", "precision: f32", "feeds: x:f32[2,3]",
+                           "targets: f32[2,3]", "arena_bytes: ", "variables: 0 embedded", "section graph: "}) {
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << " not in:\n" << r.out;
+  }
+}
+
+TEST_F(OnnxCli, SavedExecutableUsageAndFileErrors) {
+  ASSERT_EQ(run_tg("compile " + path("model.onnx") + " -o " + path("m.tgx") + " --device cpu").status, 0);
+  Result r = run_tg("run " + path("m.tgx") + " --random --precision f16 --device cpu");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("was compiled with precision f32"), std::string::npos) << r.out;
+  r = run_tg("run " + path("m.tgx") + " --shape x=4,3 --random --device cpu");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("--shape x=4,3: the model declares input 'x' as f32[2,3]"), std::string::npos) << r.out;
+  r = run_tg("run " + path("m.tgx") + " --device cpu");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("no value for input 'x'"), std::string::npos) << r.out;
+  // A flipped byte in the last section: the checksum names it.
+  {
+    std::fstream f(dir_ / "m.tgx", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-1, std::ios::end);
+    char c = 0;
+    f.get(c);
+    f.seekp(-1, std::ios::end);
+    f.put(static_cast<char>(c ^ 1));
+  }
+  r = run_tg("run " + path("m.tgx") + " --random --device cpu");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("m.tgx: checksum mismatch in section 'kernels'"), std::string::npos) << r.out;
+  r = run_tg("inspect " + path("m.tgx"));
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("checksum mismatch in section 'kernels'"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace tg::onnx

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -67,6 +68,9 @@ std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
   }
   return out;
 }
+
+// Seconds spent in the save/load round trips (compile, run, save, load, run), for the summary line.
+double g_round_trip_secs = 0;
 
 // Runs one case; "" when it passes, else the reason.
 std::string run_case(const fs::path& dir, Device device) {
@@ -130,6 +134,30 @@ std::string run_case(const fs::path& dir, Device device) {
         if (!diff.empty()) return "wrong values: output " + std::to_string(i) + ": " + diff;
         if (!replayed.empty()) diff = compare(replayed[i], want);
         if (!diff.empty()) return "wrong values on the third run: output " + std::to_string(i) + ": " + diff;
+      }
+      // Saved executables (docs/design/0008): compiled, run, saved, loaded in this process and run
+      // again: the loaded one runs without the pass pipeline and gives the same bits.
+      const auto round_trip_start = std::chrono::steady_clock::now();
+      struct Timer {
+        std::chrono::steady_clock::time_point t0;
+        ~Timer() { g_round_trip_secs += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+      } timer{round_trip_start};
+      FeedTypes types;
+      std::vector<TensorData> in;
+      for (const auto& [t, v] : feeds) types.emplace_back(t, v.type()), in.push_back(v);
+      Executable exe = model.graph.compile(device, types, model.targets());
+      const std::vector<TensorData> direct = exe.run(in);
+      const int64_t compiles = runtime_stats().compiles;
+      Executable loaded = Executable::load_from_bytes(exe.save_to_bytes(), device);
+      if (runtime_stats().compiles != compiles) return "save/load: loading ran the pass pipeline";
+      const std::vector<TensorData> again = loaded.run(in);
+      for (size_t i = 0; i < again.size(); ++i) {
+        std::string diff = compare(again[i], read_tensor_proto(expected[i]));
+        if (!diff.empty()) return "wrong values after save/load: output " + std::to_string(i) + ": " + diff;
+        const TensorData a = again[i].to(Device::cpu()), b = direct[i].to(Device::cpu());
+        if (a.type() != b.type() || std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) != 0) {
+          return "save/load: output " + std::to_string(i) + " differs in its bits from the saved executable's";
+        }
       }
     } catch (const Error& e) {
       return e.what();
@@ -218,6 +246,7 @@ void run_node_tests(Device device) {
   std::sort(cases.begin(), cases.end());
   Expectations ex = load_expectations(device);
   auto start = std::chrono::steady_clock::now();
+  g_round_trip_secs = 0;
   int passed = 0;
   std::vector<std::string> problems;
   std::map<std::string, std::vector<std::string>> groups;  // reason -> cases (for the writer)
@@ -238,7 +267,8 @@ void run_node_tests(Device device) {
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "[onnx] " << device.to_string() << ": " << passed << " of " << cases.size() << " node tests pass ("
-            << cases.size() - passed << " expected failures) in " << secs << " s\n";
+            << cases.size() - passed << " expected failures) in " << secs << " s, of which " << g_round_trip_secs
+            << " s in the save/load round trips\n";
   std::vector<std::pair<int, std::string>> top;
   for (const auto& [g, n] : group_counts) top.emplace_back(n, g);
   std::sort(top.rbegin(), top.rend());

@@ -15,9 +15,11 @@ void add_train_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 
 #ifdef TG_HAVE_ONNX
-/// `tg run`: runs an ONNX model (run.cpp).
+/// `tg run`: runs an ONNX model or a saved executable (run.cpp).
 void add_run_command(CLI::App& app);
-/// `tg inspect`: prints an ONNX model's graph (inspect.cpp).
+/// `tg compile`: compiles an ONNX model into a saved executable, .tgx (run.cpp).
+void add_compile_command(CLI::App& app);
+/// `tg inspect`: prints an ONNX model's graph, or a .tgx file's header (inspect.cpp).
 void add_inspect_command(CLI::App& app);
 #endif
 

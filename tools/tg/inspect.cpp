@@ -3,6 +3,7 @@
 // --list-ops` prints the supported ONNX ops and opsets (the table of docs/onnx.md).
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -30,7 +31,12 @@ void inspect(const InspectArgs& a) {
     if (a.model.empty()) return;
   }
   if (a.model.empty()) {
-    throw tg::cli::UsageError("give a model file (tg inspect MODEL.onnx), or --list-ops");
+    throw tg::cli::UsageError("give a model file (tg inspect MODEL.onnx or MODEL.tgx), or --list-ops");
+  }
+  if (std::filesystem::path(a.model).extension() == ".tgx") {  // a saved executable: its header
+    std::cout << "saved executable " << a.model << "\n";
+    for (const auto& [k, v] : tg::read_executable_header(a.model)) std::cout << "  " << k << ": " << v << "\n";
+    return;
   }
   tg::onnx::ImportResult m =
       tg::onnx::import(a.model, {.initializers_as_variables = a.variables});
@@ -73,8 +79,8 @@ namespace tg::cli {
 
 void add_inspect_command(CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
-  CLI::App* cmd = app.add_subcommand("inspect", "Print the graph an ONNX model imports to");
-  tg::cli::existing_file(cmd->add_option("model", args->model, "The .onnx file"));
+  CLI::App* cmd = app.add_subcommand("inspect", "Print the graph an ONNX model imports to, or a saved executable's (.tgx) header");
+  tg::cli::existing_file(cmd->add_option("model", args->model, "The .onnx or .tgx file"));
   cmd->add_option("--dot", args->dot, "Also write the graph as a Graphviz DOT file");
   cmd->add_flag("--list-ops", args->list_ops, "Print the supported ONNX ops and opsets");
   cmd->add_flag("--variables", args->variables, "Import initializers as variables");

@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   tg::cli::add_eval_command(app);
 #ifdef TG_HAVE_ONNX
   tg::cli::add_run_command(app);
+  tg::cli::add_compile_command(app);
   tg::cli::add_inspect_command(app);
 #endif
   const std::vector<std::string> args(argv + 1, argv + argc);

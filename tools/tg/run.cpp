@@ -50,6 +50,7 @@ struct RunArgs {
   std::string precision = "f32";
   int64_t repeat = 0;
   std::string output_dir;  // empty: the outputs are printed, not written
+  bool precision_given = false;
 };
 
 TensorData read_tensor_file(const fs::path& p) {
@@ -211,6 +212,36 @@ std::string in_cli_terms(std::string message) {
   return message;
 }
 
+// Prints (and with -o writes) the outputs of one run, then times --repeat more runs.
+void report(const RunArgs& a, const tg::Executable& exe, const std::vector<TensorData>& feeds,
+            const std::vector<std::string>& names) {
+  std::vector<TensorData> outs = exe.run(feeds);
+  std::cout << tg::cli::arena_line(exe) << "\n";
+  if (!a.output_dir.empty()) fs::create_directories(a.output_dir);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    TensorData host = outs[i].to(tg::Device::cpu());
+    std::cout << "  " << names[i] << ": " << host.type().to_string() << "  " << summary(host) << "\n";
+    if (!a.output_dir.empty()) {
+      fs::path p = fs::path(a.output_dir) / (file_name_for(names[i]) + ".npy");
+      write_npy(p, host);
+      std::cout << "    written to " << p.string() << "\n";
+    }
+  }
+  if (a.repeat > 0) {
+    std::vector<double> ms;
+    for (int64_t r = 0; r < a.repeat; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      std::vector<TensorData> o = exe.run(feeds);
+      for (TensorData& t : o) t = t.to(tg::Device::cpu());  // wait for the results
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    auto pct = [&](double p) { return ms[std::min(ms.size() - 1, static_cast<size_t>(p * static_cast<double>(ms.size())))]; };
+    std::cout << "latency over " << tg::cli::count(a.repeat, "run") << ": median " << pct(0.5)
+              << " ms, p90 " << pct(0.9) << " ms, min " << ms.front() << " ms\n";
+  }
+}
+
 void run_model(const RunArgs& a) {
   // The inputs as the file declares them: what the command line's files and shapes must fit.
   std::vector<tg::onnx::InputInfo> inputs;
@@ -257,34 +288,125 @@ void run_model(const RunArgs& a) {
   }
   tg::Executable exe =
       m.graph.compile(device, types, m.targets(), {}, {.precision = tg::cli::parse_precision(a.precision)});
-  std::vector<TensorData> outs = exe.run(feeds);
+  std::vector<std::string> names;
+  for (const auto& o : m.outputs) names.push_back(o.name);
   std::cout << "model " << a.model << " (opset " << m.opset << ", "
             << tg::cli::count(m.graph.num_nodes(), "graph node") << ") on " << device.to_string()
             << ", precision " << a.precision << "\n";
-  std::cout << tg::cli::arena_line(exe) << "\n";
-  if (!a.output_dir.empty()) fs::create_directories(a.output_dir);
-  for (size_t i = 0; i < outs.size(); ++i) {
-    TensorData host = outs[i].to(tg::Device::cpu());
-    std::cout << "  " << m.outputs[i].name << ": " << host.type().to_string() << "  "
-              << summary(host) << "\n";
-    if (!a.output_dir.empty()) {
-      fs::path p = fs::path(a.output_dir) / (file_name_for(m.outputs[i].name) + ".npy");
-      write_npy(p, host);
-      std::cout << "    written to " << p.string() << "\n";
+  report(a, exe, feeds, names);
+}
+
+// The header fields of a saved executable by key.
+std::map<std::string, std::string> header_of(const std::string& path) {
+  std::map<std::string, std::string> h;
+  for (auto& [k, v] : tg::read_executable_header(path)) h[k] = v;
+  return h;
+}
+
+// `tg run model.tgx`: a saved executable (Executable::load): its inputs are its feeds, in order.
+void run_saved(const RunArgs& a) {
+  const std::map<std::string, std::string> header = header_of(a.model);
+  tg::Device device = a.device.empty() ? tg::Device::default_device()
+                                       : tg::cli::parse_device(a.device, "tg run");
+  const std::string file_precision = header.count("precision") ? header.at("precision") : "?";
+  if (a.precision_given && a.precision != file_precision) {
+    throw tg::cli::UsageError(fmt::format("--precision {}: {} was compiled with precision {} (give it to tg compile)",
+                                          a.precision, a.model, file_precision));
+  }
+  tg::Executable exe = tg::Executable::load(a.model, device);
+  // The feeds as inputs: names and types from the executable.
+  std::vector<tg::onnx::InputInfo> inputs;
+  const std::vector<tg::TensorType> types = exe.input_types();
+  std::vector<std::string> names;
+  {
+    std::stringstream ss(header.count("feeds") ? header.at("feeds") : "");
+    for (std::string item; std::getline(ss, item, ';');) names.push_back(item.substr(0, item.rfind(':')));
+  }
+  for (size_t i = 0; i < types.size(); ++i) {
+    inputs.push_back({i < names.size() ? names[i] : fmt::format("input_{}", i), types[i].dtype, types[i].shape});
+  }
+  std::map<std::string, Shape> shapes = parse_shapes(a, inputs);
+  for (const auto& [name, s] : shapes) {
+    const tg::onnx::InputInfo* in = find_input(inputs, name);
+    if (s != *in->shape) {
+      throw tg::cli::UsageError(fmt::format("--shape {}={}: {} was compiled for input '{}' {} (give --shape to tg compile)",
+                                            name, fmt::join(s, ","), a.model, name, declared(*in)));
     }
   }
-  if (a.repeat > 0) {
-    std::vector<double> ms;
-    for (int64_t r = 0; r < a.repeat; ++r) {
-      auto t0 = std::chrono::steady_clock::now();
-      std::vector<TensorData> o = exe.run(feeds);
-      for (TensorData& t : o) t = t.to(tg::Device::cpu());  // wait for the results
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  std::map<std::string, TensorData> data = read_inputs(a, inputs);
+  std::vector<TensorData> feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto it = data.find(inputs[i].name);
+    if (it != data.end()) {
+      feeds.push_back(it->second.to(device));
+      continue;
     }
-    std::sort(ms.begin(), ms.end());
-    auto pct = [&](double p) { return ms[std::min(ms.size() - 1, static_cast<size_t>(p * static_cast<double>(ms.size())))]; };
-    std::cout << "latency over " << tg::cli::count(a.repeat, "run") << ": median " << pct(0.5)
-              << " ms, p90 " << pct(0.9) << " ms, min " << ms.front() << " ms\n";
+    if (!a.random) {
+      throw tg::cli::UsageError(fmt::format("no value for input '{}' ({}) of {}: give a file for each input in order, or "
+                                            "{}=FILE, or --random",
+                                            inputs[i].name, declared(inputs[i]), a.model, inputs[i].name));
+    }
+    feeds.push_back(random_input(types[i], a.seed + i).to(device));
+  }
+  std::vector<std::string> outputs;
+  for (size_t i = 0; i < exe.output_types().size(); ++i) outputs.push_back(fmt::format("output_{}", i));
+  std::cout << "executable " << a.model << " (" << header.at("nodes") << " nodes, compiled for "
+            << header.at("device") << " " << header.at("arch") << ") on " << device.to_string() << ", precision "
+            << file_precision << "\n";
+  report(a, exe, feeds, outputs);
+}
+
+// `tg compile model.onnx -o model.tgx`: imports, compiles (dynamic dims from --shape, else 1),
+// runs once on random inputs on a GPU (so that the file holds the generated kernels) and saves.
+void compile_model(const RunArgs& a, const std::string& out) {
+  std::vector<tg::onnx::InputInfo> inputs;
+  try {
+    inputs = tg::onnx::model_inputs(a.model);
+  } catch (const tg::Error& e) {
+    throw tg::Error(e.code(), fmt::format("[tg compile] cannot read the model {}: {}", a.model, e.what()));
+  }
+  std::map<std::string, Shape> shapes = parse_shapes(a, inputs);
+  tg::onnx::ImportOptions opts;
+  for (const tg::onnx::InputInfo& in : inputs) {
+    auto given = shapes.find(in.name);
+    Shape s = given != shapes.end() ? given->second : in.shape.value_or(Shape{});
+    for (int64_t& d : s) d = d < 0 ? 1 : d;
+    opts.input_shapes[in.name] = s;
+  }
+  tg::onnx::ImportResult m;
+  try {
+    m = tg::onnx::import(a.model, opts);
+  } catch (const tg::Error& e) {
+    throw tg::Error(e.code(), fmt::format("[tg compile] importing {} failed: {}", a.model, in_cli_terms(e.what())));
+  }
+  tg::Device device = a.device.empty() ? tg::Device::default_device()
+                                       : tg::cli::parse_device(a.device, "tg compile");
+  tg::FeedTypes types;
+  std::vector<TensorData> feeds;
+  for (const tg::onnx::NamedTensor& in : m.inputs) {
+    types.emplace_back(in.tensor, in.tensor.type());
+    feeds.push_back(random_input(in.tensor.type(), a.seed + feeds.size()).to(device));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  tg::Executable exe =
+      m.graph.compile(device, types, m.targets(), {}, {.precision = tg::cli::parse_precision(a.precision)});
+  if (!device.is_cpu()) exe.run(feeds);  // generates the kernels the file stores
+  exe.save(out);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << "compiled " << a.model << " for " << device.to_string() << ", precision " << a.precision << " in "
+            << fmt::format("{:.0f}", ms) << " ms: " << out << " (" << fs::file_size(out) << " bytes)\n";
+  for (const auto& [k, v] : tg::read_executable_header(out)) {
+    if (k == "feeds" || k == "targets" || k == "arena_bytes" || k == "kernels" || k == "arch") {
+      std::cout << "  " << k << ": " << v << "\n";
+    }
+  }
+}
+
+void run_any(const RunArgs& a) {
+  if (fs::path(a.model).extension() == ".tgx") {
+    run_saved(a);
+  } else {
+    run_model(a);
   }
 }
 
@@ -292,25 +414,34 @@ void run_model(const RunArgs& a) {
 
 namespace tg::cli {
 
+namespace {
+
+// The options `tg run` and `tg compile` share.
+void add_model_options(CLI::App* cmd, RunArgs& a) {
+  cmd->add_option("--shape", a.shapes, "Fix an input's shape: name=d0,d1,...")->type_name("NAME=D0,D1,...");
+  device_name(cmd->add_option("--device", a.device,
+                              "cpu, cuda or cuda:N (default: TG_DEVICE, else the GPU if there is one)"));
+  CLI::Option* precision = one_of(cmd->add_option("--precision", a.precision,
+                                                  "Arithmetic of convolutions and matrix products on CUDA: f32, tf32, "
+                                                  "bf16 or f16")
+                                      ->capture_default_str(),
+                                  {"f32", "tf32", "bf16", "f16"}, "a precision");
+  precision->each([&a](const std::string&) { a.precision_given = true; });
+}
+
+}  // namespace
+
 void add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
-  CLI::App* cmd = app.add_subcommand("run", "Run an ONNX model on given or random inputs");
-  existing_file(cmd->add_option("model", args->model, "The .onnx file")->required());
+  CLI::App* cmd = app.add_subcommand("run", "Run an ONNX model or a saved executable (.tgx) on given or random inputs");
+  existing_file(cmd->add_option("model", args->model, "The .onnx file, or a .tgx file written by tg compile")->required());
   cmd->add_option("inputs", args->inputs,
                   "Input values: .pb (TensorProto) or .npy files, in the model's input order, "
                   "or name=file");
   cmd->add_flag("--random", args->random, "Random values for inputs not given (floats in [-1, 1), "
                 "integers 0; dynamic dims 1 unless --shape)");
   whole_number(cmd->add_option("--seed", args->seed, "Seed of the random inputs"), 0);
-  cmd->add_option("--shape", args->shapes, "Fix an input's shape: name=d0,d1,...")
-      ->type_name("NAME=D0,D1,...");
-  device_name(cmd->add_option("--device", args->device,
-                              "cpu, cuda or cuda:N (default: TG_DEVICE, else the GPU if there is one)"));
-  one_of(cmd->add_option("--precision", args->precision,
-                         "Arithmetic of convolutions and matrix products on CUDA: f32, tf32, bf16 or "
-                         "f16")
-             ->capture_default_str(),
-         {"f32", "tf32", "bf16", "f16"}, "a precision");
+  add_model_options(cmd, *args);
   whole_number(cmd->add_option("--repeat", args->repeat,
                                "Time N more runs and print median and p90 latency"),
                0);
@@ -318,7 +449,17 @@ void add_run_command(CLI::App& app) {
                   "Write the outputs here as .npy files, one per output (without it nothing is "
                   "written)")
       ->type_name("DIR");
-  cmd->callback([args] { run_model(*args); });  // main() reports a tg::Error
+  cmd->callback([args] { run_any(*args); });  // main() reports a tg::Error
+}
+
+void add_compile_command(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  auto out = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("compile", "Compile an ONNX model ahead into a saved executable (.tgx) for tg run");
+  existing_file(cmd->add_option("model", args->model, "The .onnx file")->required());
+  cmd->add_option("--output,-o", *out, "The .tgx file to write")->required()->type_name("FILE");
+  add_model_options(cmd, *args);
+  cmd->callback([args, out] { compile_model(*args, *out); });
 }
 
 }  // namespace tg::cli

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backends/cuda/context.h"
+#include "backends/cuda/nvrtc/compiler.h"
 #include "backends/cuda/kernels/status.h"
 #include "core/error_util.h"
 #include "core/stats.h"
@@ -167,6 +168,19 @@ class CudaBackend final : public backends::Backend {
     return static_cast<double>(ms);
   }
   void release_event(void* e) const override { timing_events().give(static_cast<cudaEvent_t>(e)); }
+
+  std::string code_target() const override {
+    const DeviceContext& dc = activate(device_);
+    int runtime_version = 0;
+    cudaRuntimeGetVersion(&runtime_version);
+    return fmt::format("sm_{}{} cuda={} cudnn={} cublaslt={} nvrtc={}", dc.cc_major, dc.cc_minor, runtime_version,
+                       cudnnGetVersion(), cublasLtGetVersion(), nvrtc::version());
+  }
+  void set_code_sink(std::vector<backends::CodeObject>* sink) const override { nvrtc::set_code_sink(sink); }
+  void preload_code(std::span<const backends::CodeObject> objects) const override {
+    activate(device_);
+    nvrtc::preload(objects);
+  }
 
  private:
   cudaStream_t stream_or_own(void* s) const {

@@ -287,7 +287,10 @@ const Entry& entry_for(const ElementwiseSpec& s, std::string_view kinds, int dev
   {
     std::lock_guard lock(mu);
     auto it = cache->find(key);
-    if (it != cache->end()) return *it->second;
+    if (it != cache->end()) {
+      nvrtc::note_use(*it->second->program);  // saved executables store the kernels they use
+      return *it->second;
+    }
   }
   const std::string src = elementwise_source(s, kinds);
   auto e = std::make_unique<Entry>();

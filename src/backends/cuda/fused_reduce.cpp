@@ -340,7 +340,10 @@ const Entry& entry_for(const FusedProgramSource& p, std::span<const DType> in, c
   {
     std::lock_guard lock(mu);
     auto it = cache->find(key);
-    if (it != cache->end()) return *it->second;
+    if (it != cache->end()) {
+      nvrtc::note_use(*it->second->program);  // saved executables store the kernels they use
+      return *it->second;
+    }
   }
   auto e = std::make_unique<Entry>();
   e->program = nvrtc::compile(reduce_source(p, in, pl), device, op);

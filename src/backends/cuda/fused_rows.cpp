@@ -254,7 +254,10 @@ const RowEntry& row_entry(const ir::FusedAttrs& a, std::span<const DType> in, co
   {
     std::lock_guard lock(mu);
     auto it = cache->find(key);
-    if (it != cache->end()) return *it->second;
+    if (it != cache->end()) {
+      nvrtc::note_use(*it->second->program);  // saved executables store the kernels they use
+      return *it->second;
+    }
   }
   auto e = std::make_unique<RowEntry>();
   e->program = nvrtc::compile(rows_source(a, in, outs, full, pl, op), device, op);

@@ -146,6 +146,7 @@ void run_tiled_stencil(const backends::KernelContext& ctx, const TiledStencilSpe
   {
     std::lock_guard lock(mu);
     if (auto it = cache->find(key); it != cache->end()) {
+      nvrtc::note_use(*it->second.program);  // saved executables store the kernels they use
       kernel = it->second.kernel;
       resident = it->second.resident_blocks;
     }

@@ -63,6 +63,13 @@ const std::string& headers_fingerprint() {
   return fp;
 }
 
+thread_local std::vector<backends::CodeObject>* t_sink = nullptr;
+
+void to_sink(const std::string& key, const Program& p) {
+  if (t_sink) t_sink->push_back({key, p.image()});
+}
+
+
 std::string nvrtc_version() {
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
@@ -305,7 +312,10 @@ std::shared_ptr<const Program> compile(std::string_view source, int device, std:
   {
     std::lock_guard lock(c.mu);
     auto it = c.programs.find(key);
-    if (it != c.programs.end()) return it->second;
+    if (it != c.programs.end()) {
+      to_sink(key, *it->second);
+      return it->second;
+    }
     auto& m = c.building[key];
     if (!m) m = std::make_shared<std::mutex>();
     build_mu = m;
@@ -314,7 +324,10 @@ std::shared_ptr<const Program> compile(std::string_view source, int device, std:
   {
     std::lock_guard lock(c.mu);  // another thread may have finished while we waited
     auto it = c.programs.find(key);
-    if (it != c.programs.end()) return it->second;
+    if (it != c.programs.end()) {
+      to_sink(key, *it->second);
+      return it->second;
+    }
   }
   const uint64_t hash = fnv1a(key);
   std::string image = disk_load(key, hash);
@@ -332,11 +345,40 @@ std::shared_ptr<const Program> compile(std::string_view source, int device, std:
     disk_store(key, hash, image);
   }
   check(e, op, "cudaLibraryLoadData");
-  auto program = std::make_shared<const Program>(lib, std::move(image));
+  auto program = std::make_shared<const Program>(lib, std::move(image), key);
+  to_sink(key, *program);
   std::lock_guard lock(c.mu);
   c.programs.emplace(key, program);
   c.building.erase(key);
   return program;
+}
+
+std::string version() { return nvrtc_version(); }
+
+void set_code_sink(std::vector<backends::CodeObject>* sink) { t_sink = sink; }
+
+void note_use(const Program& program) { to_sink(program.key(), program); }
+
+void preload(std::span<const backends::CodeObject> objects) {
+  Cache& c = cache();
+  for (size_t i = 0; i < objects.size(); ++i) {
+    const auto& o = objects[i];
+    {
+      std::lock_guard lock(c.mu);
+      if (c.programs.count(o.key)) continue;
+    }
+    cudaLibrary_t lib = nullptr;
+    const cudaError_t e = o.image.empty() ? cudaErrorInvalidKernelImage
+                                          : cudaLibraryLoadData(&lib, o.image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      fail(ErrorCode::io_error, "load", "kernel {} of {}: the driver refuses its binary ({} bytes): {}", i, objects.size(),
+           o.image.size(), cudaGetErrorString(e));
+    }
+    auto program = std::make_shared<const Program>(lib, o.image, o.key);
+    std::lock_guard lock(c.mu);
+    c.programs.emplace(o.key, program);
+  }
 }
 
 void launch(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, cudaStream_t stream,

@@ -31,22 +31,32 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <span>
+#include <vector>
+
+#include "backends/backend.h"
 
 namespace tg::cuda::nvrtc {
 
 /// A compiled and loaded program.
 class Program {
  public:
-  Program(cudaLibrary_t library, std::string image) : library_(library), image_(std::move(image)) {}
+  Program(cudaLibrary_t library, std::string image, std::string key)
+      : library_(library), image_(std::move(image)), key_(std::move(key)) {}
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;
   /// The kernel named `name` (an extern "C" __global__ function of the source); raises
   /// tg::Error(internal) naming `op` when there is none.
   cudaKernel_t kernel(std::string_view name, std::string_view op) const;
+  /// The CUBIN (or PTX) loaded.
+  const std::string& image() const { return image_; }
+  /// The cache key it was compiled or preloaded under.
+  const std::string& key() const { return key_; }
 
  private:
   cudaLibrary_t library_;
   std::string image_;  ///< the CUBIN (or PTX) loaded, kept alive with the library
+  std::string key_;
   mutable std::mutex mu_;
   mutable std::unordered_map<std::string, cudaKernel_t> kernels_;
 };
@@ -63,6 +73,18 @@ void launch(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, cudaStream_
 std::string cache_dir();
 /// The path of the disk entry `compile(source, device)` reads and writes, for tests.
 std::string cache_entry_path(std::string_view source, int device);
+/// "12.8": this NVRTC's version.
+std::string version();
+/// Saved executables: while set (per thread), every compile() call appends the key and image of
+/// the program it returns to `sink`.
+void set_code_sink(std::vector<backends::CodeObject>* sink);
+/// Tells the code sink (if set on this thread) that `program` is used: the kernels' own caches
+/// call it when they answer without compile(), so a saved executable gets every kernel it runs.
+void note_use(const Program& program);
+/// Loads programs saved with their keys (by a sink) into the in-memory cache, so that compile()
+/// of the same key (source, options, NVRTC version, device headers) runs no NVRTC. Raises
+/// tg::Error(io_error) "kernel <i> of <n>: ..." when the driver refuses an image.
+void preload(std::span<const backends::CodeObject> objects);
 /// Forgets the programs loaded so far (they stay alive while referenced), so that the next
 /// compile of a source reads the disk cache again: for tests of the disk cache.
 void forget_loaded_programs();

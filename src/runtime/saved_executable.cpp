@@ -1,0 +1,438 @@
+// Executable::save / load (.tgx files, docs/design/0008-saved-executables.md). Sections, in order:
+//   header         text "key=value" lines: what the file holds and what its code was compiled for
+//   program        feeds (placeholder node ids), targets, target ops, schedule, precision,
+//                  deterministic, memory budget, the memory plan's arena and planned bytes
+//   graph          the optimized graph (runtime/ir_serialize.h)
+//   variables      per variable slot the graph uses: slot, name, type
+//   variable_data  (embedded variables only) a safetensors block holding their values
+//   kernels        generated kernels: (backend cache key, CUBIN/PTX image) pairs
+#include <cstdio>
+#include <fstream>
+
+#include "backends/backend.h"
+#include "core/error_util.h"
+#include "core/safetensors.h"
+#include "core/stats.h"
+#include "ir/graph.h"
+#include "ops/control.h"
+#include "runtime/compile.h"
+#include "runtime/ir_serialize.h"
+#include "runtime/tgx_format.h"
+#include "tg/saved_executable.h"
+
+namespace tg {
+namespace {
+
+using runtime::tgx::Reader;
+using runtime::tgx::Writer;
+
+constexpr const char* kPrecisionNames[] = {"f32", "tf32", "bf16", "f16"};
+
+const CompiledProgram& checked(const std::shared_ptr<const CompiledProgram>& p) {
+  if (!p) throw Error(ErrorCode::invalid_argument, "[save] use of an empty Executable");
+  return *p;
+}
+
+/// The header fields the device's compiled code depends on: "arch" and the library versions.
+std::map<std::string, std::string> target_fields(const backends::Backend& b) {
+  std::map<std::string, std::string> f;
+  const std::string t = b.code_target();
+  if (t.empty()) {
+    f["arch"] = "host";
+    return f;
+  }
+  size_t pos = 0;
+  while (pos < t.size()) {
+    size_t end = t.find(' ', pos);
+    if (end == std::string::npos) end = t.size();
+    const std::string item = t.substr(pos, end - pos);
+    pos = end + 1;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      f["arch"] = item;
+    } else {
+      f[item.substr(0, eq)] = item.substr(eq + 1);
+    }
+  }
+  return f;
+}
+
+std::string types_to_string(const std::vector<TensorType>& types) {
+  std::string s;
+  for (size_t i = 0; i < types.size(); ++i) s += (i ? ";" : "") + types[i].to_string();
+  return s;
+}
+
+void write_ref(Writer& w, ir::ValueRef v) {
+  w.i64(v.node);
+  w.i64(v.index);
+}
+
+int read_id(Reader& r, int limit, const char* what) {
+  const int64_t v = r.i64();
+  if (v < 0 || v >= limit) r.malformed(fmt::format("{} %{} outside the graph's {} nodes", what, v, limit));
+  return static_cast<int>(v);
+}
+
+// Every variable slot the graph (regions included) uses, in first-use order.
+std::vector<int> used_slots(const ir::Graph& g) {
+  std::vector<int> slots;
+  runtime::tgx::for_each_node(g, [&](const ir::Node& n) {
+    if (const auto* v = std::get_if<ir::VariableAttrs>(&n.attrs)) {
+      if (std::find(slots.begin(), slots.end(), v->index) == slots.end()) slots.push_back(v->index);
+    }
+  });
+  return slots;
+}
+
+}  // namespace
+
+std::vector<uint8_t> Executable::save_to_bytes(const SaveOptions& options) const {
+  const CompiledProgram& p = checked(program_);
+  const runtime::PlannedGraph& plan = *p.plan;
+  const ir::Graph& g = *plan.graph;
+  const backends::Backend& backend = backends::backend_for(p.device);
+  const std::vector<int> slots = used_slots(g);
+  const std::vector<backends::CodeObject> code = p.program->code_objects();
+  const ir::VariableStore& store = *g.variables();
+
+  std::string header = "format=tgx\n";
+  header += fmt::format("format_version={}\n", runtime::tgx::kFormatVersion);
+  header += fmt::format("device={}\n", p.device.is_cpu() ? "cpu" : "cuda");
+  for (const auto& [k, v] : target_fields(backend)) header += k + "=" + v + "\n";
+  header += fmt::format("precision={}\n", kPrecisionNames[static_cast<int>(plan.precision)]);
+  header += fmt::format("deterministic={}\n", plan.deterministic ? 1 : 0);
+  header += fmt::format("arena_bytes={}\n", p.program->memory().arena_bytes);
+  header += fmt::format("nodes={}\n", g.size());
+  std::string feeds;
+  for (size_t i = 0; i < p.feed_types.size(); ++i) {
+    std::string name = p.feed_names[i];
+    for (char& c : name) c = (c == '\n' || c == ';') ? ' ' : c;  // one header line, ';'-separated
+    feeds += fmt::format("{}{}:{}", i ? ";" : "", name, p.feed_types[i].to_string());
+  }
+  header += "feeds=" + feeds + "\n";
+  header += "targets=" + types_to_string(p.target_types) + "\n";
+  header += fmt::format("variables={} {}\n", slots.size(), options.embed_variables ? "embedded" : "referenced");
+  header += fmt::format("kernels={}\n", code.size());
+
+  Writer prog;
+  prog.u32(static_cast<uint32_t>(plan.feed_nodes.size()));
+  for (int f : plan.feed_nodes) prog.i64(f);
+  prog.u32(static_cast<uint32_t>(plan.targets.size()));
+  for (const auto& t : plan.targets) write_ref(prog, t);
+  prog.u32(static_cast<uint32_t>(plan.target_ops.size()));
+  for (int o : plan.target_ops) prog.i64(o);
+  prog.u32(static_cast<uint32_t>(plan.schedule.size()));
+  for (int s : plan.schedule) prog.i64(s);
+  prog.u8(static_cast<uint8_t>(plan.precision));
+  prog.u8(plan.deterministic ? 1 : 0);
+  prog.u64(p.program->memory_budget());
+  prog.u64(static_cast<uint64_t>(p.program->memory().arena_bytes));
+  prog.u64(static_cast<uint64_t>(p.program->memory().planned_bytes));
+
+  Writer graph;
+  runtime::tgx::write_graph(graph, g);
+
+  Writer vars;
+  vars.u32(static_cast<uint32_t>(slots.size()));
+  std::vector<std::pair<std::string, TensorData>> values;
+  for (int s : slots) {
+    vars.i64(s);
+    vars.str(store.name(s));
+    runtime::tgx::write_type(vars, store.type(s));
+    if (options.embed_variables) values.emplace_back(store.name(s), store.value(s));
+  }
+  vars.u8(options.embed_variables ? 1 : 0);
+
+  Writer kernels;
+  kernels.u32(static_cast<uint32_t>(code.size()));
+  for (const auto& c : code) {
+    kernels.str(c.key);
+    kernels.str(c.image);
+  }
+
+  std::vector<std::pair<std::string, std::string>> sections = {
+      {"header", header}, {"program", std::move(prog.out())}, {"graph", std::move(graph.out())},
+      {"variables", std::move(vars.out())}};
+  if (options.embed_variables) sections.emplace_back("variable_data", safetensors::serialize(values));
+  sections.emplace_back("kernels", std::move(kernels.out()));
+  return runtime::tgx::write_file(sections);
+}
+
+void Executable::save(const std::string& path, const SaveOptions& options) const {
+  const std::vector<uint8_t> bytes = save_to_bytes(options);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) fail(ErrorCode::io_error, "save", "{}: cannot open for writing", path);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.flush();
+  if (!out) fail(ErrorCode::io_error, "save", "{}: write failed", path);
+}
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) fail(ErrorCode::io_error, "load", "{}: cannot open for reading", path);
+  const std::streamoff size = in.tellg();
+  if (size < 0) fail(ErrorCode::io_error, "load", "{}: cannot read its size", path);
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), size);  // one read: the file holds the weights
+  if (in.gcount() != size) fail(ErrorCode::io_error, "load", "{}: read failed", path);
+  return bytes;
+}
+
+// The sections by name, each checksum verified.
+std::map<std::string, std::string_view> verified_sections(std::span<const uint8_t> bytes, const std::string& file) {
+  const runtime::tgx::Layout layout = runtime::tgx::read_layout(bytes, file);
+  std::map<std::string, std::string_view> sec;
+  for (const auto& s : layout.sections) {
+    std::string_view payload(reinterpret_cast<const char*>(bytes.data()) + s.offset, s.length);
+    if (runtime::tgx::checksum(payload) != s.checksum) {
+      fail(ErrorCode::io_error, "load", "{}: checksum mismatch in section '{}' (the file is corrupt)", file, s.name);
+    }
+    if (!sec.emplace(s.name, payload).second) {
+      fail(ErrorCode::io_error, "load", "{}: section '{}' appears twice", file, s.name);
+    }
+  }
+  return sec;
+}
+
+}  // namespace
+
+Executable Executable::load(const std::string& path, Device device, const LoadOptions& options) {
+  const std::string bytes = read_file(path);
+  return load_from_bytes({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, device, options, path);
+}
+
+std::vector<std::pair<std::string, std::string>> read_executable_header(const std::string& path) {
+  const std::string bytes = read_file(path);
+  const std::span<const uint8_t> b(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  std::map<std::string, std::string_view> sec = verified_sections(b, path);
+  if (!sec.count("header")) fail(ErrorCode::io_error, "load", "{}: section 'header' is missing", path);
+  std::vector<std::pair<std::string, std::string>> out;
+  runtime::tgx::parse_header(sec["header"], path);  // checks the lines
+  std::string_view text = sec["header"];
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    const size_t eq = line.find('=');
+    if (eq != std::string_view::npos) out.emplace_back(std::string(line.substr(0, eq)), std::string(line.substr(eq + 1)));
+  }
+  for (const auto& s : runtime::tgx::read_layout(b, path).sections) {
+    out.emplace_back("section " + s.name, fmt::format("{} bytes", s.length));
+  }
+  return out;
+}
+
+Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device device, const LoadOptions& options,
+                                       const std::string& file) {
+  std::map<std::string, std::string_view> sec = verified_sections(bytes, file);
+  for (const char* need : {"header", "program", "graph", "variables", "kernels"}) {
+    if (!sec.count(need)) fail(ErrorCode::io_error, "load", "{}: section '{}' is missing", file, need);
+  }
+  auto header = runtime::tgx::parse_header(sec["header"], file);
+  if (header["device"] != "cpu" && header["device"] != "cuda") {
+    fail(ErrorCode::io_error, "load", "{}: section 'header' malformed: device '{}' is neither cpu nor cuda", file,
+         header["device"]);
+  }
+  const backends::Backend& backend = backends::backend_for(device);
+
+  // Variables: the file's slots mapped to slots of the store the executable will use.
+  std::shared_ptr<ir::VariableStore> store =
+      options.variables ? options.variables->impl()->variables() : std::make_shared<ir::VariableStore>();
+  Reader vr(sec["variables"], file, "variables");
+  std::vector<std::tuple<int64_t, std::string, TensorType>> vars(vr.count(14));
+  for (auto& [slot, name, type] : vars) {
+    slot = vr.i64();
+    name = vr.str();
+    type = runtime::tgx::read_type(vr);
+    if (name.empty()) vr.malformed("a variable without a name");
+    for (int64_t d : type.shape) {
+      if (d < 0) vr.malformed(fmt::format("variable '{}' has a dynamic type {}", name, type.to_string()));
+    }
+  }
+  const bool embedded = vr.u8() == 1;
+  if (!vr.done()) vr.malformed("bytes after the variables");
+  std::map<int64_t, int> slot_map;
+  if (options.variables) {
+    std::string problems;
+    for (const auto& [slot, name, type] : vars) {
+      const int s = store->find(name);
+      if (s < 0) {
+        problems += fmt::format("\n  '{}' ({}) is not a variable of the graph", name, type.to_string());
+      } else if (store->type(s) != type) {
+        problems += fmt::format("\n  '{}' is {} in the file, {} in the graph", name, type.to_string(),
+                                store->type(s).to_string());
+      } else {
+        slot_map[slot] = s;
+      }
+    }
+    if (!problems.empty()) fail(ErrorCode::not_found, "load", "{}: variables do not bind to the graph's:{}", file, problems);
+  } else {
+    if (!embedded || !sec.count("variable_data")) {
+      fail(ErrorCode::not_found, "load",
+           "{}: the variables are referenced by name, not embedded: give LoadOptions::variables a graph holding them", file);
+    }
+    std::vector<std::pair<std::string, TensorData>> values;
+    try {
+      const std::string_view d = sec["variable_data"];
+      values = safetensors::parse({reinterpret_cast<const uint8_t*>(d.data()), d.size()}, file);
+    } catch (const Error& e) {
+      fail(ErrorCode::io_error, "load", "{}: section 'variable_data' malformed: {}", file, e.what());
+    }
+    for (const auto& [slot, name, type] : vars) {
+      auto it = std::find_if(values.begin(), values.end(), [&](const auto& v) { return v.first == name; });
+      if (it == values.end() || it->second.type() != type) {
+        fail(ErrorCode::io_error, "load", "{}: section 'variable_data' malformed: no value of {} for '{}'", file,
+             type.to_string(), name);
+      }
+      if (slot_map.count(slot)) vr.malformed(fmt::format("slot {} listed twice", slot));
+      try {
+        slot_map[slot] = store->add(name, it->second);
+      } catch (const Error& e) {
+        vr.malformed(e.what());
+      }
+    }
+  }
+
+  // The graph, with its variable nodes pointing at the store's slots.
+  Reader gr(sec["graph"], file, "graph");
+  std::shared_ptr<ir::Graph> g = runtime::tgx::read_graph(gr, store);
+  if (!gr.done()) gr.malformed("bytes after the graph");
+  runtime::tgx::for_each_node(*g, [&](ir::Node& n) {
+    if (auto* v = std::get_if<ir::VariableAttrs>(&n.attrs)) {
+      auto it = slot_map.find(v->index);
+      if (it == slot_map.end()) gr.malformed(fmt::format("node '{}' uses variable slot {}, not in section 'variables'", n.name, v->index));
+      v->index = it->second;
+    }
+  });
+  // The stored types must be those the ops infer (an edited or corrupt graph never reaches a kernel).
+  try {
+    ir::Graph check(*g);
+    if (ops::infer_graph_types(check)) gr.malformed("node types differ from those their ops infer");
+  } catch (const Error& e) {
+    if (std::string_view(e.what()).find(file) != std::string_view::npos) throw;
+    gr.malformed(fmt::format("its ops do not type-check: {}", e.what()));
+  } catch (const std::exception& e) {
+    gr.malformed(fmt::format("its ops do not type-check: {}", e.what()));
+  }
+
+  auto plan = std::make_shared<runtime::PlannedGraph>();
+  Reader pr(sec["program"], file, "program");
+  plan->feed_nodes.resize(pr.count(8));
+  for (int& f : plan->feed_nodes) {
+    f = read_id(pr, g->size(), "feed");
+    if (g->node(f).kind != ir::OpKind::placeholder) pr.malformed(fmt::format("feed %{} is not a placeholder", f));
+  }
+  plan->targets.resize(pr.count(16));
+  for (auto& t : plan->targets) {
+    t.node = read_id(pr, g->size(), "target");
+    const int64_t index = pr.i64();
+    if (index < 0 || index >= static_cast<int64_t>(g->node(t.node).outputs.size())) pr.malformed("a target output out of range");
+    t.index = static_cast<int>(index);
+  }
+  plan->target_ops.resize(pr.count(8));
+  for (int& o : plan->target_ops) o = read_id(pr, g->size(), "target op");
+  plan->schedule.resize(pr.count(8));
+  std::vector<char> seen(static_cast<size_t>(g->size()), 0);
+  for (int& s : plan->schedule) {
+    s = read_id(pr, g->size(), "scheduled node");
+    for (const auto& in : g->node(s).inputs) {
+      if (!seen[static_cast<size_t>(in.node)]) pr.malformed(fmt::format("node %{} is scheduled before its input %{}", s, in.node));
+    }
+    if (seen[static_cast<size_t>(s)]) pr.malformed(fmt::format("node %{} is scheduled twice", s));
+    seen[static_cast<size_t>(s)] = 1;
+  }
+  const uint8_t precision = pr.u8();
+  if (precision > 3) pr.malformed("an unknown precision");
+  plan->precision = static_cast<ComputePrecision>(precision);
+  plan->deterministic = pr.u8() != 0;
+  const uint64_t budget = pr.u64();
+  const uint64_t arena_bytes = pr.u64();
+  pr.u64();  // planned bytes (informative)
+  if (!pr.done()) pr.malformed("bytes after the program");
+  for (size_t i = 0; i < plan->feed_nodes.size(); ++i) {
+    if (!is_static(g->node(plan->feed_nodes[i]).outputs[0].shape)) pr.malformed("a feed of dynamic shape");
+  }
+
+  // Kernels (read before deciding, so that a malformed section is an error either way).
+  Reader kr(sec["kernels"], file, "kernels");
+  std::vector<backends::CodeObject> code(kr.count(8));
+  for (auto& c : code) {
+    c.key = kr.str();
+    c.image = kr.str();
+  }
+  if (!kr.done()) kr.malformed("bytes after the kernels");
+
+  // Same device kind, architecture and library versions: the stored graph as is. Else recompile.
+  std::string why;
+  const std::string file_device = header["device"];
+  const std::string here_device = device.is_cpu() ? "cpu" : "cuda";
+  if (file_device != here_device) {
+    why = fmt::format("it was compiled for {}, loading on {}", file_device, here_device);
+  } else {
+    for (const auto& [k, v] : target_fields(backend)) {
+      const std::string in_file = header.count(k) ? header[k] : "(none)";
+      if (in_file != v && why.empty()) why = fmt::format("{} is {} in the file, {} here", k, in_file, v);
+    }
+  }
+  stats::add(stats::Counter::executable_loads);
+  if (!why.empty()) {
+    std::fprintf(stderr, "[tg] %s: recompiling the saved executable from its graph: %s\n", file.c_str(), why.c_str());
+    stats::add(stats::Counter::executable_load_recompiles);
+    FeedTypes feeds;
+    for (int f : plan->feed_nodes) feeds.emplace_back(Tensor(g, f, 0), g->node(f).outputs[0]);
+    std::vector<Tensor> targets;
+    for (const auto& t : plan->targets) targets.emplace_back(g, t.node, t.index);
+    std::vector<Operation> target_ops;
+    for (int o : plan->target_ops) target_ops.emplace_back(g, o);
+    CompileOptions co;
+    co.precision = plan->precision;
+    co.deterministic = plan->deterministic;
+    co.memory_budget_bytes = static_cast<size_t>(budget);
+    try {
+      return runtime::compile_graph(g, device, feeds, targets, target_ops, co);
+    } catch (const Error& e) {
+      throw Error(e.code(), fmt::format("[load] {}: section 'graph': recompiling failed: {}", file, e.what()));
+    }
+  }
+
+  for (const ir::Node& n : g->nodes()) {
+    if (!backend.supports(n)) {
+      fail(ErrorCode::unsupported, "load", "{}: section 'graph': {} is not supported on {}", file, ir::op_name(n.kind),
+           device.to_string());
+    }
+  }
+  if (!code.empty()) {
+    try {
+      backend.preload_code(code);
+    } catch (const Error& e) {
+      fail(ErrorCode::io_error, "load", "{}: section 'kernels': {}", file, e.what());
+    }
+    stats::add(stats::Counter::kernel_preloads, static_cast<int64_t>(code.size()));
+  }
+  auto compiled = std::make_shared<CompiledProgram>();
+  compiled->device = device;
+  for (int f : plan->feed_nodes) {
+    compiled->feed_names.push_back(g->node(f).name);
+    compiled->feed_types.push_back(g->node(f).outputs[0]);
+  }
+  for (const auto& r : plan->targets) compiled->target_types.push_back(g->type(r));
+  plan->graph = g;
+  try {
+    compiled->program = std::make_unique<runtime::Program>(plan, backend, static_cast<size_t>(budget));
+  } catch (const Error& e) {
+    fail(ErrorCode::io_error, "load", "{}: section 'program' malformed: {}", file, e.what());
+  }
+  compiled->plan = std::move(plan);
+  if (static_cast<uint64_t>(compiled->program->memory().arena_bytes) != arena_bytes) {
+    fail(ErrorCode::io_error, "load", "{}: section 'program': the memory plan takes {} bytes here, {} in the file", file,
+         compiled->program->memory().arena_bytes, arena_bytes);
+  }
+  return Executable(std::move(compiled));
+}
+
+}  // namespace tg

@@ -1,0 +1,394 @@
+// Executable::save / load (.tgx, docs/design/0008): lossless round trips (bit-identical results,
+// the same printed graph), no pass pipeline on load, variables embedded or bound by name, the
+// recompile when the file's architecture differs, CPU <-> CUDA, and one test per bad-file class
+// asserting that the message names the file and the section.
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "runtime/tgx_format.h"
+#include "test_util.h"
+
+namespace tg {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::expect_close;
+
+std::vector<Device> devices() {
+  std::vector<Device> d{Device::cpu()};
+  if (Device::cuda_device_count() > 0) d.push_back(Device::cuda(0));
+  return d;
+}
+
+void expect_bit_identical(const TensorData& a, const TensorData& b) {
+  TensorData ha = a.to(Device::cpu()), hb = b.to(Device::cpu());
+  ASSERT_EQ(ha.type(), hb.type());
+  EXPECT_EQ(std::memcmp(ha.raw_data(), hb.raw_data(), ha.nbytes()), 0) << ha.to_string() << " vs " << hb.to_string();
+}
+
+std::string error_of(const std::function<void()>& f, ErrorCode* code = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (code) *code = e.code();
+    return e.what();
+  }
+  return "";
+}
+
+// y = relu(x @ w + b) summed over rows, and a second target x * 2: x [2,3], w [3,2] (a variable).
+struct Mlp {
+  Graph g;
+  Tensor x, w, y, z;
+  Mlp() {
+    x = g.placeholder({2, 3}, DType::f32, "x");
+    w = g.variable(TensorData::from_vector<float>({1, -1, 2, 0.5f, -3, 1}, {3, 2}), "w");
+    Tensor b = g.constant(TensorData::from_vector<float>({0.25f, -0.5f}, {2}));
+    y = reduce_sum(relu(matmul(x, w) + b), {.axes = {0}});
+    z = x * 2.f;
+  }
+  static TensorData input() { return TensorData::from_vector<float>({1, 2, 3, -1, 0.5f, 2}, {2, 3}); }
+};
+
+// The hand-computed y of Mlp::input(): rows x@w = [1+4-9, -1+1+3] = [-4, 3], [-1+1-6, 1+0.25+2] = [-6, 3.25];
+// + b: [-3.75, 2.5], [-5.75, 2.75]; relu and sum over rows: [0, 5.25].
+const std::vector<double> kMlpY = {0, 5.25};
+
+TEST(SavedExecutable, RoundTripRunsWithoutThePassPipelineAndBitIdentical) {
+  for (Device d : devices()) {
+    SCOPED_TRACE(d.to_string());
+    Mlp m;
+    Executable exe = m.g.compile(d, {{m.x, {{2, 3}, DType::f32}}}, {m.y, m.z});
+    std::vector<TensorData> before = exe.run({Mlp::input()});
+    expect_close(before[0].to(Device::cpu()), kMlpY, {2}, 1e-6);
+    const fs::path path = fs::temp_directory_path() / ("tg_saved_mlp_" + d.to_string() + ".tgx");
+    exe.save(path.string());
+
+    const RuntimeStats s0 = runtime_stats();
+    Executable loaded = Executable::load(path.string(), d);
+    const RuntimeStats s1 = runtime_stats();
+    EXPECT_EQ(s1.compiles, s0.compiles);  // the stored optimized graph, no pass pipeline
+    EXPECT_EQ(s1.executable_loads, s0.executable_loads + 1);
+    EXPECT_EQ(s1.executable_load_recompiles, s0.executable_load_recompiles);
+    EXPECT_EQ(loaded.to_string(), exe.to_string());
+    EXPECT_EQ(loaded.input_types(), exe.input_types());
+    EXPECT_EQ(loaded.output_types(), exe.output_types());
+    EXPECT_EQ(loaded.arena_bytes() > 0, exe.arena_bytes() > 0);
+    std::vector<TensorData> after = loaded.run({Mlp::input()});
+    const RuntimeStats s2 = runtime_stats();
+    EXPECT_EQ(s2.compiles, s0.compiles);
+    EXPECT_EQ(s2.kernel_compiles, s0.kernel_compiles);  // on CUDA: the stored kernels, no NVRTC
+    ASSERT_EQ(after.size(), 2u);
+    for (size_t i = 0; i < after.size(); ++i) expect_bit_identical(after[i], before[i]);
+    fs::remove(path);
+  }
+}
+
+// Many attribute structs and regions: the loaded graph prints the same (attributes included) and
+// computes the same bits.
+TEST(SavedExecutable, AttributesAndRegionsSurvive) {
+  for (Device d : devices()) {
+    SCOPED_TRACE(d.to_string());
+    Graph g;
+    Tensor x = g.placeholder({1, 6, 6, 2}, DType::f32, "x");
+    Tensor idx = g.placeholder({3}, DType::i32, "idx");
+    Tensor n = g.placeholder({}, DType::i32, "n");
+    Tensor w = g.constant(TensorData::random_normal({3, 3, 2, 4}, 0.f, 0.5f, 7));
+    Tensor c = conv2d(x, w, {.strides = {1, 1}, .padding = Padding::same});
+    Tensor p = max_pool2d(c, {.kernel_size = {2, 2}, .strides = {2, 2}});
+    Tensor s = slice(p, {.begin = {0, 0, 1, 0}, .end = {1, 3, 3, 4}});
+    Tensor t = transpose(pad(s, {.before = {0, 1, 0, 0}, .after = {0, 0, 1, 0}, .mode = PadMode::reflect}), {0, 3, 1, 2});
+    Tensor r = reshape(t, {4, -1});
+    Tensor gth = gather(r, idx, {.axis = 0});
+    Tensor am = cast(argmax(gth, {.axis = 1}), DType::f32);
+    Tensor cat = concat({reduce_max(gth, {.axes = {1}}), am}, 0);
+    std::vector<Tensor> loop = for_loop(n, {cat}, [&](Tensor i, std::span<const Tensor> a) {
+      return std::vector<Tensor>{a[0] * 0.5f + cast(i, DType::f32)};
+    });
+    std::vector<Tensor> br = if_else(less(reduce_sum(loop[0]), g.constant(0.0, DType::f32)),
+                                     [&] { return std::vector<Tensor>{loop[0] - 1.f}; },
+                                     [&] { return std::vector<Tensor>{exp(-abs(loop[0]))}; });
+    Executable exe = g.compile(d, {{x, {{1, 6, 6, 2}, DType::f32}}, {idx, {{3}, DType::i32}}, {n, {{}, DType::i32}}},
+                               {br[0], c});
+    std::vector<TensorData> in = {TensorData::random_uniform({1, 6, 6, 2}, -1, 1, 3),
+                                  TensorData::from_vector<int32_t>({2, 0, -1}, {3}), TensorData::scalar<int32_t>(3)};
+    std::vector<TensorData> want = exe.run(in);
+    Executable loaded = Executable::load_from_bytes(exe.save_to_bytes(), d);
+    EXPECT_EQ(loaded.to_string(), exe.to_string());
+    std::vector<TensorData> got = loaded.run(in);
+    for (size_t i = 0; i < got.size(); ++i) expect_bit_identical(got[i], want[i]);
+  }
+}
+
+TEST(SavedExecutable, VariablesEmbeddedOrBoundByName) {
+  Graph g;
+  Tensor x = g.placeholder({2}, DType::f32, "x");
+  Tensor v = g.variable(TensorData::from_vector<float>({1, 2}, {2}), "v");
+  Operation step = assign_variable(v, v + x);
+  Executable exe = g.compile(Device::cpu(), {{x, {{2}, DType::f32}}}, {v}, {step});
+  const std::vector<uint8_t> embedded = exe.save_to_bytes();
+  const std::vector<uint8_t> referenced = exe.save_to_bytes({.embed_variables = false});
+  EXPECT_LT(referenced.size(), embedded.size());
+
+  // Embedded: the loaded executable's variables are its own.
+  Executable own = Executable::load_from_bytes(embedded, Device::cpu());
+  TensorData inc = TensorData::from_vector<float>({10, 20}, {2});
+  testing::expect_equal(own.run({inc})[0], {1, 2}, {2});
+  testing::expect_equal(own.run({inc})[0], {11, 22}, {2});
+  testing::expect_equal(g.variable_value(v), {1, 2}, {2});  // the graph's are untouched
+
+  // Referenced: loading needs a graph to bind them to, then runs update that graph's variable.
+  ErrorCode code{};
+  const std::string msg = error_of([&] { Executable::load_from_bytes(referenced, Device::cpu(), {}, "ref.tgx"); }, &code);
+  EXPECT_EQ(code, ErrorCode::not_found);
+  EXPECT_NE(msg.find("ref.tgx"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("LoadOptions::variables"), std::string::npos) << msg;
+  Executable bound = Executable::load_from_bytes(referenced, Device::cpu(), {.variables = &g});
+  bound.run({inc});
+  testing::expect_equal(g.variable_value(v), {11, 22}, {2});
+
+  // A graph whose variable has another type is refused, naming it.
+  Graph other;
+  other.variable(TensorData::from_vector<float>({1, 2, 3}, {3}), "v");
+  const std::string mismatch = error_of([&] { Executable::load_from_bytes(referenced, Device::cpu(), {.variables = &other}, "ref.tgx"); }, &code);
+  EXPECT_EQ(code, ErrorCode::not_found);
+  EXPECT_NE(mismatch.find("'v' is f32[2] in the file, f32[3] in the graph"), std::string::npos) << mismatch;
+}
+
+// Rewrites header field `key`'s value (same length) and repairs the checksums.
+std::vector<uint8_t> patch_header(std::vector<uint8_t> bytes, const std::string& key, const std::string& value) {
+  const std::string needle = "\n" + key + "=";
+  std::string text(bytes.begin(), bytes.end());
+  size_t at = text.find(needle);
+  EXPECT_NE(at, std::string::npos);
+  at += needle.size();
+  const size_t end = text.find('\n', at);
+  EXPECT_EQ(end - at, value.size()) << "patch keeps the length";
+  std::memcpy(bytes.data() + at, value.data(), value.size());
+  runtime::tgx::repair_checksums(bytes, "patched");
+  return bytes;
+}
+
+std::string header_value(const std::vector<uint8_t>& bytes, const std::string& key) {
+  const std::string text(bytes.begin(), bytes.end());
+  const size_t at = text.find("\n" + key + "=") + key.size() + 2;
+  return text.substr(at, text.find('\n', at) - at);
+}
+
+TEST(SavedExecutable, AnotherArchitectureRecompilesFromTheStoredGraphWithOneLogLine) {
+  for (Device d : devices()) {
+    SCOPED_TRACE(d.to_string());
+    Mlp m;
+    Executable exe = m.g.compile(d, {{m.x, {{2, 3}, DType::f32}}}, {m.y, m.z});
+    std::vector<TensorData> want = exe.run({Mlp::input()});
+    std::vector<uint8_t> bytes = exe.save_to_bytes();
+    std::string arch = header_value(bytes, "arch");  // "host" on the CPU, "sm_90" on an H200
+    std::string other = arch;
+    other.back() = other.back() == '0' ? '1' : '0';
+    bytes = patch_header(bytes, "arch", other);
+    const RuntimeStats s0 = runtime_stats();
+    ::testing::internal::CaptureStderr();
+    Executable loaded = Executable::load_from_bytes(bytes, d, {}, "patched.tgx");
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    const RuntimeStats s1 = runtime_stats();
+    EXPECT_EQ(s1.compiles, s0.compiles + 1);
+    EXPECT_EQ(s1.executable_load_recompiles, s0.executable_load_recompiles + 1);
+    EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
+    EXPECT_NE(log.find("patched.tgx: recompiling the saved executable from its graph: arch is " + other +
+                       " in the file, " + arch + " here"),
+              std::string::npos)
+        << log;
+    std::vector<TensorData> got = loaded.run({Mlp::input()});
+    for (size_t i = 0; i < got.size(); ++i) expect_bit_identical(got[i], want[i]);
+  }
+}
+
+TEST(SavedExecutable, CpuExecutableLoadsOnCudaAndBack) {
+  if (Device::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU usable here";
+  Mlp m;
+  Executable cpu = m.g.compile(Device::cpu(), {{m.x, {{2, 3}, DType::f32}}}, {m.y, m.z});
+  Executable on_cuda = Executable::load_from_bytes(cpu.save_to_bytes(), Device::cuda(0));
+  EXPECT_TRUE(on_cuda.device().is_cuda());
+  std::vector<TensorData> r = on_cuda.run({Mlp::input()});
+  expect_close(r[0].to(Device::cpu()), kMlpY, {2}, 1e-6);
+  Executable back = Executable::load_from_bytes(on_cuda.save_to_bytes(), Device::cpu());
+  EXPECT_TRUE(back.device().is_cpu());
+  expect_close(back.run({Mlp::input()})[0], kMlpY, {2}, 1e-6);
+}
+
+// ---- bad files: each class raises tg::Error naming the file and the section -------------------
+
+std::vector<uint8_t> mlp_bytes(Device d = Device::cpu()) {
+  Mlp m;
+  Executable exe = m.g.compile(d, {{m.x, {{2, 3}, DType::f32}}}, {m.y, m.z});
+  exe.run({Mlp::input()});
+  return exe.save_to_bytes();
+}
+
+// The offset of section `name`'s payload.
+runtime::tgx::Section section(const std::vector<uint8_t>& bytes, const std::string& name) {
+  for (const auto& s : runtime::tgx::read_layout(bytes, "t").sections) {
+    if (s.name == name) return s;
+  }
+  ADD_FAILURE() << "no section " << name;
+  return {};
+}
+
+void expect_load_error(const std::vector<uint8_t>& bytes, ErrorCode want, const std::vector<std::string>& parts) {
+  ErrorCode code{};
+  const std::string msg = error_of([&] { Executable::load_from_bytes(bytes, Device::cpu(), {}, "bad.tgx"); }, &code);
+  ASSERT_FALSE(msg.empty()) << "loaded without an error";
+  EXPECT_EQ(code, want) << msg;
+  EXPECT_NE(msg.find("bad.tgx"), std::string::npos) << msg;
+  for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+}
+
+TEST(SavedExecutableBadFile, Truncated) {
+  std::vector<uint8_t> b = mlp_bytes();
+  b.resize(b.size() - 5);
+  expect_load_error(b, ErrorCode::io_error, {"truncated in section 'kernels'"});
+  b.resize(section(mlp_bytes(), "graph").offset + 10);
+  expect_load_error(b, ErrorCode::io_error, {"truncated in section 'graph'"});
+  expect_load_error({'T', 'G'}, ErrorCode::io_error, {"truncated in section 'file header'"});
+}
+
+TEST(SavedExecutableBadFile, CorruptByte) {
+  std::vector<uint8_t> b = mlp_bytes();
+  const auto g = section(b, "graph");
+  b[g.offset + g.length / 2] ^= 0x40;
+  expect_load_error(b, ErrorCode::io_error, {"checksum mismatch in section 'graph'"});
+}
+
+TEST(SavedExecutableBadFile, WrongMagic) {
+  std::vector<uint8_t> b = mlp_bytes();
+  b[1] = 'X';
+  expect_load_error(b, ErrorCode::io_error, {"wrong magic in section 'file header'"});
+}
+
+TEST(SavedExecutableBadFile, FutureVersion) {
+  std::vector<uint8_t> b = mlp_bytes();
+  b[4] = 2;
+  expect_load_error(b, ErrorCode::unsupported, {"section 'file header': format version 2"});
+}
+
+TEST(SavedExecutableBadFile, ChecksumMismatch) {
+  std::vector<uint8_t> b = mlp_bytes();
+  const auto v = section(b, "variable_data");
+  b[v.offset - 1] ^= 0x01;  // the stored checksum's last byte
+  expect_load_error(b, ErrorCode::io_error, {"checksum mismatch in section 'variable_data'"});
+}
+
+// Bytes that pass the checksum but do not parse (a file written by something else, or a
+// checksum collision): malformed sections and unknown op names.
+TEST(SavedExecutableBadFile, MalformedSectionsBehindValidChecksums) {
+  std::vector<uint8_t> b = mlp_bytes();
+  const auto p = section(b, "program");
+  std::vector<uint8_t> bad = b;
+  bad[p.offset] = 0xff;  // feed count 255: more than the section holds
+  runtime::tgx::repair_checksums(bad, "t");
+  expect_load_error(bad, ErrorCode::io_error, {"section 'program' malformed"});
+
+  std::string text(b.begin(), b.end());
+  const auto g = section(b, "graph");
+  const size_t at = text.find("matmul", g.offset);
+  ASSERT_NE(at, std::string::npos);
+  bad = b;
+  bad[at + 5] = 'x';
+  runtime::tgx::repair_checksums(bad, "t");
+  expect_load_error(bad, ErrorCode::unsupported, {"section 'graph': op 'matmux' is not known to this build"});
+
+  bad = b;  // relu's select: its input edge pointing at a later node
+  size_t q = text.find("select", g.offset);  // relu = select(x <= 0, 0, x): not fused on the CPU
+  ASSERT_NE(q, std::string::npos);
+  q += 6;
+  uint32_t name_len = 0;
+  std::memcpy(&name_len, &b[q], 4);
+  q += 4 + name_len;               // the node's name
+  q += 4 + 4;                      // attrs "none"
+  ASSERT_EQ(text.substr(q - 4, 4), "none");
+  q += 4;                          // input count, then input 0's node (i64)
+  bad[q] = 0x7f;
+  runtime::tgx::repair_checksums(bad, "t");
+  expect_load_error(bad, ErrorCode::io_error, {"section 'graph' malformed"});
+}
+
+TEST(SavedExecutableBadFile, BadKernelBinary) {
+  if (Device::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU usable here (kernels are CUDA binaries)";
+  std::vector<uint8_t> b = mlp_bytes(Device::cuda(0));
+  const auto k = section(b, "kernels");
+  ASSERT_GT(k.length, 64u) << "the MLP's CUDA executable has generated kernels";
+  std::string text(b.begin(), b.end());
+  // The first image: overwrite its ELF / PTX start (after the key).
+  size_t at = text.find("\x7f" "ELF", k.offset);
+  if (at == std::string::npos) at = text.find(".version", k.offset);
+  ASSERT_NE(at, std::string::npos);
+  for (size_t i = 0; i < 16; ++i) b[at + i] = 0xee;
+  runtime::tgx::repair_checksums(b, "t");
+  ErrorCode code{};
+  const std::string msg = error_of([&] { Executable::load_from_bytes(b, Device::cuda(0), {}, "bad.tgx"); }, &code);
+  EXPECT_EQ(code, ErrorCode::io_error) << msg;
+  EXPECT_NE(msg.find("bad.tgx: section 'kernels'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("refuses its binary"), std::string::npos) << msg;
+}
+
+// A deterministic stand-in for the fuzz target in every build: random byte changes with the
+// checksums repaired (so the section parsers see them) and cuts; each load either works or
+// raises tg::Error, never another exception or a crash (the fuzz target checks with sanitizers).
+TEST(SavedExecutableBadFile, RandomCorruptionsAreErrorsNotCrashes) {
+  Graph g;
+  Tensor x = g.placeholder({2, 3}, DType::f32, "x");
+  Tensor w = g.variable(TensorData::from_vector<float>({1, -1, 2, 0.5f, -3, 1}, {3, 2}), "w");
+  Tensor n = g.placeholder({}, DType::i32, "n");
+  std::vector<Tensor> loop = for_loop(n, {matmul(x, w)}, [&](Tensor i, std::span<const Tensor> a) {
+    return std::vector<Tensor>{a[0] * 0.5f + cast(i, DType::f32)};
+  });
+  Operation step = assign_variable(w, w * 0.5f);
+  Executable exe = g.compile(Device::cpu(), {{x, {{2, 3}, DType::f32}}, {n, {{}, DType::i32}}},
+                             {reduce_sum(loop[0], {.axes = {0}})}, {step});
+  const std::vector<uint8_t> good = exe.save_to_bytes();
+  uint64_t state = 12345;
+  auto next = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return state >> 33;
+  };
+  int loaded = 0, errors = 0;
+  for (int iter = 0; iter < 3000; ++iter) {
+    std::vector<uint8_t> b = good;
+    const int flips = 1 + static_cast<int>(next() % 3);
+    for (int f = 0; f < flips; ++f) b[next() % b.size()] = static_cast<uint8_t>(next());
+    if (iter % 5 == 0) b.resize(next() % b.size());
+    try {
+      runtime::tgx::repair_checksums(b, "m.tgx");
+    } catch (const Error&) {
+    }
+    try {
+      Executable e = Executable::load_from_bytes(b, Device::cpu(), {}, "m.tgx");
+      ++loaded;
+    } catch (const Error& e) {
+      ++errors;
+      EXPECT_NE(std::string(e.what()).find("m.tgx"), std::string::npos) << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "iteration " << iter << ": not a tg::Error: " << e.what();
+    }
+  }
+  EXPECT_GT(errors, 1000);  // most changes are caught
+  std::cout << "[tgx] 3000 corrupted files: " << loaded << " loaded, " << errors << " tg::Error\n";
+}
+
+TEST(SavedExecutableBadFile, UnwritablePathAndMissingFile) {
+  Mlp m;
+  Executable exe = m.g.compile(Device::cpu(), {{m.x, {{2, 3}, DType::f32}}}, {m.y});
+  ErrorCode code{};
+  std::string msg = error_of([&] { exe.save("/nonexistent-dir/x.tgx"); }, &code);
+  EXPECT_EQ(code, ErrorCode::io_error);
+  EXPECT_NE(msg.find("/nonexistent-dir/x.tgx: cannot open for writing"), std::string::npos) << msg;
+  msg = error_of([&] { Executable::load("/nonexistent-dir/x.tgx", Device::cpu()); }, &code);
+  EXPECT_EQ(code, ErrorCode::io_error);
+  EXPECT_NE(msg.find("/nonexistent-dir/x.tgx: cannot open for reading"), std::string::npos) << msg;
+  msg = error_of([&] { Executable().save_to_bytes(); }, &code);
+  EXPECT_EQ(code, ErrorCode::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tg
