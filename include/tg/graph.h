@@ -85,8 +85,11 @@ using FeedTypes = std::vector<std::pair<Tensor, TensorType>>;
 /// float32); a max pool between them runs on the rounded values. Under bf16 (not f16, whose range
 /// would flush small gradients without loss scaling), an activation or activation gradient that
 /// one fused kernel writes and others read is stored in bf16 between them
-/// (passes::demote_activation_storage), as torch.autocast stores it; results and values that
-/// reach a variable assignment keep float32. Other dtypes compute in their own dtype.
+/// (passes::demote_activation_storage), as torch.autocast stores it; results (and what they are
+/// computed from through elementwise ops and reductions, e.g. a loss) and values that reach a
+/// variable assignment through elementwise ops keep float32, while a sum that feeds the
+/// optimizer (a batch-norm gamma's gradient) reads its bf16-stored input. Other dtypes compute in
+/// their own dtype.
 enum class ComputePrecision { f32, tf32, bf16, f16 };
 
 struct CompileOptions {

@@ -36,6 +36,20 @@ std::vector<TensorType> infer_fused(const ir::Node& node, std::span<const Tensor
         fail(ErrorCode::internal, ir::op_name(node.kind), "step {} ({}) reduces {} to {}; floating dtypes, unchanged", k,
              step, dtype_name(t), dtype_name(s.dtype));
       }
+    } else {
+      // Every step reads earlier values only, as many as its op takes (a loaded .tgx file's programs
+      // are checked here before any kernel reads them).
+      const int arity = ir::op_info(s.kind).arity;
+      if (arity >= 0 && static_cast<int>(s.args.size()) != arity) {
+        fail(ErrorCode::internal, ir::op_name(node.kind), "step {} ({}) has {} arguments, the op takes {}", k,
+             ir::op_name(s.kind), s.args.size(), arity);
+      }
+      for (int v : s.args) {
+        if (v < 0 || v >= num_inputs + static_cast<int>(k)) {
+          fail(ErrorCode::internal, ir::op_name(node.kind), "step {} ({}) reads value {}; earlier values are 0..{}", k,
+               ir::op_name(s.kind), v, num_inputs + static_cast<int>(k) - 1);
+        }
+      }
     }
     dtype.push_back(s.dtype);
   }

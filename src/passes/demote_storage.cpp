@@ -8,12 +8,17 @@
 // torch.autocast. A value qualifies when:
 //  - a fused_elementwise writes it as float32 of the program's shape, and the program reads a
 //    16-bit value of that many elements (an activation or an activation gradient: derived from a
-//    convolution's or matmul's 16-bit result);
+//    convolution's or matmul's 16-bit result, or from a value this pass stored in bf16: writers
+//    are visited in schedule order, so a chain of such programs is demoted along its length);
 //  - every reader is a fused_elementwise or fused_reduce (whose program can widen it);
-//  - it is not a result or kept value, and does not reach a result, a variable assignment or
-//    another side-effect or control op through elementwise programs and shape ops (the loss's and
-//    the optimizer's float32 arithmetic stays float32).
+//  - it is not a result or kept value, does not reach a result through elementwise programs,
+//    shape ops and reductions (a loss summed from per-element terms stays float32), and does not
+//    reach a variable assignment or another side-effect or control op through elementwise
+//    programs and shape ops (the optimizer's arithmetic stays float32). A reduction that only
+//    feeds the optimizer (a batch-norm gamma's gradient) reads its input rounded, as PyTorch's
+//    bf16 batch-norm backward reads its bf16 gradient; its sum is float32.
 // Not under f16, whose narrow exponent range would flush small gradients without loss scaling.
+#include <algorithm>
 #include <map>
 
 #include "passes/passes.h"
@@ -25,31 +30,48 @@ bool is_program(const ir::Node& n) {
   return n.kind == ir::OpKind::fused_elementwise || n.kind == ir::OpKind::fused_reduce;
 }
 
-/// Values (node, output) that reach a result, an assignment, a side-effect or control op through
-/// fused_elementwise programs and shape ops.
+/// Values (node, output) that keep float32: results and kept nodes' outputs, values that reach a
+/// result through elementwise programs, shape ops and reductions (a loss summed from per-element
+/// terms), and values that reach an assignment, a side-effect or a control op through elementwise
+/// programs and shape ops. A reduction whose sum only reaches an assignment (a batch-norm
+/// gamma's gradient on its way to the optimizer) reads its input rounded, as PyTorch's bf16
+/// batch-norm backward reads its bf16 gradient; the sum itself stays float32.
 std::vector<std::vector<char>> sinks(const ir::Graph& g, const std::vector<ir::ValueRef>& roots,
                                      const std::vector<int>& root_ops, const std::vector<int>& keep) {
   const int n = g.size();
-  std::vector<std::vector<char>> tainted(static_cast<size_t>(n));
-  for (const ir::Node& node : g.nodes()) tainted[node.id].assign(node.outputs.size(), 0);
-  std::vector<char> node_tainted(static_cast<size_t>(n), 0);
-  for (const ir::ValueRef& r : roots) tainted[r.node][r.index] = 1;
-  for (int k : keep) node_tainted[k] = 1;
-  for (int k : root_ops) node_tainted[k] = 1;
+  std::vector<std::vector<char>> to_sink(static_cast<size_t>(n)), to_result(static_cast<size_t>(n));
+  for (const ir::Node& node : g.nodes()) {
+    to_sink[node.id].assign(node.outputs.size(), 0);
+    to_result[node.id].assign(node.outputs.size(), 0);
+  }
+  std::vector<char> node_sink(static_cast<size_t>(n), 0);
+  for (const ir::ValueRef& r : roots) to_result[r.node][r.index] = 1;
+  for (int k : keep) node_sink[k] = 1;
+  for (int k : root_ops) node_sink[k] = 1;
   for (int id = n - 1; id >= 0; --id) {  // readers first
     const ir::Node& node = g.node(id);
     const ir::OpFamily f = ir::op_info(node.kind).family;
-    bool out_tainted = node_tainted[id] != 0;
-    for (char t : tainted[id]) out_tainted = out_tainted || t;
+    if (node_sink[id]) std::fill(to_sink[id].begin(), to_sink[id].end(), 1);  // kept: outputs too
+    bool out_sink = false, out_result = false;
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      out_sink = out_sink || to_sink[id][k];
+      out_result = out_result || to_result[id][k];
+    }
     const bool sink = ir::has_trait(node.kind, ir::kSideEffect) || f == ir::OpFamily::variable ||
-                      f == ir::OpFamily::control || !node.regions.empty() || node_tainted[id];
-    const bool passes_through = node.kind == ir::OpKind::fused_elementwise || f == ir::OpFamily::unary ||
-                                f == ir::OpFamily::binary || f == ir::OpFamily::ternary ||
-                                f == ir::OpFamily::cast || f == ir::OpFamily::shape;
-    if (!sink && !(passes_through && out_tainted)) continue;
-    for (const ir::ValueRef& in : node.inputs) tainted[in.node][in.index] = 1;
+                      f == ir::OpFamily::control || !node.regions.empty() || node_sink[id];
+    const bool elementwise = node.kind == ir::OpKind::fused_elementwise || f == ir::OpFamily::unary ||
+                             f == ir::OpFamily::binary || f == ir::OpFamily::ternary ||
+                             f == ir::OpFamily::cast || f == ir::OpFamily::shape;
+    const bool reduction = node.kind == ir::OpKind::fused_reduce || f == ir::OpFamily::reduce;
+    for (const ir::ValueRef& in : node.inputs) {
+      if (sink || (elementwise && out_sink)) to_sink[in.node][in.index] = 1;
+      if ((elementwise || reduction) && out_result) to_result[in.node][in.index] = 1;
+    }
   }
-  return tainted;
+  for (int id = 0; id < n; ++id) {
+    for (size_t k = 0; k < to_sink[id].size(); ++k) to_sink[id][k] = to_sink[id][k] || to_result[id][k];
+  }
+  return to_sink;
 }
 
 bool reads_16bit_of_size(const ir::Graph& g, const ir::Node& n, int64_t size) {

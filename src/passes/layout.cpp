@@ -232,7 +232,7 @@ class Rewriter {
 
   std::optional<ir::ValueRef> composed_transpose(ir::Node& node) {
     auto it = nhwc_of_.find({node.inputs[0].node, node.inputs[0].index});
-    if (it == nhwc_of_.end()) return std::nullopt;
+    if (it == nhwc_of_.end() || !node.control_inputs.empty()) return std::nullopt;  // keep its ordering
     // transpose(transpose(u, to_nchw), q)[i] = u[to_nchw[q[i]]].
     const auto& q = std::get<ir::TransposeAttrs>(node.attrs).perm;
     std::vector<int64_t> perm;

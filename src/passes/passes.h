@@ -101,9 +101,10 @@ bool fuse_rows(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>&
 /// Activation storage (passes/demote_storage.cpp), for CompileOptions::precision bf16 (`low`;
 /// nothing for other dtypes), after the fusion passes: a float32 activation or activation
 /// gradient that one fused_elementwise writes and only fused programs read is stored in bf16 (the
-/// writer rounds it once, the readers widen it), as torch.autocast stores it. Results, kept values
-/// and values that reach a result or a variable assignment through elementwise programs keep
-/// float32. Fusion groups and the schedule are unchanged. True when it demoted anything.
+/// writer rounds it once, the readers widen it), as torch.autocast stores it. Results, kept values,
+/// values a result is computed from through elementwise programs and reductions, and values that
+/// reach a variable assignment through elementwise programs keep float32. Fusion groups and the
+/// schedule are unchanged. True when it demoted anything.
 bool demote_activation_storage(ir::Graph& g, DType low, std::vector<ir::ValueRef>& roots,
                                std::vector<int>& root_ops, std::vector<int>& keep);
 

@@ -7,6 +7,7 @@
 //   variable_data  (embedded variables only) a safetensors block holding their values
 //   kernels        generated kernels: (backend cache key, CUBIN/PTX image) pairs
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "backends/backend.h"
@@ -171,6 +172,10 @@ void Executable::save(const std::string& path, const SaveOptions& options) const
 namespace {
 
 std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    fail(ErrorCode::io_error, "load", "{}: not a regular file", path);  // a directory's size is no file size
+  }
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(ErrorCode::io_error, "load", "{}: cannot open for reading", path);
   const std::streamoff size = in.tellg();
@@ -259,18 +264,26 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
   std::map<int64_t, int> slot_map;
   if (options.variables) {
     std::string problems;
+    bool missing = false;
     for (const auto& [slot, name, type] : vars) {
       const int s = store->find(name);
       if (s < 0) {
         problems += fmt::format("\n  '{}' ({}) is not a variable of the graph", name, type.to_string());
+        missing = true;
       } else if (store->type(s) != type) {
         problems += fmt::format("\n  '{}' is {} in the file, {} in the graph", name, type.to_string(),
                                 store->type(s).to_string());
+      } else if (slot_map.count(slot)) {
+        vr.malformed(fmt::format("slot {} listed twice", slot));
       } else {
         slot_map[slot] = s;
       }
     }
-    if (!problems.empty()) fail(ErrorCode::not_found, "load", "{}: variables do not bind to the graph's:{}", file, problems);
+    if (!problems.empty()) {
+      // include/tg/graph.h: not_found when one is missing, shape_mismatch when only types differ.
+      fail(missing ? ErrorCode::not_found : ErrorCode::shape_mismatch, "load",
+           "{}: variables do not bind to the graph's:{}", file, problems);
+    }
   } else {
     if (!embedded || !sec.count("variable_data")) {
       fail(ErrorCode::not_found, "load",
@@ -345,6 +358,18 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
     }
     if (seen[static_cast<size_t>(s)]) pr.malformed(fmt::format("node %{} is scheduled twice", s));
     seen[static_cast<size_t>(s)] = 1;
+  }
+  // Everything the run reads or returns is scheduled: feeds (once each), targets and target ops.
+  std::vector<char> fed(static_cast<size_t>(g->size()), 0);
+  for (int f : plan->feed_nodes) {
+    if (!seen[static_cast<size_t>(f)] || fed[static_cast<size_t>(f)]) pr.malformed(fmt::format("feed %{} is unscheduled or fed twice", f));
+    fed[static_cast<size_t>(f)] = 1;
+  }
+  for (const auto& t : plan->targets) {
+    if (!seen[static_cast<size_t>(t.node)]) pr.malformed(fmt::format("target %{} is not scheduled", t.node));
+  }
+  for (int o : plan->target_ops) {
+    if (!seen[static_cast<size_t>(o)]) pr.malformed(fmt::format("target op %{} is not scheduled", o));
   }
   const uint8_t precision = pr.u8();
   if (precision > 3) pr.malformed("an unknown precision");

@@ -163,30 +163,38 @@ TEST(Autocast, MaxPoolBeforeAConvolutionRunsOnTheRoundedValues) {
       }
 }
 
-// a = conv(relu(2x), w) * p + q is written by one program and read by a fused reduction: under bf16
-// it is an activation stored in 16 bits between the kernels (as torch.autocast keeps it), so the
-// sums see round_bf16(a). When a also reaches a variable assignment, it keeps its float32 value.
-TEST(Autocast, ActivationsBetweenProgramsAreStoredInBf16UnlessTheyReachAnAssignment) {
+// a = conv(relu(2x), w) * p + q is written by one program and summed by a fused reduction. Under
+// bf16 it is an activation stored in 16 bits between the kernels (as torch.autocast keeps it) when
+// the sums only feed variables (an optimizer's gradient): the sums see round_bf16(a). It keeps
+// float32 when the sums are results (a loss) or when a reaches an assignment elementwise.
+TEST(Autocast, ActivationsBetweenProgramsAreStoredInBf16UnlessTheyReachAResultOrAnAssignment) {
   TensorData xv = x_value();
   TensorData pv = TensorData::random_normal({1, 4, 4, 3}, 1.f, 0.5f, 7);
   TensorData qv = TensorData::random_normal({1, 4, 4, 3}, 0.f, 1.f, 8);
   ScopedFusion f("1");
-  for (bool assigned : {false, true}) {
+  enum Use { sums_assigned, sums_are_results, a_assigned };
+  for (Use use : {sums_assigned, sums_are_results, a_assigned}) {
     ConvNet net;
     Tensor p = net.g.placeholder({1, 4, 4, 3}, DType::f32, "p");
     Tensor q = net.g.placeholder({1, 4, 4, 3}, DType::f32, "q");
     Tensor a = net.z * p + q;
     Tensor s1 = reduce_sum(a), s2 = reduce_sum(a * a);
+    Tensor v1 = net.g.variable(TensorData::zeros({}, DType::f32), "v1");
+    Tensor v2 = net.g.variable(TensorData::zeros({}, DType::f32), "v2");
     Tensor v = net.g.variable(TensorData::zeros({1, 4, 4, 3}, DType::f32), "v");
+    std::vector<Tensor> targets;
     std::vector<Operation> ops;
-    if (assigned) ops.push_back(assign_variable(v, a * 0.5));
-    Executable exe = net.g.compile(Device::cpu(), {{net.x, xv.type()}, {p, pv.type()}, {q, qv.type()}}, {s1, s2}, ops,
+    if (use == sums_are_results) targets = {s1, s2};
+    else ops = {assign_variable(v1, s1), assign_variable(v2, s2)};
+    if (use == a_assigned) ops.push_back(assign_variable(v, a * 0.5));
+    Executable exe = net.g.compile(Device::cpu(), {{net.x, xv.type()}, {p, pv.type()}, {q, qv.type()}}, targets, ops,
                                    {.precision = ComputePrecision::bf16});
     std::vector<TensorData> r = exe.run({xv, pv, qv});
+    const bool rounded = use == sums_assigned;
     // The writer rounds (a last cast step, a bf16 output); the reduction widens (a first cast step).
     const std::string text = exe.to_string();
-    EXPECT_EQ(text.find("cast(5):bf16}, outputs=[6]} : bf16[1,4,4,3]") != std::string::npos, !assigned) << text;
-    EXPECT_EQ(text.find("fused_reduce(%9) {shape=[1,4,4,3], steps={cast(0):f32;") != std::string::npos, !assigned)
+    EXPECT_EQ(text.find("cast(5):bf16}, outputs=[6]} : bf16[1,4,4,3]") != std::string::npos, rounded) << text;
+    EXPECT_EQ(text.find("fused_reduce(%9) {shape=[1,4,4,3], steps={cast(0):f32;") != std::string::npos, rounded)
         << text;
 
     std::vector<float> yv = values_of(xv);
@@ -198,14 +206,16 @@ TEST(Autocast, ActivationsBetweenProgramsAreStoredInBf16UnlessTheyReachAnAssignm
     for (size_t i = 0; i < z.size(); ++i) {
       const float ai = z[i] * ps[i] + qs[i];
       inexact += ai != round_bf16(ai);
-      const double stored = assigned ? ai : round_bf16(ai);
+      const float stored = rounded ? round_bf16(ai) : ai;
       sum += stored;
-      sum_sq += static_cast<double>(static_cast<float>(stored) * static_cast<float>(stored));
+      sum_sq += static_cast<double>(stored * stored);
     }
     ASSERT_GT(inexact, 40);  // the rounding is visible in these values
-    EXPECT_NEAR(values_of(r[0])[0], sum, 1e-6 * std::fabs(sum) + 1e-6) << assigned;
-    EXPECT_NEAR(values_of(r[1])[0], sum_sq, 1e-6 * sum_sq) << assigned;
-    if (assigned) {
+    const double got1 = use == sums_are_results ? values_of(r[0])[0] : values_of(net.g.variable_value(v1))[0];
+    const double got2 = use == sums_are_results ? values_of(r[1])[0] : values_of(net.g.variable_value(v2))[0];
+    EXPECT_NEAR(got1, sum, 1e-6 * std::fabs(sum) + 1e-6) << use;
+    EXPECT_NEAR(got2, sum_sq, 1e-6 * sum_sq) << use;
+    if (use == a_assigned) {
       const std::vector<float> got = values_of(net.g.variable_value(v));
       for (size_t i = 0; i < z.size(); ++i) EXPECT_EQ(got[i], (z[i] * ps[i] + qs[i]) * 0.5f) << i;
     }

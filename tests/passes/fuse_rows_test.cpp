@@ -257,6 +257,13 @@ TEST(FuseRows, TypeInferenceChecksRowReductionSteps) {
   a.steps = {{ir::OpKind::reduce_max, {1}, DType::f32}};
   n.attrs = a;
   EXPECT_TG_ERROR(ops::infer_types(n, in), ErrorCode::internal, "step 0 (reduce_max) must read one earlier value");
+  // Any step: as many arguments as its op takes, each an earlier value (checked for loaded files).
+  a.steps = {{ir::OpKind::add, {0}, DType::f32}};
+  n.attrs = a;
+  EXPECT_TG_ERROR(ops::infer_types(n, in), ErrorCode::internal, "step 0 (add) has 1 arguments, the op takes 2");
+  a.steps = {{ir::OpKind::add, {0, 1}, DType::f32}};
+  n.attrs = a;
+  EXPECT_TG_ERROR(ops::infer_types(n, in), ErrorCode::internal, "step 0 (add) reads value 1; earlier values are 0..0");
   a.steps = {{ir::OpKind::reduce_max, {0}, DType::f32}};
   a.shape = {};
   n.attrs = a;
