@@ -255,6 +255,31 @@ void bind_graph(py::module_& m) {
       .def_property_readonly("input_types", &tg::Executable::input_types)
       .def_property_readonly("output_types", &tg::Executable::output_types)
       .def_property_readonly("device", &tg::Executable::device)
+      .def("save", [](const tg::Executable& e, const std::string& path, bool embed_variables) {
+             e.save(path, {.embed_variables = embed_variables});
+           }, py::arg("path"), py::arg("embed_variables") = true,
+           "Writes the executable to a .tgx file (Executable::save, docs/design/0008): the optimized\n"
+           "graph, memory plan, generated GPU kernels and (embed_variables) the variables' values.\n"
+           "Raises tensorgraph.Error(io_error) when the file cannot be written.")
+      .def("save_to_bytes", [](const tg::Executable& e, bool embed_variables) {
+             const std::vector<uint8_t> b = e.save_to_bytes({.embed_variables = embed_variables});
+             return py::bytes(reinterpret_cast<const char*>(b.data()), b.size());
+           }, py::arg("embed_variables") = true, "The bytes save() writes.")
+      .def_static("load", [](const std::string& path, py::handle device, const tg::Graph* variables) {
+             return tg::Executable::load(path, to_device(device), {.variables = variables});
+           }, py::arg("path"), py::arg("device") = py::none(), py::arg("variables") = nullptr,
+           "Reads a .tgx file for `device` (default: the default device) without recompiling when\n"
+           "it was compiled for the same device kind, GPU architecture and library versions. A .tgx\n"
+           "file holds GPU code: loading one runs its code, like loading a shared library.\n"
+           "`variables`: a Graph whose variables of the same names the executable binds to (needed\n"
+           "for files saved with embed_variables=False). Raises tensorgraph.Error (io_error,\n"
+           "unsupported, not_found, shape_mismatch) naming the file and the section.")
+      .def_static("load_from_bytes", [](py::bytes data, py::handle device, const tg::Graph* variables) {
+             const std::string v = data;
+             return tg::Executable::load_from_bytes({reinterpret_cast<const uint8_t*>(v.data()), v.size()},
+                                                    to_device(device), {.variables = variables});
+           }, py::arg("data"), py::arg("device") = py::none(), py::arg("variables") = nullptr,
+           "As load(), from the bytes of a .tgx file.")
       .def("__str__", &tg::Executable::to_string);
 
   py::class_<tg::Graph>(m, "Graph",
