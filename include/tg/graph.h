@@ -225,7 +225,7 @@ class TG_API Executable {
   /// Writes the executable to `path` as a .tgx file (docs/design/0008-saved-executables.md): a
   /// header (magic "TGX1", format version, device kind, GPU architecture sm_XX and the CUDA,
   /// cuDNN and NVRTC versions it was compiled with, precision, arena bytes, feed and target
-  /// types), then sections each with its byte length and FNV-1a checksum: the optimized graph
+  /// types), then sections each with its byte length and CRC-32 checksum: the optimized graph
   /// (ops by name, attributes, types, constants, control edges, regions), the feeds and targets,
   /// the variables (values embedded in a safetensors block, or names and types only, see
   /// SaveOptions), and on CUDA the generated kernels the executable's runs have compiled so far

@@ -193,7 +193,7 @@ std::map<std::string, std::string_view> verified_sections(std::span<const uint8_
   std::map<std::string, std::string_view> sec;
   for (const auto& s : layout.sections) {
     std::string_view payload(reinterpret_cast<const char*>(bytes.data()) + s.offset, s.length);
-    if (runtime::tgx::checksum(payload) != s.checksum) {
+    if (runtime::tgx::checksum(payload, layout.version) != s.checksum) {
       fail(ErrorCode::io_error, "load", "{}: checksum mismatch in section '{}' (the file is corrupt)", file, s.name);
     }
     if (!sec.emplace(s.name, payload).second) {

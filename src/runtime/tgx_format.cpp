@@ -1,12 +1,17 @@
 #include "runtime/tgx_format.h"
 
+#include <zlib.h>
+
 #include <cstring>
 
 #include "core/error_util.h"
 
 namespace tg::runtime::tgx {
 
-uint64_t checksum(std::string_view bytes) {
+uint64_t checksum(std::string_view bytes, uint32_t version) {
+  if (version >= 2) {
+    return crc32_z(crc32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()), bytes.size());
+  }
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : bytes) {
     h ^= c;
@@ -76,7 +81,7 @@ Layout read_layout(std::span<const uint8_t> bytes, const std::string& file) {
 void repair_checksums(std::vector<uint8_t>& bytes, const std::string& file) {
   const Layout l = read_layout(bytes, file);
   for (const Section& s : l.sections) {
-    const uint64_t sum = checksum({reinterpret_cast<const char*>(bytes.data()) + s.offset, s.length});
+    const uint64_t sum = checksum({reinterpret_cast<const char*>(bytes.data()) + s.offset, s.length}, l.version);
     for (int i = 0; i < 8; ++i) bytes[s.offset - 8 + static_cast<size_t>(i)] = static_cast<uint8_t>(sum >> (8 * i));
   }
 }

@@ -137,7 +137,7 @@ TEST_F(OnnxCli, CompileThenRunAndInspectTheSavedExecutable) {
 
   r = run_tg("inspect " + path("m.tgx"));
   ASSERT_EQ(r.status, 0) << r.out;
-  for (const char* line : {"format_version: 1", "device: cpu", "arch: host", "precision: f32", "feeds: x:f32[2,3]",
+  for (const char* line : {"format_version: 2", "device: cpu", "arch: host", "precision: f32", "feeds: x:f32[2,3]",
                            "targets: f32[2,3]", "arena_bytes: ", "variables: 0 embedded", "section graph: "}) {
     EXPECT_NE(r.out.find(line), std::string::npos) << line << " not in:\n" << r.out;
   }

@@ -271,8 +271,24 @@ TEST(SavedExecutableBadFile, WrongMagic) {
 
 TEST(SavedExecutableBadFile, FutureVersion) {
   std::vector<uint8_t> b = mlp_bytes();
-  b[4] = 2;
-  expect_load_error(b, ErrorCode::unsupported, {"section 'file header': format version 2"});
+  b[4] = 3;
+  expect_load_error(b, ErrorCode::unsupported, {"section 'file header': format version 3"});
+}
+
+TEST(SavedExecutable, FormatVersion1FilesStillLoad) {
+  // Format 1 differs only in its checksum (FNV-1a 64 instead of CRC-32): a file rewritten as
+  // format 1 loads, and its format-2 checksums no longer match once it says format 1.
+  std::vector<uint8_t> b = mlp_bytes();
+  ASSERT_EQ(b[4], 2);
+  b[4] = 1;
+  expect_load_error(b, ErrorCode::io_error, {"checksum mismatch in section 'header'"});
+  runtime::tgx::repair_checksums(b, "v1");
+  Mlp m;
+  const std::vector<TensorData> want =
+      m.g.compile(Device::cpu(), {{m.x, {{2, 3}, DType::f32}}}, {m.y, m.z}).run({Mlp::input()});
+  const std::vector<TensorData> got = Executable::load_from_bytes(b, Device::cpu()).run({Mlp::input()});
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < want.size(); ++k) expect_bit_identical(got[k], want[k]);
 }
 
 TEST(SavedExecutableBadFile, ChecksumMismatch) {
