@@ -96,14 +96,7 @@ void build(Loop& l, const std::string& which, const Args& a) {
 }
 
 std::string python(const std::string& args) {
-  std::string cmd = "python3 " + std::string(TG_SOURCE_DIR) + "/bench/control_flow_peers.py " + args + " 2>&1";
-  std::FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return "";
-  std::string out;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
-  if (pclose(p) != 0) std::fprintf(stderr, "peer failed: %s\n%s\n", cmd.c_str(), out.c_str());
-  return out;
+  return tg::bench::run_python(std::string(TG_SOURCE_DIR) + "/bench/control_flow_peers.py", args);
 }
 
 struct PeerResult {

@@ -52,16 +52,12 @@ using tg::bench::median;
 
 // Runs the PyTorch script; returns its median step time in ms (or -1).
 double run_peer(const Args& a, int threads) {
-  std::string script = std::string(TG_SOURCE_DIR) + "/bench/resnet50_cpu_torch.py";
-  std::string cmd = "/usr/bin/python3 " + script + " " + std::to_string(a.batch) + " " +
-                    std::to_string(a.size) + " " + std::to_string(a.steps) + " " +
-                    std::to_string(threads) + " " + a.torch_layout + " 2>&1";
-  std::FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return -1;
-  std::string out;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
-  int rc = pclose(p);
+  int rc = 0;
+  const std::string out = tg::bench::run_python(
+      std::string(TG_SOURCE_DIR) + "/bench/resnet50_cpu_torch.py",
+      std::to_string(a.batch) + " " + std::to_string(a.size) + " " + std::to_string(a.steps) + " " +
+          std::to_string(threads) + " " + a.torch_layout,
+      &rc, "/usr/bin/python3");
   auto pos = out.find("\"step_ms\": ");
   if (rc != 0 || pos == std::string::npos) {
     std::fprintf(stderr, "PyTorch peer failed (is python3-torch installed? "

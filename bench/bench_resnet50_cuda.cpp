@@ -63,16 +63,12 @@ double ms_since(clock_type::time_point t) {
 
 // The peer's (PyTorch's, or JAX's with `jax`) median ms for the job, or -1.
 double run_peer(const std::string& job, int64_t batch, int64_t iters, const std::string& mode, bool jax = false) {
-  std::string cmd = jax ? "python3 " + std::string(TG_SOURCE_DIR) + "/bench/resnet50_jax.py train " +
-                              std::to_string(batch) + " " + std::to_string(iters) + " 2>&1"
-                        : "python3 " + std::string(TG_SOURCE_DIR) + "/bench/resnet50_cuda_torch.py " + job + " " +
-                              std::to_string(batch) + " " + std::to_string(iters) + " " + mode + " 2>&1";
-  std::FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return -1;
-  std::string out;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
-  int rc = pclose(p);
+  const std::string dir = std::string(TG_SOURCE_DIR) + "/bench/";
+  int rc = 0;
+  const std::string out =
+      jax ? tg::bench::run_python(dir + "resnet50_jax.py", "train " + std::to_string(batch) + " " + std::to_string(iters), &rc)
+          : tg::bench::run_python(dir + "resnet50_cuda_torch.py",
+                                  job + " " + std::to_string(batch) + " " + std::to_string(iters) + " " + mode, &rc);
   auto pos = out.find("\"ms\": ");
   if (rc != 0 || pos == std::string::npos) {
     std::fprintf(stderr, "PyTorch peer failed:\n%s\n", out.c_str());

@@ -322,14 +322,7 @@ Result gather_job(BenchRun& run) {
 }
 
 std::string python(const std::string& args) {
-  std::string cmd = "python3 " + std::string(TG_SOURCE_DIR) + "/bench/stencil_torch.py " + args + " 2>&1";
-  std::FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return "";
-  std::string out;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
-  if (pclose(p) != 0) std::fprintf(stderr, "peer failed: %s\n%s\n", cmd.c_str(), out.c_str());
-  return out;
+  return tg::bench::run_python(std::string(TG_SOURCE_DIR) + "/bench/stencil_torch.py", args);
 }
 
 /// job -> PyTorch ms, from the peer's JSON lines {"job": "...", "ms": ...}.

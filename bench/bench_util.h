@@ -38,6 +38,26 @@ class Flags {
   std::string key_;
 };
 
+/// Runs `interpreter script args` (a peer in Python: PyTorch, JAX) and returns what it printed,
+/// stdout and stderr together. `status`: its exit status (-1 when it could not start); when null,
+/// a failure is reported on stderr with the command and its output.
+inline std::string run_python(const std::string& script, const std::string& args, int* status = nullptr,
+                              const std::string& interpreter = "python3") {
+  const std::string cmd = interpreter + " " + script + " " + args + " 2>&1";
+  std::FILE* p = popen(cmd.c_str(), "r");
+  if (!p) {
+    if (status) *status = -1;
+    return "";
+  }
+  std::string out;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  const int rc = pclose(p);
+  if (status) *status = rc;
+  else if (rc != 0) std::fprintf(stderr, "peer failed: %s\n%s\n", cmd.c_str(), out.c_str());
+  return out;
+}
+
 /// Median of v (the mean of the two middle values for an even count); 0 for none.
 inline double median(std::vector<double> v) {
   if (v.empty()) return 0;

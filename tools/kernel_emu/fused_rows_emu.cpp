@@ -195,25 +195,5 @@ void selftest(const std::string& out_dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool self = argc == 3 && std::string(argv[1]) == "--selftest";
-  if (!self && argc < 4) {
-    std::cerr << "usage: tg_fused_rows_emu IR_FILE OUT_DIR NODE_ID...\n"
-                 "       tg_fused_rows_emu --selftest OUT_DIR\n";
-    return 2;
-  }
-  try {
-    if (self) {
-      selftest(argv[2]);
-      return 0;
-    }
-    std::ifstream file(argv[1]);
-    if (!file) fail(ErrorCode::io_error, "tg_fused_rows_emu", "cannot read {}", argv[1]);
-    std::vector<std::string> lines;
-    for (std::string l; std::getline(file, l);) lines.push_back(l);
-    for (int a = 3; a < argc; ++a) write_node(lines, argv[a], argv[2], argv[a]);
-  } catch (const std::exception& e) {
-    std::cerr << e.what() << "\n";
-    return 1;
-  }
-  return 0;
+  return tg_emu_ir::program_main(argc, argv, "tg_fused_rows_emu", write_node, selftest);
 }

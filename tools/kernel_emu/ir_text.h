@@ -2,6 +2,8 @@
 // types and attribute fields of a line. Header-only; included after the backend source the tool
 // compiles into itself.
 #pragma once
+#include <fstream>
+#include <iostream>
 #include <map>
 #include <regex>
 #include <string>
@@ -90,6 +92,34 @@ inline std::vector<TensorType> input_types(const std::string& l, const std::stri
     out.push_back(types.at(parts[0]).at(parts.size() > 1 ? std::stoul(parts[1]) : 0));
   }
   return out;
+}
+
+/// main() of a program emulator (tg_fused_reduce_emu, tg_fused_rows_emu): `tool IR_FILE OUT_DIR
+/// NODE_ID...` writes the kernel of each named node of a printed executable through
+/// `write_node(lines, id, out_dir, name)`; `tool --selftest OUT_DIR` runs `selftest(out_dir)`.
+/// Returns the process status: 0, 1 (an error, printed) or 2 (usage).
+template <class WriteNode, class Selftest>
+int program_main(int argc, char** argv, const char* tool, WriteNode write_node, Selftest selftest) {
+  const bool self = argc == 3 && std::string(argv[1]) == "--selftest";
+  if (!self && argc < 4) {
+    std::cerr << "usage: " << tool << " IR_FILE OUT_DIR NODE_ID...\n       " << tool << " --selftest OUT_DIR\n";
+    return 2;
+  }
+  try {
+    if (self) {
+      selftest(argv[2]);
+      return 0;
+    }
+    std::ifstream file(argv[1]);
+    if (!file) fail(ErrorCode::io_error, tool, "cannot read {}", argv[1]);
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(file, l);) lines.push_back(l);
+    for (int a = 3; a < argc; ++a) write_node(lines, argv[a], argv[2], argv[a]);
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace tg_emu_ir
