@@ -85,4 +85,18 @@ bool deterministic() {
   return v && std::string(v) == "1";
 }
 
+std::array<int, 4> stencil_tile_override() {
+  std::array<int, 4> r{0, 0, 0, 0};
+  const char* s = std::getenv("TG_STENCIL_TILE");
+  if (s == nullptr) return r;
+  for (size_t i = 0; i < r.size() && *s != '\0'; ++i) {
+    char* end = nullptr;
+    const long v = std::strtol(s, &end, 10);
+    if (end == s) break;
+    r[i] = v >= 0 && v <= 64 ? static_cast<int>(v) : 0;
+    s = *end == ',' ? end + 1 : end;
+  }
+  return r;
+}
+
 }  // namespace tg::env
