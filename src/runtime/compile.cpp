@@ -98,13 +98,18 @@ bool layout_pass_pays(const ir::Graph& g, Device device) {
   constexpr int64_t kMinCudaBatch = 32;
   bool any = false;
   for (const ir::Node& n : g.nodes()) {
-    if (n.kind != ir::OpKind::conv2d) continue;
-    const auto& d = std::get<Conv2dDesc>(n.attrs);
-    if (d.data_layout != Layout::nchw) continue;
+    // Forward convolutions, and the backward ones of training graphs built outside tg::autodiff
+    // (PyTorch's, through tensorgraph.torch): their first input (x, or dy) holds the batch.
+    const Conv2dDesc* d = nullptr;
+    if (n.kind == ir::OpKind::conv2d) d = &std::get<Conv2dDesc>(n.attrs);
+    if (n.kind == ir::OpKind::conv2d_backward_data || n.kind == ir::OpKind::conv2d_backward_weights) {
+      d = &std::get<ir::ConvBackwardAttrs>(n.attrs).conv;
+    }
+    if (d == nullptr || d->data_layout != Layout::nchw) continue;
     any = true;
     if (device.is_cpu()) break;
     const Shape& x = g.type(n.inputs[0]).shape;
-    if (d.groups != 1 || x.empty() || x[0] < kMinCudaBatch) return false;
+    if (d->groups != 1 || x.empty() || x[0] < kMinCudaBatch) return false;
   }
   return any;
 }

@@ -132,5 +132,60 @@ TEST(ChannelsLast, GraphsWithoutNchwOpsAreUnchanged) {
   EXPECT_EQ(count(exe.to_string(), "= transpose("), 1) << exe.to_string();
 }
 
+// A training graph's backward ops as a converter from another framework builds them (PyTorch's
+// convolution_backward, max/avg pool backward in NCHW): they run NHWC too, and the weights
+// gradient keeps the weights' OIHW layout without a transpose.
+TEST(ChannelsLast, BackwardOpsRunNhwcWithTheSameValues) {
+  TensorData xv = TensorData::random_normal({2, 3, 8, 8}, 0.f, 1.f, 11);
+  TensorData dyv = TensorData::random_normal({2, 4, 8, 8}, 0.f, 1.f, 12);
+  auto build_and_run = [&](const char* on, std::string* text) {
+    ScopedEnv env("TG_CHANNELS_LAST", on);
+    Graph g;
+    Tensor x = g.placeholder({2, 3, 8, 8}, DType::f32, "x");
+    Tensor dy = g.placeholder({2, 4, 8, 8}, DType::f32, "dy");
+    const Conv2dDesc conv{.padding = Padding::same, .data_layout = Layout::nchw, .weights_layout = Layout::oihw};
+    Tensor w = g.constant(TensorData::random_normal({4, 3, 3, 3}, 0.f, 0.5f, 13), "w");
+    const Pool2dDesc pool{.kernel_size = {2, 2}, .data_layout = Layout::nchw};
+    Tensor dx = conv2d_backward_data(dy, w, {2, 3, 8, 8}, conv);
+    Tensor dw = conv2d_backward_weights(dy, x, {4, 3, 3, 3}, conv);
+    Tensor p = relu(dx) * 2.0f;  // elementwise between NHWC ops: no transposes
+    Tensor pooled = max_pool2d(p, pool);
+    Tensor dmax = max_pool2d_backward(pooled * pooled, p, pool);
+    Tensor davg = avg_pool2d_backward(pooled, p, pool);
+    Executable exe = g.compile(Device::cpu(), {{x, xv.type()}, {dy, dyv.type()}}, {dx, dw, dmax, davg});
+    *text = exe.to_string();
+    return exe.run({xv, dyv});
+  };
+  std::string off_text, on_text;
+  std::vector<TensorData> want = build_and_run("0", &off_text);
+  std::vector<TensorData> got = build_and_run("1", &on_text);
+  EXPECT_EQ(count(off_text, "data_layout=nhwc"), 0) << off_text;
+  EXPECT_EQ(count(on_text, "data_layout=nchw"), 0) << on_text;
+  EXPECT_EQ(count(on_text, "data_layout=nhwc"), 5) << on_text;
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    ASSERT_EQ(got[k].type(), want[k].type()) << k;
+    for (int64_t i = 0; i < want[k].num_elements(); ++i) {
+      const double a = got[k].element_as_double(i), b = want[k].element_as_double(i);
+      EXPECT_NEAR(a, b, 1e-4 * (1 + std::fabs(b))) << k << " " << i;
+    }
+  }
+  // A backward graph without forward convolutions: its gradients' batch decides on CUDA.
+  ScopedEnv unset("TG_CHANNELS_LAST", "");
+  auto backward_pays = [](int64_t batch, int64_t groups, Device d) {
+    Graph g;
+    Tensor dy = g.placeholder({batch, 4, 8, 8}, DType::f32, "dy");
+    Tensor x = g.placeholder({batch, 4, 8, 8}, DType::f32, "x");
+    const Conv2dDesc conv{.padding = Padding::same, .groups = groups, .data_layout = Layout::nchw,
+                          .weights_layout = Layout::oihw};
+    (void)conv2d_backward_weights(dy, x, {4, 4 / groups, 3, 3}, conv);
+    return runtime::layout_pass_pays(*dy.graph_impl(), d);
+  };
+  EXPECT_TRUE(backward_pays(2, 1, Device::cpu()));
+  EXPECT_FALSE(backward_pays(2, 1, Device::cuda(0)));
+  EXPECT_TRUE(backward_pays(32, 1, Device::cuda(0)));
+  EXPECT_FALSE(backward_pays(32, 2, Device::cuda(0)));
+}
+
 }  // namespace
 }  // namespace tg
