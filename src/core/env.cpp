@@ -1,5 +1,6 @@
 #include "core/env.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace tg::env {
@@ -83,6 +84,13 @@ bool profile_shapes() {
 bool deterministic() {
   const char* v = std::getenv("TG_DETERMINISTIC");
   return v && std::string(v) == "1";
+}
+
+int specialization_cache_size() {
+  const char* s = std::getenv("TG_SPECIALIZATIONS");
+  if (s == nullptr || *s == '\0') return 16;
+  const long v = std::strtol(s, nullptr, 10);
+  return static_cast<int>(std::clamp<long>(v, 1, 4096));
 }
 
 std::array<int, 4> stencil_tile_override() {

@@ -59,6 +59,11 @@ bool profile_shapes();
 /// Slow: for debugging. Off when unset, empty or "0". Read once; TG_PROFILE takes precedence.
 bool trace();
 
+/// TG_SPECIALIZATIONS: input signatures whose lowered programs an executable compiled with
+/// CompileOptions::disable_type_inference keeps (LRU; runtime/specialize.h). 1..4096, default 16.
+/// Read at every compile.
+int specialization_cache_size();
+
 /// TG_STENCIL_TILE="by,ry,rz,min_blocks": overrides the tile shape of the generated stencil and
 /// max-pool kernels of the CUDA backend (backends/cuda/stencil_codegen.cpp) for tuning: threads
 /// along y (x is 32), outputs per thread along y and z, and the resident blocks per SM the kernel

@@ -90,6 +90,11 @@ std::vector<int> used_slots(const ir::Graph& g) {
 
 std::vector<uint8_t> Executable::save_to_bytes(const SaveOptions& options) const {
   const CompiledProgram& p = checked(program_);
+  if (p.specializations) {
+    fail(ErrorCode::unsupported, "save",
+         "an executable compiled with disable_type_inference (input dims that vary) cannot be saved yet; "
+         "compile it for fixed input shapes to save it");
+  }
   const runtime::PlannedGraph& plan = *p.plan;
   const ir::Graph& g = *plan.graph;
   const backends::Backend& backend = backends::backend_for(p.device);
