@@ -302,7 +302,8 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
       fail(ErrorCode::io_error, "load", "{}: section 'variable_data' malformed: {}", file, e.what());
     }
     for (const auto& [slot, name, type] : vars) {
-      auto it = std::find_if(values.begin(), values.end(), [&](const auto& v) { return v.first == name; });
+      const std::string& wanted = name;  // (clang before 16 cannot capture a structured binding)
+      auto it = std::find_if(values.begin(), values.end(), [&](const auto& v) { return v.first == wanted; });
       if (it == values.end() || it->second.type() != type) {
         fail(ErrorCode::io_error, "load", "{}: section 'variable_data' malformed: no value of {} for '{}'", file,
              type.to_string(), name);
