@@ -102,8 +102,12 @@ struct CompileOptions {
   /// values of dynamic shape unfused and not autocast, so such executables can be slower than
   /// fixed-shape ones on CUDA. Shapes the graph contradicts (two varying dims an op needs
   /// equal) raise tg::Error(shape_mismatch) naming the op and both shapes before any kernel
-  /// runs. Such executables cannot be saved yet (save raises tg::Error(unsupported)). With every
-  /// feed dim fixed it changes nothing.
+  /// runs. Such executables cannot be saved yet (save raises tg::Error(unsupported)). Each kept
+  /// signature's program holds its own arenas, each bounded by memory_budget_bytes, so the
+  /// executable may hold up to TG_SPECIALIZATIONS times that (give an arena_group to share one
+  /// arena instead); arena_bytes() reports the largest. On the CPU the layout pass, which needs
+  /// static shapes, does not run (NCHW convolutions stay NCHW). With every feed dim fixed it
+  /// changes nothing.
   bool disable_type_inference = false;
   /// See ComputePrecision.
   ComputePrecision precision = ComputePrecision::f32;

@@ -98,6 +98,10 @@ std::array<int, 4> stencil_tile_override() {
   const char* s = std::getenv("TG_STENCIL_TILE");
   if (s == nullptr) return r;
   for (size_t i = 0; i < r.size() && *s != '\0'; ++i) {
+    if (*s == ',') {  // an empty field keeps the planner's choice
+      ++s;
+      continue;
+    }
     char* end = nullptr;
     const long v = std::strtol(s, &end, 10);
     if (end == s) break;

@@ -90,12 +90,13 @@ bool evaluate_on_cpu(const ir::Node& n, std::span<const TensorData> args, Tensor
 
 }  // namespace
 
-// Issue 15, deliverable 7: the layout pass runs "where that is faster". TG_CHANNELS_LAST=1 / 0 forces it. Otherwise, where measured faster (docs/cuda.md):
-// on the CPU for any graph with an NCHW convolution (oneDNN; torchvision's ResNet-50 batch 1:
-// 260 ms NCHW vs 67 ms converted, MobileNetV3-Large 25.6 vs 19.5 ms); on CUDA only when every
-// NCHW convolution is dense (groups 1) with a static batch of at least 32 (H200, ResNet-50 TF32
-// batch 32: 3.44 vs 2.95 ms, batch 128: 12.15 vs 9.21, bf16 9.14 vs 5.96; but batch 1: 0.677 vs
-// 0.816, and MobileNetV3-Large's depthwise convolutions: batch 32 1.53 vs 3.46 ms).
+// Issue 15, deliverable 7: the layout pass runs "where that is faster". TG_CHANNELS_LAST=1 / 0
+// forces it. Otherwise, where measured faster (docs/cuda.md): on the CPU for any graph with an
+// NCHW convolution (oneDNN; torchvision's ResNet-50 batch 1: 260 ms NCHW vs 67 ms converted,
+// MobileNetV3-Large 25.6 vs 19.5 ms); on CUDA only when every NCHW convolution is dense
+// (groups 1), not float64, with a static batch of at least 32 (H200, ResNet-50 TF32 batch 32:
+// 3.44 vs 2.95 ms, batch 128: 12.15 vs 9.21, bf16 9.14 vs 5.96; but batch 1: 0.677 vs 0.816,
+// and MobileNetV3-Large's depthwise convolutions: batch 32 1.53 vs 3.46 ms).
 bool layout_pass_pays(const ir::Graph& g, Device device) {
   if (const std::optional<bool> forced = env::channels_last_override()) return *forced;
   constexpr int64_t kMinCudaBatch = 32;
@@ -111,8 +112,9 @@ bool layout_pass_pays(const ir::Graph& g, Device device) {
     if (d == nullptr || d->data_layout != Layout::nchw) continue;
     any = true;
     if (device.is_cpu()) break;
-    const Shape& x = g.type(n.inputs[0]).shape;
-    if (d->groups != 1 || x.empty() || x[0] < kMinCudaBatch) return false;
+    const TensorType& x = g.type(n.inputs[0]);
+    // float64 convolutions run NCHW in cuDNN's legacy API anyway (an NHWC one is transposed back).
+    if (d->groups != 1 || x.shape.empty() || x.shape[0] < kMinCudaBatch || x.dtype == DType::f64) return false;
   }
   return any;
 }

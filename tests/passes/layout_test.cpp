@@ -123,6 +123,30 @@ TEST(ChannelsLast, DefaultRunsWhereMeasuredFaster) {
   }
 }
 
+// The CPU default converts grouped (here depthwise) and dilated NCHW convolutions too: same values.
+TEST(ChannelsLast, CpuDefaultConvertsDepthwiseConvolutionsWithTheSameValues) {
+  TensorData xv = TensorData::random_normal({3, 4, 9, 7}, 0.f, 1.f, 21);
+  auto run = [&](const char* env) {
+    ScopedEnv e("TG_CHANNELS_LAST", env);
+    Graph g;
+    Tensor x = g.placeholder({3, 4, 9, 7}, DType::f32, "x");
+    Tensor w = g.constant(TensorData::random_normal({4, 1, 3, 3}, 0.f, 0.5f, 22), "w");
+    Conv2dDesc d{.padding = Padding::same, .groups = 4, .data_layout = Layout::nchw, .weights_layout = Layout::oihw};
+    d.dilations = {2, 1};
+    Tensor y = max_pool2d(relu(conv2d(x, w, d)), {.kernel_size = {2, 2}, .data_layout = Layout::nchw});
+    Executable exe = g.compile(Device::cpu(), {{x, xv.type()}}, {y});
+    return std::make_pair(exe.to_string(), exe.run({xv})[0]);
+  };
+  const auto [text_default, got] = run("");
+  const auto [text_off, want] = run("0");
+  EXPECT_EQ(count(text_default, "data_layout=nhwc"), 2) << text_default;
+  EXPECT_EQ(count(text_off, "data_layout=nhwc"), 0) << text_off;
+  ASSERT_EQ(got.type(), want.type());
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    EXPECT_NEAR(got.element_as_double(i), want.element_as_double(i), 1e-5 * (1 + std::fabs(want.element_as_double(i)))) << i;
+  }
+}
+
 TEST(ChannelsLast, GraphsWithoutNchwOpsAreUnchanged) {
   ScopedEnv on("TG_CHANNELS_LAST", "1");
   Graph g;

@@ -130,6 +130,7 @@ TEST(CompileOnce, EvictedSignaturesAreLoweredAgain) {
       testing::expect_close(exe.run({TensorData::from_vector<float>(xs, {n})})[0], want, {n});
     }
   }
+  EXPECT_EQ(exe.arena_count(), 2) << "two signatures kept (each program holds its arena)";
 }
 
 // nn::Model with CompileOptions::disable_type_inference: one executable per mode for every
@@ -149,6 +150,32 @@ TEST(CompileOnce, ResNet18PredictOverBatchSizesCompilesOnce) {
   }
   // The fixed-shape model compiled one executable per batch size (3); the other one in all.
   EXPECT_EQ(runtime_stats().compiles - before.compiles, 1 + 3);
+}
+
+// fit and evaluate under the option: one training executable for every batch size (10 examples
+// in batches of 4, 4 and 2), the same weights and losses as fixed-shape executables.
+TEST(CompileOnce, ModelFitOverAPartialLastBatchCompilesTheStepOnce) {
+  auto make = [](CompileOptions o) {
+    nn::Model m = nn::zoo::mlp({.input_shape = {6}, .num_classes = 3, .seed = 7, .hidden_units = {8}});
+    m.compile(nn::Optimizer::sgd(0.1), nn::Loss::sparse_categorical_crossentropy, {nn::Metric::accuracy},
+              Device::cpu(), o);
+    return m;
+  };
+  TensorData x = TensorData::random_normal({10, 6}, 0.f, 1.f, 5);
+  std::vector<int32_t> labels = {0, 1, 2, 1, 0, 2, 2, 1, 0, 1};
+  TensorData y = TensorData::from_vector<int32_t>(labels, {10});
+  nn::Model once = make(kOnce), fixed = make({});
+  const nn::FitOptions fo{.epochs = 2, .batch_size = 4, .shuffle = false, .verbose = 0};
+  const RuntimeStats before = runtime_stats();
+  nn::History h1 = once.fit(x, y, fo);
+  const nn::Logs e1 = once.evaluate(x, y, {.batch_size = 3});
+  EXPECT_EQ(runtime_stats().compiles - before.compiles, 2) << "one train and one evaluate executable";
+  nn::History h2 = fixed.fit(x, y, fo);
+  const nn::Logs e2 = fixed.evaluate(x, y, {.batch_size = 3});
+  const auto w1 = once.get_weights(), w2 = fixed.get_weights();
+  ASSERT_EQ(w1.size(), w2.size());
+  for (size_t i = 0; i < w1.size(); ++i) expect_near_values(w1[i].second, w2[i].second, 1e-5, w1[i].first, 1e-6);
+  EXPECT_NEAR(e1.at("loss"), e2.at("loss"), 1e-5);
 }
 
 }  // namespace

@@ -52,14 +52,17 @@ def backend(gm, example_inputs, **options):
     through DLPack (optimizers unchanged). Under
     ``torch.autocast`` the casts are in the graph and bf16/f16 convolutions and matmuls compile at
     that precision; float32 ones at 'tf32' when ``torch.backends.cuda.matmul.allow_tf32`` is set.
-    Inference graphs (no gradients needed) compile the model's parameters and buffers in as
-    constants on their first call (batch norm's scale and shift are computed once; a call feeds
-    only the activations), guarded: a parameter or buffer whose address or version counter changed (an
-    in-place update, ``load_state_dict``) recompiles with its new value before the call; one that
-    keeps changing is fed each call after two recompiles (writes through ``tensor.data`` are not
-    seen, as by autograd). Training graphs feed them each call.
-    Options (``functools.partial(backend, ...)``): precision, memory_budget_bytes, freeze (True;
-    False feeds parameters in inference too). Shapes are static: a new shape recompiles.
+    freeze=True (opt-in, like Inductor's ``freezing``): inference graphs (no gradients needed)
+    compile the model's parameters and buffers in as constants on their first call (batch norm's
+    scale and shift are computed once; a call feeds only the activations), guarded: a parameter
+    or buffer whose address or version counter changed (an in-place update, ``load_state_dict``)
+    recompiles with its new value before the call; one that keeps changing is fed each call after
+    two recompiles. Writers that bypass the version counter are NOT seen: ``tensor.data`` writes,
+    and optimizers writing raw memory (apex/DeepSpeed fused optimizers, parameters re-pointed into a
+    flat buffer); the constants also hold a second copy of the weights on the device. Default
+    (False): parameters are fed each call. Training graphs always feed them.
+    Options (``functools.partial(backend, ...)``): precision, memory_budget_bytes, freeze.
+    Shapes are static: a new shape recompiles.
     """
     torch = _require_torch()
     if not hasattr(torch, "compile"):

@@ -79,7 +79,8 @@ def static_input_predicate(gm, positions=()):
     parameters and buffers carry `_dynamo_static_input_type`), the Dynamo graph's own parameters
     and buffers (AOTAutograd lifts them to inputs of the ATen graph), and the `positions`
     AOTAutograd's metadata lists as static inputs. A wrong guess costs recompiles, never a stale
-    value (_freeze.Guard holds the tensors, so no other tensor can come at their addresses)."""
+    value (_freeze.Frozen holds the compiled-in tensors' storage, so no other tensor can come at
+    their addresses)."""
     import torch
     own = [*gm.parameters(), *gm.buffers()] if isinstance(gm, torch.nn.Module) else []
     ids = {id(t) for t in own}
@@ -129,7 +130,7 @@ def make_compiler(precision=None, memory_budget_bytes=0, freeze=None):
     return compiler
 
 
-def backend(gm, example_inputs, precision=None, memory_budget_bytes=0, freeze=True):
+def backend(gm, example_inputs, precision=None, memory_budget_bytes=0, freeze=False):
     """See tensorgraph.torch.backend."""
     from torch._dynamo.backends.common import aot_autograd
     # The precision is read when each graph compiles (inside the caller's autocast region).

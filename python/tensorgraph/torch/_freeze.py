@@ -10,9 +10,10 @@ frozen tensor's address (``data_ptr()``) and version counter (``_version``, whic
 every in-place write: an optimizer step, ``load_state_dict``, ``copy_`` under ``no_grad``). A
 change recompiles with the new values (one INFO log line); after MAX_REFRESHES recompiles of one
 graph the tensors are fed each call instead (one WARNING line), as without freezing. The frozen
-tensors are held (strong references), so their memory cannot be reused by another tensor at the
-same address. Not seen, as by autograd: writes through ``tensor.data`` (a separate version
-counter).
+tensors' storage is held, so it cannot be reused by another tensor at the same address. Not seen:
+writes that bypass the version counter (``tensor.data``, optimizers writing raw memory such as
+apex/DeepSpeed fused optimizers, parameters re-pointed into a flat buffer). Opt-in for that
+reason (``backend(..., freeze=True)``), as Inductor's freezing is.
 """
 import logging
 import operator
@@ -63,7 +64,7 @@ class Frozen:
         self.gm, self.vals, self.low_fed = gm, vals, low_fed
         self.device, self.precision, self.budget = device, precision, budget
         self.is_static = is_static
-        self.runner = self.guard = None
+        self.runner = self.guard = self.held = None
         self.refreshes = 0
         self.frozen_count = 0
         self.placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -88,20 +89,26 @@ class Frozen:
                 log.warning("tensorgraph.torch: %d constant inputs changed again (%s); they are fed each "
                             "call from now on", len(names), ", ".join(names[:5]))
                 self.runner = Runner(self.low_fed, self.device, self.precision, self.budget)
-                self.guard, self.frozen_count = None, 0
+                self.guard, self.frozen_count, self.held = None, 0, None
                 return self.runner
             log.info("tensorgraph.torch: recompiling with the new values of %d constant inputs (%s)",
                      len(names), ", ".join(names[:5]))
         self.positions = [i for i in self.candidates
                           if isinstance(args[i], torch.Tensor) and not args[i].is_inference()
                           and self.is_static(args[i], i)]  # inference tensors have no version counter
+        # The guard's snapshot first: a write racing with the lowering below is then seen.
+        guard = Guard([args[i] for i in self.positions], self.positions) if self.positions else None
         frozen = {self.placeholders[i]: args[i].detach() for i in self.positions}
         low = lower(self.gm, self.vals, frozen=frozen)
         if low.unsupported:  # a constant the converters cannot take: feed everything
             self.runner, self.guard, self.frozen_count = Runner(self.low_fed, self.device, self.precision,
                                                                 self.budget), None, 0
+            self.held = None
             return self.runner
         self.runner = Runner(low, self.device, self.precision, self.budget)
-        self.guard = Guard([args[i] for i in self.positions], self.positions) if self.positions else None
+        self.guard = guard
+        # The compiled-in tensors' storage stays alive: after `p.data = other`, no new tensor can
+        # come at a frozen address, so the guard's data_ptr check sees the rebinding.
+        self.held = frozen
         self.frozen_count = len(self.positions)
         return self.runner

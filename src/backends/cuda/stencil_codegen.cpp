@@ -76,15 +76,6 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
     // Register blocking where the outputs are many (small problems keep the kernel small: less
     // to compile).
     s.ry = sizes.out[2] >= 64 ? 4 : 1;
-    // 2-D windows over tall planes: 4 x 16 outputs a thread (tiles of 32 x 64). Measured on the
-    // H200 (bench_stencil_cuda, TG_STENCIL_TILE; session 17): the 8192^2 Laplacian 0.377 ms with
-    // 8 x 4 (3 blocks an SM) -> 0.264 ms, the 3x3 max pool 0.405 -> 0.282 ms; the kernel was
-    // bound by issue (ncu: 70% SM throughput, 80 registers, 37.5% occupancy), and taller
-    // per-thread columns reuse each shared-memory value for more outputs.
-    if (k == 2 && sizes.out[2] >= 128) {
-      s.by = 4, s.ry = 16;
-      s.min_blocks = dtype_size(s.dtype) == 8 ? 2 : 4;
-    }
     s.rz = (k >= 3 && s.win[1] > 1 && sizes.out[1] >= 8) ? 4 : 1;
     while (s.rz > 1 && s.rz * s.ry * window > kMaxUnrolledFolds) s.rz /= 2;
     while (s.ry > 1 && s.rz * s.ry * window > kMaxUnrolledFolds) s.ry /= 2;
@@ -92,6 +83,18 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
     if (tile_bytes(s) > kMaxTileBytes) s.by = 4;
     if (tile_bytes(s) > kMaxTileBytes) s.ry = 1;
     if (tile_bytes(s) > kMaxTileBytes) s.by = 1;
+    // Unit-stride 2-D windows over tall planes: 4 x 16 outputs a thread (tiles of 32 x 64) when
+    // that fits. Measured on the H200 (bench_stencil_cuda, TG_STENCIL_TILE; session 17): the
+    // 8192^2 Laplacian 0.377 ms with 8 x 4 (3 blocks an SM) -> 0.264 ms, the 3x3 max pool 0.405
+    // -> 0.282 ms; the kernel was bound by issue (ncu: 70% SM throughput, 80 registers, 37.5%
+    // occupancy), and taller per-thread columns reuse each shared-memory value for more outputs.
+    // Strided windows were not measured and keep the plan above.
+    if (k == 2 && sizes.out[2] >= 128 && s.stride[2] == 1 && s.stride[3] == 1) {
+      TiledStencilSpec tall = s;
+      tall.by = 4, tall.ry = 16;
+      tall.min_blocks = dtype_size(s.dtype) == 8 ? 2 : 4;
+      if (tall.ry * window <= kMaxUnrolledFolds && tile_bytes(tall) <= kMaxTileBytes) s = tall;
+    }
     // Tuning (TG_STENCIL_TILE="by,ry,rz,min_blocks"; 0 keeps the choice above, and so does an
     // override the limits refuse).
     const std::array<int, 4> o = env::stencil_tile_override();
