@@ -7,7 +7,7 @@
 #                (Debian's /usr/bin/python3, into its site-packages: /usr/local/lib/python3.X/
 #                dist-packages), so `python3 -c "import tensorgraph"` works anywhere.
 #   make check-reliability: the sanitizer build, its fast test subset and the fuzz targets
-#              (scripts/check-reliability.sh; not in CI until its cold time is measured).
+#              (scripts/check-reliability.sh; CI runs it after make test, see .ci/run).
 BUILD_DIR ?= $(or $(TG_BUILD_DIR),build)
 # Extra arguments for the demo's `tg train`, e.g. make demo DEMO_ARGS="--epochs 3".
 DEMO_ARGS ?=

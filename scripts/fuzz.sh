@@ -11,7 +11,9 @@
 #              TG_FUZZ_JOBS (targets run at once, default 1), TG_FUZZ_NICE (default 0),
 #              TG_FUZZ_LOGS (the logs' directory, default <build>/fuzz-logs),
 #              TG_FUZZ_TIMEOUT (seconds one input may take, default 10; more for a starved
-#              nice-19 run, where wall-clock time is not the input's).
+#              nice-19 run, where wall-clock time is not the input's), TG_FUZZ_SEED (libFuzzer's
+#              -seed; default 0: random. With TG_FUZZ_RUNS too, a run explores the same inputs on
+#              any machine: what CI does).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build-san}
@@ -49,7 +51,7 @@ run_one() {
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
   nice -n "$NICE" "$B/fuzz/$t" -max_total_time="$SECS" -runs="$RUNS" -rss_limit_mb=2560 -malloc_limit_mb=2048 \
-    -timeout="${TG_FUZZ_TIMEOUT:-10}" -max_len=65536 -print_final_stats=1 \
+    -timeout="${TG_FUZZ_TIMEOUT:-10}" -max_len=65536 -print_final_stats=1 -seed="${TG_FUZZ_SEED:-0}" \
     -artifact_prefix="$B/fuzz-artifacts/$t-" "${dirs[@]}" > "$LOGS/$t.log" 2>&1
   status=$?
   end=$(date +%s)
