@@ -219,14 +219,17 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
   return Executable(std::move(compiled));
 }
 
-std::shared_ptr<CompiledProgram> lower_graph(std::shared_ptr<ir::Graph> g, const std::vector<int>& feeds,
-                                             const std::vector<ir::ValueRef>& roots,
-                                             const std::vector<int>& root_ops, Device device,
-                                             const CompileOptions& options, std::shared_ptr<SharedArena> shared) {
+namespace {
+
+// The plan of an optimized graph (every node checked for backend support; with `static_types`,
+// every value that should have a static type checked too) and the executable's description.
+std::shared_ptr<CompiledProgram> describe(const std::shared_ptr<ir::Graph>& g, const std::vector<int>& feeds,
+                                          const std::vector<ir::ValueRef>& roots, const std::vector<int>& root_ops,
+                                          Device device, const CompileOptions& options, bool static_types) {
   const backends::Backend& backend = backends::backend_for(device);
   auto plan = std::make_shared<runtime::PlannedGraph>();
   for (const ir::Node& n : g->nodes()) {
-    check_static(*g, n);
+    if (static_types) check_static(*g, n);
     check_supported(backend, device, n);
     plan->schedule.push_back(n.id);
   }
@@ -236,7 +239,6 @@ std::shared_ptr<CompiledProgram> lower_graph(std::shared_ptr<ir::Graph> g, const
   plan->targets = roots;
   plan->target_ops = root_ops;
   plan->graph = g;
-
   auto compiled = std::make_shared<CompiledProgram>();
   compiled->device = device;
   for (int f : feeds) {
@@ -244,8 +246,19 @@ std::shared_ptr<CompiledProgram> lower_graph(std::shared_ptr<ir::Graph> g, const
     compiled->feed_types.push_back(g->node(f).outputs[0]);
   }
   for (const auto& r : roots) compiled->target_types.push_back(g->type(r));
-  compiled->program = std::make_unique<runtime::Program>(plan, backend, options.memory_budget_bytes, std::move(shared));
   compiled->plan = std::move(plan);
+  return compiled;
+}
+
+}  // namespace
+
+std::shared_ptr<CompiledProgram> lower_graph(std::shared_ptr<ir::Graph> g, const std::vector<int>& feeds,
+                                             const std::vector<ir::ValueRef>& roots,
+                                             const std::vector<int>& root_ops, Device device,
+                                             const CompileOptions& options, std::shared_ptr<SharedArena> shared) {
+  std::shared_ptr<CompiledProgram> compiled = describe(g, feeds, roots, root_ops, device, options, true);
+  compiled->program = std::make_unique<runtime::Program>(compiled->plan, backends::backend_for(device),
+                                                         options.memory_budget_bytes, std::move(shared));
   return compiled;
 }
 
@@ -253,28 +266,10 @@ std::shared_ptr<CompiledProgram> specialize_later(std::shared_ptr<ir::Graph> g, 
                                                   const std::vector<ir::ValueRef>& roots,
                                                   const std::vector<int>& root_ops, Device device,
                                                   const CompileOptions& options, std::shared_ptr<SharedArena> shared) {
-  const backends::Backend& backend = backends::backend_for(device);
-  auto plan = std::make_shared<runtime::PlannedGraph>();
-  for (const ir::Node& n : g->nodes()) {
-    check_supported(backend, device, n);  // now, not at the first run
-    plan->schedule.push_back(n.id);
-  }
-  plan->feed_nodes = feeds;
-  plan->precision = options.precision;
-  plan->deterministic = options.deterministic || env::deterministic();
-  plan->targets = roots;
-  plan->target_ops = root_ops;
-  plan->graph = g;
-  auto compiled = std::make_shared<CompiledProgram>();
-  compiled->device = device;
-  for (int f : feeds) {
-    compiled->feed_names.push_back(g->node(f).name);
-    compiled->feed_types.push_back(g->node(f).outputs[0]);
-  }
-  for (const auto& r : roots) compiled->target_types.push_back(g->type(r));
+  // Backend support is checked now, not at the first run; types are checked per signature.
+  std::shared_ptr<CompiledProgram> compiled = describe(g, feeds, roots, root_ops, device, options, false);
   compiled->specializations = std::make_shared<Specializations>(g, feeds, roots, root_ops, device, options,
                                                                  std::move(shared));
-  compiled->plan = std::move(plan);
   return compiled;
 }
 

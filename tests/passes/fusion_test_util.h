@@ -76,14 +76,22 @@ struct BatchNormStep {
   }
 };
 
+/// Same count and types of results, every value of `got` within rtol (relative, plus rtol
+/// absolute) of `want`'s.
+inline void expect_all_near(const std::vector<TensorData>& want, const std::vector<TensorData>& got, double rtol) {
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    ASSERT_EQ(got[k].type(), want[k].type()) << k;
+    for (int64_t i = 0; i < want[k].num_elements(); ++i) {
+      const double b = want[k].element_as_double(i);
+      EXPECT_NEAR(got[k].element_as_double(i), b, rtol * (1 + std::fabs(b))) << k << " " << i;
+    }
+  }
+}
+
 /// Every value of the fused run within 1e-5 (relative, plus 1e-5 absolute) of the unfused run's.
 inline void expect_matches_unfused(const std::vector<TensorData>& plain, const std::vector<TensorData>& fused) {
-  ASSERT_EQ(plain.size(), fused.size());
-  for (size_t i = 0; i < plain.size(); ++i) {
-    std::vector<float> p = plain[i].to_vector<float>(), q = fused[i].to_vector<float>();
-    ASSERT_EQ(p.size(), q.size()) << i;
-    for (size_t k = 0; k < p.size(); ++k) EXPECT_NEAR(q[k], p[k], 1e-5 * (1 + std::abs(p[k]))) << i << " " << k;
-  }
+  expect_all_near(plain, fused, 1e-5);
 }
 
 }  // namespace tg::testing

@@ -69,14 +69,7 @@ TEST(ChannelsLast, NchwBlockRunsNhwcWithTransposesOnlyAtItsEdgesAndTheSameValues
   // value ([N,C] needs no transpose; [N,1,1,C] -> [N,C,1,1] is a reshape) and the user's
   // transpose of b cancels with the pass's.
   EXPECT_EQ(count(text, "= transpose("), 3) << text;
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t k = 0; k < want.size(); ++k) {
-    ASSERT_EQ(got[k].type(), want[k].type()) << k;
-    for (int64_t i = 0; i < want[k].num_elements(); ++i) {
-      const double a = got[k].element_as_double(i), b = want[k].element_as_double(i);
-      EXPECT_NEAR(a, b, 1e-5 * (1 + std::fabs(b))) << k << " " << i;
-    }
-  }
+  testing::expect_all_near(want, got, 1e-5);
 }
 
 // Without TG_CHANNELS_LAST compile runs the pass where it was measured faster: on the CPU for
@@ -141,10 +134,7 @@ TEST(ChannelsLast, CpuDefaultConvertsDepthwiseConvolutionsWithTheSameValues) {
   const auto [text_off, want] = run("0");
   EXPECT_EQ(count(text_default, "data_layout=nhwc"), 2) << text_default;
   EXPECT_EQ(count(text_off, "data_layout=nhwc"), 0) << text_off;
-  ASSERT_EQ(got.type(), want.type());
-  for (int64_t i = 0; i < want.num_elements(); ++i) {
-    EXPECT_NEAR(got.element_as_double(i), want.element_as_double(i), 1e-5 * (1 + std::fabs(want.element_as_double(i)))) << i;
-  }
+  testing::expect_all_near({want}, {got}, 1e-5);
 }
 
 TEST(ChannelsLast, GraphsWithoutNchwOpsAreUnchanged) {
@@ -186,14 +176,7 @@ TEST(ChannelsLast, BackwardOpsRunNhwcWithTheSameValues) {
   EXPECT_EQ(count(off_text, "data_layout=nhwc"), 0) << off_text;
   EXPECT_EQ(count(on_text, "data_layout=nchw"), 0) << on_text;
   EXPECT_EQ(count(on_text, "data_layout=nhwc"), 5) << on_text;
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t k = 0; k < want.size(); ++k) {
-    ASSERT_EQ(got[k].type(), want[k].type()) << k;
-    for (int64_t i = 0; i < want[k].num_elements(); ++i) {
-      const double a = got[k].element_as_double(i), b = want[k].element_as_double(i);
-      EXPECT_NEAR(a, b, 1e-4 * (1 + std::fabs(b))) << k << " " << i;
-    }
-  }
+  testing::expect_all_near(want, got, 1e-4);
   // A backward graph without forward convolutions: its gradients' batch decides on CUDA.
   ScopedEnv unset("TG_CHANNELS_LAST", "");
   auto backward_pays = [](int64_t batch, int64_t groups, Device d) {
