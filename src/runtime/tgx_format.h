@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -86,8 +87,14 @@ class Reader {
   [[noreturn]] void malformed(const std::string& what) const;
   const std::string& file() const { return file_; }
   const std::string& section() const { return section_; }
+  /// What keeps the bytes alive when they may be aliased (Executable::load's file buffer):
+  /// constants read from them then point into them instead of copying (when aligned for their
+  /// dtype). Null (the default): every constant is copied.
+  void set_owner(std::shared_ptr<void> owner) { owner_ = std::move(owner); }
+  const std::shared_ptr<void>& owner() const { return owner_; }
 
  private:
+  std::shared_ptr<void> owner_;
   std::string_view data_;
   size_t pos_ = 0;
   std::string file_;
