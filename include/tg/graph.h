@@ -123,7 +123,9 @@ struct CompileOptions {
 struct RunOptions {
   /// A CUDA stream (a cudaStream_t, passed opaquely) the run is ordered with: the run starts
   /// after the work queued on it so far, and work queued on it after run() returns starts after
-  /// the run's. Null: the device's own stream of TensorGraph only. Ignored on the CPU.
+  /// the run's. Null: the device's own stream of TensorGraph, which orders after the work
+  /// queued on CUDA's legacy default stream (cudaMemcpy, kernels launched without a stream), as
+  /// cuBLAS's and cuDNN's default handles do. Ignored on the CPU.
   void* cuda_stream = nullptr;
 };
 

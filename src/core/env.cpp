@@ -16,9 +16,10 @@ std::optional<bool> fusion_override() {
   return std::string(s) != "0";
 }
 
-bool channels_last() {
+std::optional<bool> channels_last_override() {
   const char* s = std::getenv("TG_CHANNELS_LAST");  // read at every compile (tests switch it)
-  return s != nullptr && *s != '\0' && std::string(s) != "0";
+  if (s == nullptr || *s == '\0') return std::nullopt;
+  return std::string(s) != "0";
 }
 
 std::optional<std::string> kernel_cache_dir() {

@@ -13,10 +13,11 @@ std::optional<std::string> device_override();
 /// empty: the backend decides (on for CUDA). Read at every compile.
 std::optional<bool> fusion_override();
 
-/// TG_CHANNELS_LAST=1: compile runs the channels-last layout pass (passes::convert_to_channels_last:
-/// NCHW convolutions and pooling run NHWC) on every backend; unset, empty or "0": off (NCHW ran
-/// faster at batch 1 on the H200, docs/cuda.md). Read at every compile.
-bool channels_last();
+/// TG_CHANNELS_LAST: "1" makes compile run the channels-last layout pass
+/// (passes::convert_to_channels_last: NCHW convolutions and pooling run NHWC) on every backend,
+/// "0" never; unset or empty: compile decides where it was measured faster (runtime/compile.cpp,
+/// docs/cuda.md). Read at every compile.
+std::optional<bool> channels_last_override();
 
 /// TG_CUDNN_GRAPH=0: every CUDA convolution through cuDNN's legacy API (for comparisons; default:
 /// tensor-core convolutions through the graph API, backends/cuda/cudnn_conv_graph.h). Read once.

@@ -1,7 +1,7 @@
-// Channels-last layout (issue 15, deliverable 7; opt-in with TG_CHANNELS_LAST=1): an imported
-// model is NCHW (ONNX, PyTorch), while cuDNN's tensor-core kernels are mostly NHWC. Measured on the
-// H200, torchvision's ResNet-50 from ONNX ran batch-1 TF32 inference in 0.690 ms NCHW and 0.834 ms
-// converted, so compile does not run it by default. This pass makes a graph's NCHW conv2d,
+// Channels-last layout (issue 15, deliverable 7): an imported model is NCHW (ONNX, PyTorch),
+// while cuDNN's tensor-core kernels and oneDNN are mostly NHWC. Compile runs this pass where it
+// was measured faster (runtime::layout_pass_pays: the CPU; CUDA at batch >= 32 with dense
+// convolutions; TG_CHANNELS_LAST=1 / 0 forces it). This pass makes a graph's NCHW conv2d,
 // max_pool2d and avg_pool2d run NHWC with one transpose at each boundary of the channels-last
 // region, the way XLA's layout assignment and PyTorch's channels_last memory format do:
 //  1. each such op reads transpose(x, [0,2,3,1]), runs with data_layout=nhwc (weights keep their

@@ -62,10 +62,10 @@ bool inline_constant_branches(ir::Graph& g, std::vector<ir::ValueRef>& roots, st
 bool eliminate_common_subexpressions(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
                                      std::vector<int>& keep);
 
-/// Channels-last layout (passes/layout.cpp), with TG_CHANNELS_LAST=1, after simplify: NCHW conv2d, max_pool2d
-/// and avg_pool2d run NHWC between transposes, which sink through elementwise ops, reductions
-/// and transposes (pairs cancel; one that moves only size-1 dims becomes a reshape). Values are
-/// unchanged. Then dead-code elimination; remaps `roots`, `root_ops`, `keep`; true when it
+/// Channels-last layout (passes/layout.cpp), after simplify, where runtime::layout_pass_pays:
+/// NCHW conv2d, max_pool2d and avg_pool2d run NHWC between transposes, which sink through
+/// elementwise ops, reductions and transposes (pairs cancel; one that moves only size-1 dims
+/// becomes a reshape). Values are unchanged. Then dead-code elimination; remaps `roots`, `root_ops`, `keep`; true when it
 /// rewrote an op.
 bool convert_to_channels_last(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
                               std::vector<int>& keep);

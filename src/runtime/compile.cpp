@@ -87,6 +87,28 @@ bool evaluate_on_cpu(const ir::Node& n, std::span<const TensorData> args, Tensor
 
 }  // namespace
 
+// Issue 15, deliverable 7: the layout pass runs "where that is faster". TG_CHANNELS_LAST=1 / 0 forces it. Otherwise, where measured faster (docs/cuda.md):
+// on the CPU for any graph with an NCHW convolution (oneDNN; torchvision's ResNet-50 batch 1:
+// 260 ms NCHW vs 67 ms converted, MobileNetV3-Large 25.6 vs 19.5 ms); on CUDA only when every
+// NCHW convolution is dense (groups 1) with a static batch of at least 32 (H200, ResNet-50 TF32
+// batch 32: 3.44 vs 2.95 ms, batch 128: 12.15 vs 9.21, bf16 9.14 vs 5.96; but batch 1: 0.677 vs
+// 0.816, and MobileNetV3-Large's depthwise convolutions: batch 32 1.53 vs 3.46 ms).
+bool layout_pass_pays(const ir::Graph& g, Device device) {
+  if (const std::optional<bool> forced = env::channels_last_override()) return *forced;
+  constexpr int64_t kMinCudaBatch = 32;
+  bool any = false;
+  for (const ir::Node& n : g.nodes()) {
+    if (n.kind != ir::OpKind::conv2d) continue;
+    const auto& d = std::get<Conv2dDesc>(n.attrs);
+    if (d.data_layout != Layout::nchw) continue;
+    any = true;
+    if (device.is_cpu()) break;
+    const Shape& x = g.type(n.inputs[0]).shape;
+    if (d.groups != 1 || x.empty() || x[0] < kMinCudaBatch) return false;
+  }
+  return any;
+}
+
 Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
                          const FeedTypes& feed_types, const std::vector<Tensor>& targets,
                          const std::vector<Operation>& target_ops, CompileOptions options,
@@ -154,9 +176,7 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
   if (fuse) passes::inline_constant_branches(*g, roots, root_ops, feeds);
   passes::infer_types(*g);
   passes::simplify(*g, roots, root_ops, feeds, evaluate_on_cpu);
-  // Opt-in (TG_CHANNELS_LAST=1): measured on the H200, torchvision's ResNet-50 imported from ONNX
-  // ran batch-1 TF32 inference in 0.690 ms NCHW and 0.834 ms converted (docs/cuda.md).
-  if (env::channels_last() && passes::convert_to_channels_last(*g, roots, root_ops, feeds)) {
+  if (layout_pass_pays(*g, device) && passes::convert_to_channels_last(*g, roots, root_ops, feeds)) {
     passes::infer_types(*g);  // checks the rewritten ops' types
   }
   if (fuse) {

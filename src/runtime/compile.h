@@ -35,5 +35,11 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
                          const std::vector<Operation>& target_ops, CompileOptions options,
                          const BoundFeeds& bound = {});
 
+/// Whether compile runs the channels-last layout pass (passes::convert_to_channels_last) on `g`
+/// (typed with the feeds' shapes) for `device`: TG_CHANNELS_LAST=1 / 0 forces it; otherwise
+/// where it was measured faster: on the CPU when `g` has an NCHW conv2d; on CUDA when every
+/// NCHW conv2d is dense (groups 1) with a static batch of at least 32 (docs/cuda.md).
+bool layout_pass_pays(const ir::Graph& g, Device device);
+
 }  // namespace runtime
 }  // namespace tg

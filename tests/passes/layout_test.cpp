@@ -1,12 +1,14 @@
 // The channels-last layout pass (passes/layout.cpp): NCHW convolutions and pooling of an imported
 // model run NHWC, transposes sink through elementwise ops, reductions and transposes, and the
-// values are unchanged. Opt-in, on any backend, with TG_CHANNELS_LAST=1.
+// values are unchanged. Compile runs it where it was measured faster (runtime::layout_pass_pays);
+// TG_CHANNELS_LAST=1 / 0 forces it on / off.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 
 #include "passes/fusion_test_util.h"
+#include "runtime/compile.h"
 #include "tg/tg.h"
 
 namespace tg {
@@ -18,23 +20,26 @@ using testing::ScopedEnv;
 // A ResNet-like NCHW block as an ONNX import builds it: conv, per-channel scale and shift (ranks 4
 // and 3), relu, max pool, a 1x1 conv with a residual add, then global sums (with and without
 // keep_dims, the first flattened), an average pool, and the user's own NCHW -> NHWC transpose.
+// `groups` 2 makes the 1x1 conv grouped.
 struct NchwNet {
   Graph g;
   Tensor x;
   std::vector<Tensor> targets;
-  NchwNet() {
-    x = g.placeholder({2, 3, 8, 8}, DType::f32, "x");
+  explicit NchwNet(int64_t batch = 2, int64_t groups = 1) {
+    x = g.placeholder({batch, 3, 8, 8}, DType::f32, "x");
     const Conv2dDesc conv{.padding = Padding::same, .data_layout = Layout::nchw, .weights_layout = Layout::oihw};
+    Conv2dDesc conv2 = conv;
+    conv2.groups = groups;
     Tensor w1 = g.variable(TensorData::random_normal({4, 3, 3, 3}, 0.f, 0.5f, 1), "w1");
-    Tensor w2 = g.variable(TensorData::random_normal({4, 4, 1, 1}, 0.f, 0.5f, 2), "w2");
+    Tensor w2 = g.variable(TensorData::random_normal({4, 4 / groups, 1, 1}, 0.f, 0.5f, 2), "w2");
     Tensor scale = g.constant(TensorData::random_normal({1, 4, 1, 1}, 1.f, 0.2f, 3), "scale");
     Tensor shift = g.constant(TensorData::random_normal({4, 1, 1}, 0.f, 0.2f, 4), "shift");
     Tensor b = relu(conv2d(x, w1, conv) * scale + shift);
     Tensor p = max_pool2d(b, {.kernel_size = {2, 2}, .data_layout = Layout::nchw});
-    Tensor r = conv2d(p, w2, conv) + p;
+    Tensor r = conv2d(p, w2, conv2) + p;
     targets = {r,
                reduce_sum(r, {.axes = {2, 3}}),
-               reshape(reduce_sum(r, {.axes = {2, 3}, .keep_dims = true}), {2, 4}),
+               reshape(reduce_sum(r, {.axes = {2, 3}, .keep_dims = true}), {batch, 4}),
                avg_pool2d(r, {.kernel_size = {2, 2}, .data_layout = Layout::nchw}),
                transpose(b, {0, 2, 3, 1})};
   }
@@ -74,12 +79,48 @@ TEST(ChannelsLast, NchwBlockRunsNhwcWithTransposesOnlyAtItsEdgesAndTheSameValues
   }
 }
 
-TEST(ChannelsLast, OffUnlessAskedFor) {
-  // Without TG_CHANNELS_LAST=1 NCHW ops stay NCHW (on CUDA too: NCHW measured faster at batch 1).
+// Without TG_CHANNELS_LAST compile runs the pass where it was measured faster: on the CPU for
+// any NCHW convolution; on CUDA only for dense convolutions with a batch of at least 32 (NCHW ran
+// faster at batch 1 and with depthwise convolutions on the H200). TG_CHANNELS_LAST forces it.
+TEST(ChannelsLast, DefaultRunsWhereMeasuredFaster) {
   ScopedEnv unset("TG_CHANNELS_LAST", "");
-  NchwNet net;
-  Executable exe = net.g.compile(Device::cpu(), {{net.x, net.x.type()}}, net.targets);
-  EXPECT_EQ(count(exe.to_string(), "data_layout=nchw"), 4) << exe.to_string();
+  {
+    NchwNet net;
+    Executable exe = net.g.compile(Device::cpu(), {{net.x, net.x.type()}}, net.targets);
+    EXPECT_EQ(count(exe.to_string(), "data_layout=nchw"), 0) << exe.to_string();
+    EXPECT_EQ(count(exe.to_string(), "data_layout=nhwc"), 4) << exe.to_string();
+  }
+  auto pays = [](int64_t batch, int64_t groups, Device d) {
+    NchwNet net(batch, groups);
+    return runtime::layout_pass_pays(*net.x.graph_impl(), d);
+  };
+  EXPECT_TRUE(pays(2, 1, Device::cpu()));
+  EXPECT_TRUE(pays(2, 2, Device::cpu()));
+  EXPECT_FALSE(pays(2, 1, Device::cuda(0)));
+  EXPECT_FALSE(pays(31, 1, Device::cuda(0)));
+  EXPECT_TRUE(pays(32, 1, Device::cuda(0)));
+  EXPECT_TRUE(pays(128, 1, Device::cuda(0)));
+  EXPECT_FALSE(pays(32, 2, Device::cuda(0)));
+  {
+    Graph g;  // no NCHW convolution: nothing to convert on any device
+    Tensor x = g.placeholder({64, 3, 8, 8}, DType::f32, "x");
+    Tensor y = max_pool2d(x, {.kernel_size = {2, 2}, .data_layout = Layout::nchw});
+    (void)y;
+    EXPECT_FALSE(runtime::layout_pass_pays(*x.graph_impl(), Device::cpu()));
+    EXPECT_FALSE(runtime::layout_pass_pays(*x.graph_impl(), Device::cuda(0)));
+  }
+  {
+    ScopedEnv off("TG_CHANNELS_LAST", "0");
+    EXPECT_FALSE(pays(2, 1, Device::cpu()));
+    EXPECT_FALSE(pays(128, 1, Device::cuda(0)));
+    NchwNet net;
+    Executable exe = net.g.compile(Device::cpu(), {{net.x, net.x.type()}}, net.targets);
+    EXPECT_EQ(count(exe.to_string(), "data_layout=nchw"), 4) << exe.to_string();
+  }
+  {
+    ScopedEnv on("TG_CHANNELS_LAST", "1");
+    EXPECT_TRUE(pays(2, 2, Device::cuda(0)));
+  }
 }
 
 TEST(ChannelsLast, GraphsWithoutNchwOpsAreUnchanged) {

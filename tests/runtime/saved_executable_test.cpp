@@ -337,12 +337,22 @@ TEST(SavedExecutableBadFile, BadKernelBinary) {
   std::vector<uint8_t> b = mlp_bytes(Device::cuda(0));
   const auto k = section(b, "kernels");
   ASSERT_GT(k.length, 64u) << "the MLP's CUDA executable has generated kernels";
-  std::string text(b.begin(), b.end());
-  // The first image: overwrite its ELF / PTX start (after the key).
-  size_t at = text.find("\x7f" "ELF", k.offset);
-  if (at == std::string::npos) at = text.find(".version", k.offset);
-  ASSERT_NE(at, std::string::npos);
-  for (size_t i = 0; i < 16; ++i) b[at + i] = 0xee;
+  // The section: u32 count, then per kernel a key and an image (each a u32 length and bytes).
+  auto u32_at = [&](size_t at) {
+    uint32_t v = 0;
+    std::memcpy(&v, &b[at], 4);
+    return static_cast<size_t>(v);
+  };
+  ASSERT_GE(u32_at(k.offset), 1u);
+  const size_t key_at = k.offset + 4, key_len = u32_at(key_at);
+  const size_t image_at = key_at + 4 + key_len + 4, image_len = u32_at(key_at + 4 + key_len);
+  ASSERT_GE(image_len, 16u);
+  for (size_t i = 0; i < 16; ++i) b[image_at + i] = 0xee;  // the image's start (ELF or PTX header)
+  // Building the file compiled these kernels in this process, and the loader keeps a kernel the
+  // process already has under the same key (the file's copy would be the same code). Change the
+  // key's last byte so the loader must load the file's (corrupted) image.
+  ASSERT_GE(key_len, 1u);
+  b[key_at + 4 + key_len - 1] ^= 0x01;
   runtime::tgx::repair_checksums(b, "t");
   ErrorCode code{};
   const std::string msg = error_of([&] { Executable::load_from_bytes(b, Device::cuda(0), {}, "bad.tgx"); }, &code);

@@ -83,7 +83,11 @@ DeviceContext& activate(int device) {
       current = device;
       DeviceContext& c = cs.items.emplace_back();
       c.device = device;
-      check(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking), "cuda", "cudaStreamCreate");
+      // A blocking stream: TensorGraph's work orders after what the caller queued on CUDA's legacy
+      // default stream (cudaMemcpy, launches without a stream), as cuBLAS's and cuDNN's default
+      // handles do. A cudaMemcpy from pageable memory may return before its DMA has finished, so
+      // a non-blocking stream could read a device input half written (seen on the H200).
+      check(cudaStreamCreateWithFlags(&c.stream, cudaStreamDefault), "cuda", "cudaStreamCreate");
       cudaDeviceProp p{};
       check(cudaGetDeviceProperties(&p, device), "cuda", "cudaGetDeviceProperties");
       c.sm_count = p.multiProcessorCount;
