@@ -116,7 +116,8 @@ struct In {
     }
     std::string_view bytes = r.bytes(static_cast<size_t>(nbytes));
     void* at = const_cast<char*>(bytes.data());
-    if (r.owner() && nbytes > 0 && reinterpret_cast<uintptr_t>(at) % dtype_size(dtype) == 0) {
+    if (r.owner() && nbytes > 0 &&
+        (reinterpret_cast<uintptr_t>(at) % dtype_size(dtype) == 0 || nbytes >= r.unaligned_min_bytes())) {
       t = TensorData::from_external(at, shape, dtype, Device::cpu(), r.owner());  // no copy: the file buffer
       return;
     }

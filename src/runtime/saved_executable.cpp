@@ -428,7 +428,9 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
   // The graph, with its variable nodes pointing at the store's slots.
   phases::Scope parse_time("load_parse_graph");
   Reader gr(sec["graph"], file, "graph");
-  gr.set_owner(owner);
+  // On CUDA (no recompile) the host copies of weights are only uploaded (byte copies): large ones
+  // alias the file buffer whatever their alignment. Elsewhere kernels read them as typed arrays.
+  gr.set_owner(owner, device.is_cuda() && why.empty() ? size_t{64} << 10 : SIZE_MAX);
   std::shared_ptr<ir::Graph> g = runtime::tgx::read_graph(gr, store);
   parse_time.stop();
   if (phases::enabled()) {

@@ -6,6 +6,7 @@
 // CRC-32, zlib's; format 1: FNV-1a 64), payload. Every integer little-endian. The first section is "header": text lines "key=value".
 #pragma once
 #include <cstdint>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <span>
@@ -90,11 +91,18 @@ class Reader {
   /// What keeps the bytes alive when they may be aliased (Executable::load's file buffer):
   /// constants read from them then point into them instead of copying (when aligned for their
   /// dtype). Null (the default): every constant is copied.
-  void set_owner(std::shared_ptr<void> owner) { owner_ = std::move(owner); }
+  /// Constants of at least `unaligned_min_bytes` alias the bytes even when misaligned for their
+  /// dtype: only for a device that reads them solely as bytes to upload (CUDA, no recompile).
+  void set_owner(std::shared_ptr<void> owner, size_t unaligned_min_bytes = SIZE_MAX) {
+    owner_ = std::move(owner);
+    unaligned_min_bytes_ = unaligned_min_bytes;
+  }
   const std::shared_ptr<void>& owner() const { return owner_; }
+  size_t unaligned_min_bytes() const { return unaligned_min_bytes_; }
 
  private:
   std::shared_ptr<void> owner_;
+  size_t unaligned_min_bytes_ = SIZE_MAX;
   std::string_view data_;
   size_t pos_ = 0;
   std::string file_;
