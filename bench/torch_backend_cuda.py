@@ -12,6 +12,7 @@ for it; each part guards itself (a failure prints its traceback and the run goes
 """
 import argparse
 import copy
+import functools
 import logging
 import math
 import statistics
@@ -52,6 +53,20 @@ def dynamo_breaks():
     return sum(counters["graph_break"].values())
 
 
+def tg_stats():
+    import tensorgraph
+    return tensorgraph.runtime_stats()
+
+
+def stats_delta(name, before, calls):
+    """TensorGraph's runtime counters per call over `calls` calls (CUDA graph launches and
+    recordings, interpreted runs, host waits, bytes copied into input slots)."""
+    after = tg_stats()
+    keys = ("runs", "graph_launches", "graph_captures", "capture_fallbacks", "interpreted_runs", "host_waits",
+            "input_copy_bytes", "compiles")
+    result(f"{name}.tg_runtime_per_call", {k: round((after[k] - before[k]) / calls, 2) for k in keys})
+
+
 def guarded(name, fn, *a):
     try:
         return fn(*a)
@@ -78,18 +93,22 @@ def tg_inference(name, model, inputs, out_of):
     with torch.no_grad():
         ref = out_of(model(*inputs))
         t = time.time()
-        compiled = torch.compile(model, backend=tgt.backend, dynamic=False)
+        # Inference with the parameters compiled in (freeze=True: opt-in, as Inductor's freezing).
+        compiled = torch.compile(model, backend=functools.partial(tgt.backend, freeze=True), dynamic=False)
         got = out_of(compiled(*inputs))
         result(f"{name}.tg_compile_s", round(time.time() - t, 1))
         s = tgt.backend_stats()
         result(f"{name}.graphs", s["graphs"])
         result(f"{name}.nodes_left_to_pytorch", s["nodes_left_to_pytorch"])
         result(f"{name}.unsupported", s["unsupported"])
+        result(f"{name}.frozen_inputs", s["frozen_inputs"])  # parameters/buffers compiled in
         result(f"{name}.dynamo_graph_breaks", dynamo_breaks())
         rel = ((got.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
         result(f"{name}.max_rel_diff_vs_eager", f"{rel:.3e}")
         result(f"{name}.eager_ms", round(timed(lambda: model(*inputs)), 3))
+        before = tg_stats()
         result(f"{name}.tg_ms", round(timed(lambda: compiled(*inputs)), 3))
+        stats_delta(name, before, 35)
         # Again after the timed calls (replays of the recorded CUDA graph, reused DLPack views).
         got = out_of(compiled(*inputs))
         rel = ((got.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
@@ -117,10 +136,12 @@ class Training:
         self.data = [(torch.randn(n, 3, 224, 224, device="cuda"), torch.randint(0, 1000, (n,), device="cuda"))
                      for _ in range(2)]
 
-    def run(self, model):
+    def run(self, model, stats=False):
         opt = torch.optim.Adam(model.parameters(), lr=1e-4)
         losses, times = [], []
         for i in range(self.steps):
+            if stats and i == 3:
+                before = tg_stats()
             x, y = self.data[i % 2]
             torch.cuda.synchronize()
             t = time.perf_counter()
@@ -132,6 +153,8 @@ class Training:
             torch.cuda.synchronize()
             times.append(time.perf_counter() - t)
             losses.append(loss.item())
+        if stats and self.steps > 3:
+            stats_delta("train", before, self.steps - 3)
         return losses, times
 
     def eager(self):
@@ -144,7 +167,7 @@ class Training:
         from torch._dynamo.utils import counters
         counters.clear()
         tgt.backend_stats(reset=True)
-        lt, tt = self.run(torch.compile(copy.deepcopy(self.base), backend=tgt.backend, dynamic=False))
+        lt, tt = self.run(torch.compile(copy.deepcopy(self.base), backend=tgt.backend, dynamic=False), stats=True)
         result("train.tg_first_step_s", round(tt[0], 1))
         s = tgt.backend_stats()
         result("train.graphs", s["graphs"])
@@ -169,7 +192,15 @@ def main():
     p.add_argument("--budget-s", type=float, default=270)
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--only-tg-train", action="store_true",
+                   help="only TensorGraph's training steps (e.g. under TG_PROFILE=1, which records no CUDA graphs)")
     args = p.parse_args()
+    if args.only_tg_train:
+        torch.backends.cudnn.allow_tf32 = True
+        tr = Training(args)
+        tr.le = [float("nan")] * args.steps
+        guarded("train.tg", tr.tg)
+        return
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     result("torch", torch.__version__)

@@ -93,8 +93,21 @@ using FeedTypes = std::vector<std::pair<Tensor, TensorType>>;
 enum class ComputePrecision { f32, tf32, bf16, f16 };
 
 struct CompileOptions {
-  /// When true, compile once for symbolic dims (sizes computed at run time). Not implemented on
-  /// any backend yet: Graph::compile raises tg::Error(unsupported) when it is set.
+  /// When true (MPSGraph's disableTypeInference), a feed type may give -1 for a dim that varies
+  /// between runs (a batch or sequence length): Graph::compile runs the pass pipeline once on
+  /// the graph with those dims dynamic, and run() lowers the optimized graph once per new input
+  /// signature (types inferred for the fed shapes, memory planned, on CUDA captured after its
+  /// first run; no pass pipeline: runtime_stats().compiles counts only the compile), keeping
+  /// the TG_SPECIALIZATIONS most recent signatures (default 16; docs/design/0009). Passes leave
+  /// values of dynamic shape unfused and not autocast, so such executables can be slower than
+  /// fixed-shape ones on CUDA. Shapes the graph contradicts (two varying dims an op needs
+  /// equal) raise tg::Error(shape_mismatch) naming the op and both shapes before any kernel
+  /// runs. Such executables cannot be saved yet (save raises tg::Error(unsupported)). Each kept
+  /// signature's program holds its own arenas, each bounded by memory_budget_bytes, so the
+  /// executable may hold up to TG_SPECIALIZATIONS times that (give an arena_group to share one
+  /// arena instead); arena_bytes() reports the largest. On the CPU the layout pass, which needs
+  /// static shapes, does not run (NCHW convolutions stay NCHW). With every feed dim fixed it
+  /// changes nothing.
   bool disable_type_inference = false;
   /// See ComputePrecision.
   ComputePrecision precision = ComputePrecision::f32;

@@ -346,7 +346,7 @@ void bind_graph(py::module_& m) {
            "default device (CUDA when a GPU is usable).")
       .def("compile", [](tg::Graph& g, py::dict feed_types, py::handle targets, py::handle target_ops,
                          py::handle device, const std::string& precision, size_t memory_budget_bytes,
-                         std::string arena_group) {
+                         std::string arena_group, bool disable_type_inference) {
              tg::FeedTypes ft;
              for (auto [k, v] : feed_types) {
                tg::Tensor p = k.cast<tg::Tensor>();
@@ -361,6 +361,7 @@ void bind_graph(py::module_& m) {
                   {"float16", tg::ComputePrecision::f16}});
              o.memory_budget_bytes = memory_budget_bytes;
              o.arena_group = std::move(arena_group);
+             o.disable_type_inference = disable_type_inference;
              auto ts = targets.is_none() ? std::vector<tg::Tensor>{} : to_tensors(targets);
              auto ops = to_ops(target_ops);
              tg::Device dev = to_device(device);
@@ -368,11 +369,13 @@ void bind_graph(py::module_& m) {
              return g.compile(dev, ft, ts, ops, o);
            }, py::arg("feed_types"), py::arg("targets"), py::arg("target_ops") = py::none(),
            py::arg("device") = py::none(), py::arg("precision") = "f32", py::arg("memory_budget_bytes") = 0,
-           py::arg("arena_group") = "",
+           py::arg("arena_group") = "", py::arg("disable_type_inference") = false,
            "Compiles what `targets` and `target_ops` reach for feed types {placeholder: type}, a type\n"
            "being a TensorType, (shape, dtype), a shape (the placeholder's dtype) or an example\n"
-           "value. precision: 'f32', 'tf32', 'bf16' or 'f16' (conv and matmul on CUDA). Returns an\n"
-           "Executable whose inputs are in the dict's order.")
+           "value. precision: 'f32', 'tf32', 'bf16' or 'f16' (conv and matmul on CUDA).\n"
+           "disable_type_inference=True: a dim given as -1 may vary between runs; the graph is\n"
+           "compiled once and each new input shape is lowered at its first run (no recompile).\n"
+           "Returns an Executable whose inputs are in the dict's order.")
       .def_property_readonly("num_nodes", &tg::Graph::num_nodes)
       .def("__str__", &tg::Graph::to_string)
       .def("to_dot", [](const tg::Graph& g) { return tg::to_dot(g); }, "Graphviz DOT text of the graph.")

@@ -1,5 +1,6 @@
 #include "core/env.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace tg::env {
@@ -83,6 +84,31 @@ bool profile_shapes() {
 bool deterministic() {
   const char* v = std::getenv("TG_DETERMINISTIC");
   return v && std::string(v) == "1";
+}
+
+int specialization_cache_size() {
+  const char* s = std::getenv("TG_SPECIALIZATIONS");
+  if (s == nullptr || *s == '\0') return 16;
+  const long v = std::strtol(s, nullptr, 10);
+  return static_cast<int>(std::clamp<long>(v, 1, 4096));
+}
+
+std::array<int, 4> stencil_tile_override() {
+  std::array<int, 4> r{0, 0, 0, 0};
+  const char* s = std::getenv("TG_STENCIL_TILE");
+  if (s == nullptr) return r;
+  for (size_t i = 0; i < r.size() && *s != '\0'; ++i) {
+    if (*s == ',') {  // an empty field keeps the planner's choice
+      ++s;
+      continue;
+    }
+    char* end = nullptr;
+    const long v = std::strtol(s, &end, 10);
+    if (end == s) break;
+    r[i] = v >= 0 && v <= 64 ? static_cast<int>(v) : 0;
+    s = *end == ',' ? end + 1 : end;
+  }
+  return r;
 }
 
 }  // namespace tg::env

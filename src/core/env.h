@@ -1,5 +1,6 @@
 // Every TG_* environment variable the library reads, in one place.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -57,5 +58,17 @@ bool profile_shapes();
 /// runs and waits for the device after it, so the last line names a kernel that fails or hangs.
 /// Slow: for debugging. Off when unset, empty or "0". Read once; TG_PROFILE takes precedence.
 bool trace();
+
+/// TG_SPECIALIZATIONS: input signatures whose lowered programs an executable compiled with
+/// CompileOptions::disable_type_inference keeps (LRU; runtime/specialize.h). 1..4096, default 16.
+/// Read at every compile.
+int specialization_cache_size();
+
+/// TG_STENCIL_TILE="by,ry,rz,min_blocks": overrides the tile shape of the generated stencil and
+/// max-pool kernels of the CUDA backend (backends/cuda/stencil_codegen.cpp) for tuning: threads
+/// along y (x is 32), outputs per thread along y and z, and the resident blocks per SM the kernel
+/// is compiled for (__launch_bounds__); a field 0 or missing keeps the planner's choice. Empty:
+/// nothing overridden. Read at every plan (benchmarks switch it).
+std::array<int, 4> stencil_tile_override();
 
 }  // namespace tg::env

@@ -23,6 +23,9 @@ using detail::ModelState;
 namespace detail {
 
 Executable& executable(ModelState& s, ExeKind kind, int64_t batch) {
+  // CompileOptions::disable_type_inference: one executable per mode whose batch dim varies
+  // (runtime/specialize.h), so a new batch size (a last partial batch) compiles nothing.
+  if (s.compile_options.disable_type_inference) batch = -1;
   auto key = std::make_pair(static_cast<int>(kind), batch);
   if (auto it = s.exes.find(key); it != s.exes.end()) return it->second;
   Graph& g = s.ctx->graph;

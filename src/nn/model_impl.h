@@ -95,7 +95,8 @@ struct ModelState {
   Tensor labels, learning_rate, loss_value, num_correct;
   std::vector<Operation> train_ops;
   std::string step_variable;  ///< the optimizer's step counter name
-  std::map<std::pair<int, int64_t>, Executable> exes;  ///< (ExeKind, batch size) -> executable
+  /// (ExeKind, batch size; -1 for every size under CompileOptions::disable_type_inference)
+  std::map<std::pair<int, int64_t>, Executable> exes;
 
   bool stop_requested = false;
 };

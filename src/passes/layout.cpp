@@ -2,8 +2,10 @@
 // while cuDNN's tensor-core kernels and oneDNN are mostly NHWC. Compile runs this pass where it
 // was measured faster (runtime::layout_pass_pays: the CPU; CUDA at batch >= 32 with dense
 // convolutions; TG_CHANNELS_LAST=1 / 0 forces it). This pass makes a graph's NCHW conv2d,
-// max_pool2d and avg_pool2d run NHWC with one transpose at each boundary of the channels-last
-// region, the way XLA's layout assignment and PyTorch's channels_last memory format do:
+// max_pool2d and avg_pool2d, and their backward ops (conv2d_backward_data/_weights,
+// max/avg_pool2d_backward: training graphs built outside tg::autodiff, e.g. PyTorch's), run NHWC
+// with one transpose at each boundary of the channels-last region, the way XLA's layout
+// assignment and PyTorch's channels_last memory format do:
 //  1. each such op reads transpose(x, [0,2,3,1]), runs with data_layout=nhwc (weights keep their
 //     layout: the kernels take OIHW weights with NHWC data) and its result is
 //     transpose(y, [0,3,1,2]);
@@ -54,6 +56,15 @@ bool is_nchw_op(const G& g, const ir::Node& n) {
   if (n.inputs.empty() || !is_static(g.type(n.inputs[0]).shape)) return false;
   if (n.kind == K::conv2d) return std::get<Conv2dDesc>(n.attrs).data_layout == Layout::nchw;
   if (n.kind == K::max_pool2d || n.kind == K::avg_pool2d) return std::get<Pool2dDesc>(n.attrs).data_layout == Layout::nchw;
+  // Training graphs' backward ops (their data inputs and, but for the weights gradient, result).
+  if (n.kind == K::conv2d_backward_data || n.kind == K::conv2d_backward_weights) {
+    return n.inputs.size() == 2 && std::get<ir::ConvBackwardAttrs>(n.attrs).conv.data_layout == Layout::nchw &&
+           g.type(n.inputs[1]).shape.size() == 4;
+  }
+  if (n.kind == K::max_pool2d_backward || n.kind == K::avg_pool2d_backward) {
+    return n.inputs.size() == 2 && std::get<Pool2dDesc>(n.attrs).data_layout == Layout::nchw &&
+           g.type(n.inputs[1]).shape.size() == 4 && is_static(g.type(n.inputs[1]).shape);
+  }
   return false;
 }
 
@@ -141,11 +152,29 @@ class Rewriter {
 
   ir::ValueRef channels_last_op(ir::Node node) {
     node.inputs[0] = to_nhwc(node.inputs[0], node.name);
-    if (node.kind == K::conv2d) std::get<Conv2dDesc>(node.attrs).data_layout = Layout::nhwc;
-    else std::get<Pool2dDesc>(node.attrs).data_layout = Layout::nhwc;
-    node.outputs[0].shape = permuted(node.outputs[0].shape, kToNhwc);
     const std::string name = node.name;
     changed_ = true;
+    switch (node.kind) {
+      case K::conv2d: std::get<Conv2dDesc>(node.attrs).data_layout = Layout::nhwc; break;
+      case K::conv2d_backward_data: {  // (dy, w) -> dx; w keeps its layout
+        auto& a = std::get<ir::ConvBackwardAttrs>(node.attrs);
+        a.conv.data_layout = Layout::nhwc;
+        a.shape = permuted(a.shape, kToNhwc);
+        break;
+      }
+      case K::conv2d_backward_weights: {  // (dy, x) -> dw, in the weights' layout: no transpose
+        node.inputs[1] = to_nhwc(node.inputs[1], name);
+        std::get<ir::ConvBackwardAttrs>(node.attrs).conv.data_layout = Layout::nhwc;
+        return emit(std::move(node));
+      }
+      case K::max_pool2d_backward:
+      case K::avg_pool2d_backward:  // (dy, x) -> dx
+        node.inputs[1] = to_nhwc(node.inputs[1], name);
+        std::get<Pool2dDesc>(node.attrs).data_layout = Layout::nhwc;
+        break;
+      default: std::get<Pool2dDesc>(node.attrs).data_layout = Layout::nhwc; break;
+    }
+    node.outputs[0].shape = permuted(node.outputs[0].shape, kToNhwc);
     return transpose(emit(std::move(node)), kToNchw, name);
   }
 

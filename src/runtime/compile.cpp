@@ -7,6 +7,7 @@
 #include "core/error_util.h"
 #include "core/stats.h"
 #include "passes/passes.h"
+#include "runtime/specialize.h"
 
 namespace tg::runtime {
 namespace {
@@ -26,7 +27,8 @@ void check_ref(const ir::Graph& g, int node, int index, std::string_view what) {
   }
 }
 
-void check_feed_type(const ir::Node& ph, const TensorType& fed, std::string_view op) {
+// `varying`: a fed dim may be -1 (CompileOptions::disable_type_inference) where the placeholder's is.
+void check_feed_type(const ir::Node& ph, const TensorType& fed, std::string_view op, bool varying = false) {
   const TensorType& declared = ph.outputs[0];
   if (fed.dtype != declared.dtype) {
     fail(ErrorCode::dtype_mismatch, op, "placeholder '{}' is {}, fed {}", ph.name,
@@ -34,7 +36,8 @@ void check_feed_type(const ir::Node& ph, const TensorType& fed, std::string_view
   }
   bool ok = fed.shape.size() == declared.shape.size();
   for (size_t i = 0; ok && i < fed.shape.size(); ++i) {
-    ok = fed.shape[i] >= 0 && (declared.shape[i] == -1 || declared.shape[i] == fed.shape[i]);
+    ok = (fed.shape[i] >= 0 || (varying && fed.shape[i] == -1)) &&
+         (declared.shape[i] == -1 || declared.shape[i] == fed.shape[i]);
   }
   if (!ok) {
     fail(ErrorCode::shape_mismatch, op, "placeholder '{}' is {}, fed {}", ph.name,
@@ -87,24 +90,31 @@ bool evaluate_on_cpu(const ir::Node& n, std::span<const TensorData> args, Tensor
 
 }  // namespace
 
-// Issue 15, deliverable 7: the layout pass runs "where that is faster". TG_CHANNELS_LAST=1 / 0 forces it. Otherwise, where measured faster (docs/cuda.md):
-// on the CPU for any graph with an NCHW convolution (oneDNN; torchvision's ResNet-50 batch 1:
-// 260 ms NCHW vs 67 ms converted, MobileNetV3-Large 25.6 vs 19.5 ms); on CUDA only when every
-// NCHW convolution is dense (groups 1) with a static batch of at least 32 (H200, ResNet-50 TF32
-// batch 32: 3.44 vs 2.95 ms, batch 128: 12.15 vs 9.21, bf16 9.14 vs 5.96; but batch 1: 0.677 vs
-// 0.816, and MobileNetV3-Large's depthwise convolutions: batch 32 1.53 vs 3.46 ms).
+// Issue 15, deliverable 7: the layout pass runs "where that is faster". TG_CHANNELS_LAST=1 / 0
+// forces it. Otherwise, where measured faster (docs/cuda.md): on the CPU for any graph with an
+// NCHW convolution (oneDNN; torchvision's ResNet-50 batch 1: 260 ms NCHW vs 67 ms converted,
+// MobileNetV3-Large 25.6 vs 19.5 ms); on CUDA only when every NCHW convolution is dense
+// (groups 1), not float64, with a static batch of at least 32 (H200, ResNet-50 TF32 batch 32:
+// 3.44 vs 2.95 ms, batch 128: 12.15 vs 9.21, bf16 9.14 vs 5.96; but batch 1: 0.677 vs 0.816,
+// and MobileNetV3-Large's depthwise convolutions: batch 32 1.53 vs 3.46 ms).
 bool layout_pass_pays(const ir::Graph& g, Device device) {
   if (const std::optional<bool> forced = env::channels_last_override()) return *forced;
   constexpr int64_t kMinCudaBatch = 32;
   bool any = false;
   for (const ir::Node& n : g.nodes()) {
-    if (n.kind != ir::OpKind::conv2d) continue;
-    const auto& d = std::get<Conv2dDesc>(n.attrs);
-    if (d.data_layout != Layout::nchw) continue;
+    // Forward convolutions, and the backward ones of training graphs built outside tg::autodiff
+    // (PyTorch's, through tensorgraph.torch): their first input (x, or dy) holds the batch.
+    const Conv2dDesc* d = nullptr;
+    if (n.kind == ir::OpKind::conv2d) d = &std::get<Conv2dDesc>(n.attrs);
+    if (n.kind == ir::OpKind::conv2d_backward_data || n.kind == ir::OpKind::conv2d_backward_weights) {
+      d = &std::get<ir::ConvBackwardAttrs>(n.attrs).conv;
+    }
+    if (d == nullptr || d->data_layout != Layout::nchw) continue;
     any = true;
     if (device.is_cpu()) break;
-    const Shape& x = g.type(n.inputs[0]).shape;
-    if (d.groups != 1 || x.empty() || x[0] < kMinCudaBatch) return false;
+    const TensorType& x = g.type(n.inputs[0]);
+    // float64 convolutions run NCHW in cuDNN's legacy API anyway (an NHWC one is transposed back).
+    if (d->groups != 1 || x.shape.empty() || x.shape[0] < kMinCudaBatch || x.dtype == DType::f64) return false;
   }
   return any;
 }
@@ -113,10 +123,6 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
                          const FeedTypes& feed_types, const std::vector<Tensor>& targets,
                          const std::vector<Operation>& target_ops, CompileOptions options,
                          const BoundFeeds& bound) {
-  if (options.disable_type_inference) {
-    fail(ErrorCode::unsupported, "compile",
-         "disable_type_inference (compile once for symbolic dims) is not implemented yet");
-  }
   const backends::Backend& backend = backends::backend_for(device);
   auto g = std::make_shared<ir::Graph>(*graph);
   ir::verify(*g);  // before any pass indexes through the edges
@@ -144,7 +150,7 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     if (std::find(feeds.begin(), feeds.end(), t.node_id()) != feeds.end()) {
       fail(ErrorCode::invalid_argument, "compile", "placeholder '{}' is fed twice", ph.name);
     }
-    check_feed_type(ph, type, "compile");
+    check_feed_type(ph, type, "compile", options.disable_type_inference);
     ph.outputs[0] = type;
     feeds.push_back(t.node_id());
   }
@@ -194,6 +200,30 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     }
   }
 
+  std::shared_ptr<runtime::SharedArena> shared;
+  if (!options.arena_group.empty()) {
+    std::lock_guard<std::mutex> lock(graph->runtime_mutex());
+    auto& arena = runtime::graph_state(*graph).arenas[device.to_string() + "|" + options.arena_group];
+    if (!arena) arena = std::make_shared<runtime::SharedArena>();
+    shared = arena;
+  }
+  bool varying = false;
+  for (int f : feeds) varying = varying || !is_static(g->node(f).outputs[0].shape);
+  std::shared_ptr<CompiledProgram> compiled;
+  if (varying) {
+    compiled = specialize_later(g, feeds, roots, root_ops, device, options, std::move(shared));
+  } else {
+    compiled = lower_graph(g, feeds, roots, root_ops, device, options, std::move(shared));
+  }
+  stats::add(stats::Counter::compiles);  // a pass-pipeline run that produced an executable
+  return Executable(std::move(compiled));
+}
+
+std::shared_ptr<CompiledProgram> lower_graph(std::shared_ptr<ir::Graph> g, const std::vector<int>& feeds,
+                                             const std::vector<ir::ValueRef>& roots,
+                                             const std::vector<int>& root_ops, Device device,
+                                             const CompileOptions& options, std::shared_ptr<SharedArena> shared) {
+  const backends::Backend& backend = backends::backend_for(device);
   auto plan = std::make_shared<runtime::PlannedGraph>();
   for (const ir::Node& n : g->nodes()) {
     check_static(*g, n);
@@ -214,17 +244,38 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     compiled->feed_types.push_back(g->node(f).outputs[0]);
   }
   for (const auto& r : roots) compiled->target_types.push_back(g->type(r));
-  std::shared_ptr<runtime::SharedArena> shared;
-  if (!options.arena_group.empty()) {
-    std::lock_guard<std::mutex> lock(graph->runtime_mutex());
-    auto& arena = runtime::graph_state(*graph).arenas[device.to_string() + "|" + options.arena_group];
-    if (!arena) arena = std::make_shared<runtime::SharedArena>();
-    shared = arena;
-  }
   compiled->program = std::make_unique<runtime::Program>(plan, backend, options.memory_budget_bytes, std::move(shared));
   compiled->plan = std::move(plan);
-  stats::add(stats::Counter::compiles);  // a pass-pipeline run that produced an executable
-  return Executable(std::move(compiled));
+  return compiled;
+}
+
+std::shared_ptr<CompiledProgram> specialize_later(std::shared_ptr<ir::Graph> g, const std::vector<int>& feeds,
+                                                  const std::vector<ir::ValueRef>& roots,
+                                                  const std::vector<int>& root_ops, Device device,
+                                                  const CompileOptions& options, std::shared_ptr<SharedArena> shared) {
+  const backends::Backend& backend = backends::backend_for(device);
+  auto plan = std::make_shared<runtime::PlannedGraph>();
+  for (const ir::Node& n : g->nodes()) {
+    check_supported(backend, device, n);  // now, not at the first run
+    plan->schedule.push_back(n.id);
+  }
+  plan->feed_nodes = feeds;
+  plan->precision = options.precision;
+  plan->deterministic = options.deterministic || env::deterministic();
+  plan->targets = roots;
+  plan->target_ops = root_ops;
+  plan->graph = g;
+  auto compiled = std::make_shared<CompiledProgram>();
+  compiled->device = device;
+  for (int f : feeds) {
+    compiled->feed_names.push_back(g->node(f).name);
+    compiled->feed_types.push_back(g->node(f).outputs[0]);
+  }
+  for (const auto& r : roots) compiled->target_types.push_back(g->type(r));
+  compiled->specializations = std::make_shared<Specializations>(g, feeds, roots, root_ops, device, options,
+                                                                 std::move(shared));
+  compiled->plan = std::move(plan);
+  return compiled;
 }
 
 }  // namespace tg::runtime

@@ -9,14 +9,22 @@
 
 namespace tg {
 
+namespace runtime {
+class Specializations;
+}
+
 /// What an Executable holds.
 struct CompiledProgram {
   Device device;
   std::shared_ptr<const runtime::PlannedGraph> plan;
   std::unique_ptr<runtime::Program> program;
   std::vector<std::string> feed_names;
-  std::vector<TensorType> feed_types;
-  std::vector<TensorType> target_types;
+  std::vector<TensorType> feed_types;    ///< -1: a dim that varies (disable_type_inference)
+  std::vector<TensorType> target_types;  ///< -1 where a result's dim follows a varying feed dim
+  /// CompileOptions::disable_type_inference with a feed dim of -1: `plan` holds the optimized
+  /// graph with dynamic dims, `program` is null, and each input signature gets its own lowered
+  /// program from here (runtime/specialize.h).
+  std::shared_ptr<runtime::Specializations> specializations;
 };
 
 namespace runtime {
@@ -35,10 +43,29 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
                          const std::vector<Operation>& target_ops, CompileOptions options,
                          const BoundFeeds& bound = {});
 
+/// The lowering half of compile_graph: `g` optimized (every node typed; control flow may leave
+/// dims dynamic), its fed placeholders, targets and target operations. Checks every value that
+/// should be static is, and that the backend supports every op, then builds the plan and the
+/// runtime::Program (memory plan). No pass runs: runtime_stats().compiles is not counted here.
+/// `shared`: the arena group's arena, or null.
+std::shared_ptr<CompiledProgram> lower_graph(std::shared_ptr<ir::Graph> g, const std::vector<int>& feeds,
+                                             const std::vector<ir::ValueRef>& roots,
+                                             const std::vector<int>& root_ops, Device device,
+                                             const CompileOptions& options, std::shared_ptr<SharedArena> shared);
+
+/// compile_graph's result for a graph with varying feed dims (disable_type_inference): the
+/// optimized graph `g`, checked for backend support now, lowered per input signature at run time
+/// (runtime::Specializations, runtime/specialize.h).
+std::shared_ptr<CompiledProgram> specialize_later(std::shared_ptr<ir::Graph> g, const std::vector<int>& feeds,
+                                                  const std::vector<ir::ValueRef>& roots,
+                                                  const std::vector<int>& root_ops, Device device,
+                                                  const CompileOptions& options, std::shared_ptr<SharedArena> shared);
+
 /// Whether compile runs the channels-last layout pass (passes::convert_to_channels_last) on `g`
 /// (typed with the feeds' shapes) for `device`: TG_CHANNELS_LAST=1 / 0 forces it; otherwise
 /// where it was measured faster: on the CPU when `g` has an NCHW conv2d; on CUDA when every
-/// NCHW conv2d is dense (groups 1) with a static batch of at least 32 (docs/cuda.md).
+/// NCHW conv2d is dense (groups 1), not float64, with a static batch of at least 32
+/// (docs/cuda.md).
 bool layout_pass_pays(const ir::Graph& g, Device device);
 
 }  // namespace runtime

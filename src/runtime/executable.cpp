@@ -1,6 +1,7 @@
 #include "core/error_util.h"
 #include "ir/graph.h"
 #include "runtime/compile.h"
+#include "runtime/specialize.h"
 
 namespace tg {
 
@@ -25,19 +26,37 @@ std::vector<TensorData> Executable::run(const std::vector<TensorData>& inputs, c
       fail(ErrorCode::dtype_mismatch, "run", "placeholder '{}' expects {}, got {}", p.feed_names[i],
            p.feed_types[i].to_string(), inputs[i].type().to_string());
     }
-    if (inputs[i].shape() != p.feed_types[i].shape) {
+    const Shape& want = p.feed_types[i].shape;
+    const Shape& got = inputs[i].shape();
+    bool ok = got.size() == want.size();
+    for (size_t d = 0; ok && d < got.size(); ++d) ok = want[d] == -1 || want[d] == got[d];
+    if (!ok) {
       fail(ErrorCode::shape_mismatch, "run", "placeholder '{}' expects {}, got {}", p.feed_names[i],
            p.feed_types[i].to_string(), inputs[i].type().to_string());
     }
   }
+  if (p.specializations) {  // disable_type_inference: the program lowered for these shapes
+    std::vector<TensorType> types;
+    for (const TensorData& t : inputs) types.push_back(t.type());
+    const std::shared_ptr<const CompiledProgram> q = p.specializations->get(types);
+    return q->program->run(inputs, options);
+  }
   return p.program->run(inputs, options);
 }
 
-size_t Executable::arena_bytes() const { return checked(program_).program->arena_bytes(); }
-size_t Executable::unplanned_bytes() const {
-  return static_cast<size_t>(checked(program_).program->memory().planned_bytes);
+size_t Executable::arena_bytes() const {
+  const CompiledProgram& p = checked(program_);
+  return p.specializations ? p.specializations->arena_bytes() : p.program->arena_bytes();
 }
-int Executable::arena_count() const { return checked(program_).program->arena_count(); }
+size_t Executable::unplanned_bytes() const {
+  const CompiledProgram& p = checked(program_);
+  return p.specializations ? p.specializations->unplanned_bytes()
+                           : static_cast<size_t>(p.program->memory().planned_bytes);
+}
+int Executable::arena_count() const {
+  const CompiledProgram& p = checked(program_);
+  return p.specializations ? p.specializations->arena_count() : p.program->arena_count();
+}
 
 std::vector<TensorType> Executable::input_types() const { return checked(program_).feed_types; }
 std::vector<TensorType> Executable::output_types() const { return checked(program_).target_types; }

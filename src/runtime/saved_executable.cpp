@@ -104,6 +104,11 @@ std::vector<int> used_slots(const ir::Graph& g) {
 
 std::vector<uint8_t> Executable::save_to_bytes(const SaveOptions& options) const {
   const CompiledProgram& p = checked(program_);
+  if (p.specializations) {
+    fail(ErrorCode::unsupported, "save",
+         "an executable compiled with disable_type_inference (input dims that vary) cannot be saved yet; "
+         "compile it for fixed input shapes to save it");
+  }
   const runtime::PlannedGraph& plan = *p.plan;
   const ir::Graph& g = *plan.graph;
   const backends::Backend& backend = backends::backend_for(p.device);
@@ -411,7 +416,8 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
       fail(ErrorCode::io_error, "load", "{}: section 'variable_data' malformed: {}", file, e.what());
     }
     for (const auto& [slot, name, type] : vars) {
-      auto it = std::find_if(values.begin(), values.end(), [&](const auto& v) { return v.first == name; });
+      const std::string& wanted = name;  // (clang before 16 cannot capture a structured binding)
+      auto it = std::find_if(values.begin(), values.end(), [&](const auto& v) { return v.first == wanted; });
       if (it == values.end() || it->second.type() != type) {
         fail(ErrorCode::io_error, "load", "{}: section 'variable_data' malformed: no value of {} for '{}'", file,
              type.to_string(), name);

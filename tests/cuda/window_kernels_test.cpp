@@ -61,7 +61,7 @@ void expect_same_on_cuda_and_cpu(const std::vector<TensorData>& inputs,
 
 TEST(CudaWindowKernels, LaplacianReflectEqualsTheCpu) {
   TG_NEEDS_GPU();
-  TensorData x = TensorData::random_uniform({2, 300, 260}, -1, 1, 1);
+  TensorData x = TensorData::random_uniform({2, 300, 260}, -1, 1, 1);  // partial 32 x 64 tiles
   TensorData w = TensorData::from_vector<float>({0, 1, 0, 1, -4, 1, 0, 1, 0}, {3, 3});
   expect_same_on_cuda_and_cpu({x, w}, [](const std::vector<Tensor>& in) {
     return std::vector{stencil(in[0], in[1], {.explicit_padding = {1, 1, 1, 1}, .boundary_mode = BoundaryMode::reflect})};
@@ -87,7 +87,7 @@ TEST(CudaWindowKernels, ThreeDimensionalWindowsEqualTheCpu) {
 
 TEST(CudaWindowKernels, MaxPoolOverPlanesEqualsTheCpu) {
   TG_NEEDS_GPU();
-  TensorData x = TensorData::random_uniform({2, 3, 100, 90}, -1, 1, 5);
+  TensorData x = TensorData::random_uniform({2, 3, 200, 90}, -1, 1, 5);  // >= 128 rows: 4 x 16 a thread
   expect_same_on_cuda_and_cpu({x}, [](const std::vector<Tensor>& in) {
     Pool2dDesc s1{.kernel_size = {3, 3},
                   .strides = {1, 1},

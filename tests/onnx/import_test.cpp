@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -45,6 +46,27 @@ TEST(OnnxImport, RunsAModelWithDynamicBatch) {
   auto x = TensorData::from_vector<float>({1, 1, 1, -5, 5, -5}, {2, 3});
   std::vector<TensorData> y = r.graph.run(r.feeds({x}), r.targets(), {}, Device::cpu());
   expect_close(y[0], {2, 0, 4, 0, 3, 0}, {2, 3});
+}
+
+// A dynamic axis stays dynamic: one compile (CompileOptions::disable_type_inference) serves
+// every batch size (issue 17).
+TEST(OnnxImport, DynamicBatchCompilesOnceForEveryBatchSize) {
+  if (!available()) GTEST_SKIP() << "no ONNX importer in this build";
+  ImportResult r = import_model(add_relu_model());
+  const RuntimeStats before = runtime_stats();
+  Executable exe = r.graph.compile(Device::cpu(), {{r.inputs[0].tensor, {{-1, 3}, DType::f32}}}, r.targets(), {},
+                                   CompileOptions{.disable_type_inference = true});
+  const double w[3] = {1, -2, 3};
+  for (int64_t n : {1, 2, 5, 2}) {
+    std::vector<float> xs;
+    std::vector<double> want;
+    for (int64_t i = 0; i < n * 3; ++i) {
+      xs.push_back(static_cast<float>(i % 7) - 3.f);
+      want.push_back(std::max(0.0, xs.back() + w[i % 3]));
+    }
+    expect_close(exe.run({TensorData::from_vector<float>(xs, {n, 3})})[0], want, {n, 3});
+  }
+  EXPECT_EQ(runtime_stats().compiles - before.compiles, 1);
 }
 
 TEST(OnnxImport, InitializersAsVariables) {

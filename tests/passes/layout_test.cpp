@@ -123,6 +123,30 @@ TEST(ChannelsLast, DefaultRunsWhereMeasuredFaster) {
   }
 }
 
+// The CPU default converts grouped (here depthwise) and dilated NCHW convolutions too: same values.
+TEST(ChannelsLast, CpuDefaultConvertsDepthwiseConvolutionsWithTheSameValues) {
+  TensorData xv = TensorData::random_normal({3, 4, 9, 7}, 0.f, 1.f, 21);
+  auto run = [&](const char* env) {
+    ScopedEnv e("TG_CHANNELS_LAST", env);
+    Graph g;
+    Tensor x = g.placeholder({3, 4, 9, 7}, DType::f32, "x");
+    Tensor w = g.constant(TensorData::random_normal({4, 1, 3, 3}, 0.f, 0.5f, 22), "w");
+    Conv2dDesc d{.padding = Padding::same, .groups = 4, .data_layout = Layout::nchw, .weights_layout = Layout::oihw};
+    d.dilations = {2, 1};
+    Tensor y = max_pool2d(relu(conv2d(x, w, d)), {.kernel_size = {2, 2}, .data_layout = Layout::nchw});
+    Executable exe = g.compile(Device::cpu(), {{x, xv.type()}}, {y});
+    return std::make_pair(exe.to_string(), exe.run({xv})[0]);
+  };
+  const auto [text_default, got] = run("");
+  const auto [text_off, want] = run("0");
+  EXPECT_EQ(count(text_default, "data_layout=nhwc"), 2) << text_default;
+  EXPECT_EQ(count(text_off, "data_layout=nhwc"), 0) << text_off;
+  ASSERT_EQ(got.type(), want.type());
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    EXPECT_NEAR(got.element_as_double(i), want.element_as_double(i), 1e-5 * (1 + std::fabs(want.element_as_double(i)))) << i;
+  }
+}
+
 TEST(ChannelsLast, GraphsWithoutNchwOpsAreUnchanged) {
   ScopedEnv on("TG_CHANNELS_LAST", "1");
   Graph g;
@@ -130,6 +154,61 @@ TEST(ChannelsLast, GraphsWithoutNchwOpsAreUnchanged) {
   Tensor y = transpose(relu(x), {0, 3, 1, 2});  // an NCHW view of NHWC data, no conv or pool
   Executable exe = g.compile(Device::cpu(), {{x, x.type()}}, {y});
   EXPECT_EQ(count(exe.to_string(), "= transpose("), 1) << exe.to_string();
+}
+
+// A training graph's backward ops as a converter from another framework builds them (PyTorch's
+// convolution_backward, max/avg pool backward in NCHW): they run NHWC too, and the weights
+// gradient keeps the weights' OIHW layout without a transpose.
+TEST(ChannelsLast, BackwardOpsRunNhwcWithTheSameValues) {
+  TensorData xv = TensorData::random_normal({2, 3, 8, 8}, 0.f, 1.f, 11);
+  TensorData dyv = TensorData::random_normal({2, 4, 8, 8}, 0.f, 1.f, 12);
+  auto build_and_run = [&](const char* on, std::string* text) {
+    ScopedEnv env("TG_CHANNELS_LAST", on);
+    Graph g;
+    Tensor x = g.placeholder({2, 3, 8, 8}, DType::f32, "x");
+    Tensor dy = g.placeholder({2, 4, 8, 8}, DType::f32, "dy");
+    const Conv2dDesc conv{.padding = Padding::same, .data_layout = Layout::nchw, .weights_layout = Layout::oihw};
+    Tensor w = g.constant(TensorData::random_normal({4, 3, 3, 3}, 0.f, 0.5f, 13), "w");
+    const Pool2dDesc pool{.kernel_size = {2, 2}, .data_layout = Layout::nchw};
+    Tensor dx = conv2d_backward_data(dy, w, {2, 3, 8, 8}, conv);
+    Tensor dw = conv2d_backward_weights(dy, x, {4, 3, 3, 3}, conv);
+    Tensor p = relu(dx) * 2.0f;  // elementwise between NHWC ops: no transposes
+    Tensor pooled = max_pool2d(p, pool);
+    Tensor dmax = max_pool2d_backward(pooled * pooled, p, pool);
+    Tensor davg = avg_pool2d_backward(pooled, p, pool);
+    Executable exe = g.compile(Device::cpu(), {{x, xv.type()}, {dy, dyv.type()}}, {dx, dw, dmax, davg});
+    *text = exe.to_string();
+    return exe.run({xv, dyv});
+  };
+  std::string off_text, on_text;
+  std::vector<TensorData> want = build_and_run("0", &off_text);
+  std::vector<TensorData> got = build_and_run("1", &on_text);
+  EXPECT_EQ(count(off_text, "data_layout=nhwc"), 0) << off_text;
+  EXPECT_EQ(count(on_text, "data_layout=nchw"), 0) << on_text;
+  EXPECT_EQ(count(on_text, "data_layout=nhwc"), 5) << on_text;
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    ASSERT_EQ(got[k].type(), want[k].type()) << k;
+    for (int64_t i = 0; i < want[k].num_elements(); ++i) {
+      const double a = got[k].element_as_double(i), b = want[k].element_as_double(i);
+      EXPECT_NEAR(a, b, 1e-4 * (1 + std::fabs(b))) << k << " " << i;
+    }
+  }
+  // A backward graph without forward convolutions: its gradients' batch decides on CUDA.
+  ScopedEnv unset("TG_CHANNELS_LAST", "");
+  auto backward_pays = [](int64_t batch, int64_t groups, Device d) {
+    Graph g;
+    Tensor dy = g.placeholder({batch, 4, 8, 8}, DType::f32, "dy");
+    Tensor x = g.placeholder({batch, 4, 8, 8}, DType::f32, "x");
+    const Conv2dDesc conv{.padding = Padding::same, .groups = groups, .data_layout = Layout::nchw,
+                          .weights_layout = Layout::oihw};
+    (void)conv2d_backward_weights(dy, x, {4, 4 / groups, 3, 3}, conv);
+    return runtime::layout_pass_pays(*dy.graph_impl(), d);
+  };
+  EXPECT_TRUE(backward_pays(2, 1, Device::cpu()));
+  EXPECT_FALSE(backward_pays(2, 1, Device::cuda(0)));
+  EXPECT_TRUE(backward_pays(32, 1, Device::cuda(0)));
+  EXPECT_FALSE(backward_pays(32, 2, Device::cuda(0)));
 }
 
 }  // namespace

@@ -91,13 +91,6 @@ TEST(Compile, HandlesMadeFromRawIdsAreChecked) {
                   ErrorCode::invalid_argument, "a target operation refers to %-1:0");
 }
 
-TEST(Compile, DisableTypeInferenceIsUnsupported) {
-  TwoInputs t;
-  EXPECT_TG_ERROR(t.g.compile(Device::cpu(), {{t.x, {{2, 2}, DType::f32}}}, {t.ex}, {},
-                              CompileOptions{.disable_type_inference = true}),
-                  ErrorCode::unsupported, "disable_type_inference");
-}
-
 TEST(Compile, TypesAreInferredForTheFeeds) {
   Graph g;
   Tensor x = g.placeholder({-1, -1}, DType::f32, "x");

@@ -29,7 +29,9 @@ def compile_module(model, example_inputs, device=None, precision="f32", memory_b
     model: a callable (usually an ``nn.Module`` in eval mode); example_inputs: a tensor or tuple of
     tensors with the shapes and dtypes of later calls (static shapes: another shape recompiles).
     The model is traced to ATen ops with ``make_fx``; parameters and buffers become TensorGraph
-    constants (their values at this call). device: 'cpu', 'cuda', 'cuda:N' (default: the inputs'
+    constants, guarded: one whose address or version counter changed (an in-place update,
+    ``load_state_dict``) recompiles with its new value before the next call, and after two such
+    recompiles they are fed each call (writes through ``tensor.data`` are not seen). device: 'cpu', 'cuda', 'cuda:N' (default: the inputs'
     device); precision: 'f32', 'tf32', 'bf16' or 'f16' (conv and matmul on CUDA);
     memory_budget_bytes: TensorGraph's CompileOptions bound on its arenas (0: unbounded).
     Ops without a converter stay in PyTorch (a graph break, one log line names them);
@@ -45,12 +47,22 @@ def backend(gm, example_inputs, **options):
     """``torch.compile`` backend (PyTorch >= 2): ``torch.compile(model, backend=tensorgraph.torch.backend)``.
 
     Each Dynamo graph goes through AOTAutograd: the forward (and, when gradients are needed, the
-    backward) ATen graph is converted and compiled for the inputs' device; parameters stay PyTorch
-    tensors fed each call through DLPack, ordered on PyTorch's current CUDA stream. Under
+    backward) ATen graph is converted and compiled for the inputs' device, and runs ordered on
+    PyTorch's current CUDA stream; in training graphs parameters stay PyTorch tensors fed each call
+    through DLPack (optimizers unchanged). Under
     ``torch.autocast`` the casts are in the graph and bf16/f16 convolutions and matmuls compile at
     that precision; float32 ones at 'tf32' when ``torch.backends.cuda.matmul.allow_tf32`` is set.
-    Options (``torch.compile(..., options={...})`` or ``functools.partial``): precision,
-    memory_budget_bytes. Shapes are static: a new shape recompiles.
+    freeze=True (opt-in, like Inductor's ``freezing``): inference graphs (no gradients needed)
+    compile the model's parameters and buffers in as constants on their first call (batch norm's
+    scale and shift are computed once; a call feeds only the activations), guarded: a parameter
+    or buffer whose address or version counter changed (an in-place update, ``load_state_dict``)
+    recompiles with its new value before the call; one that keeps changing is fed each call after
+    two recompiles. Writers that bypass the version counter are NOT seen: ``tensor.data`` writes,
+    and optimizers writing raw memory (apex/DeepSpeed fused optimizers, parameters re-pointed into a
+    flat buffer); the constants also hold a second copy of the weights on the device. Default
+    (False): parameters are fed each call. Training graphs always feed them.
+    Options (``functools.partial(backend, ...)``): precision, memory_budget_bytes, freeze.
+    Shapes are static: a new shape recompiles.
     """
     torch = _require_torch()
     if not hasattr(torch, "compile"):
@@ -61,11 +73,12 @@ def backend(gm, example_inputs, **options):
 
 
 def backend_stats(reset=False):
-    """{'graphs', 'nodes_left_to_pytorch', 'unsupported': {op: count}} over the graphs ``backend``
-    compiled in this process (reset with ``backend_stats(reset=True)``)."""
+    """{'graphs', 'nodes_left_to_pytorch', 'unsupported': {op: count}, 'frozen_inputs'} over the
+    graphs ``backend`` compiled in this process (reset with ``backend_stats(reset=True)``);
+    frozen_inputs counts the inputs (parameters, buffers) live graphs compiled in as constants."""
     from ._backend import Stats
     out = {"graphs": Stats.graphs, "nodes_left_to_pytorch": Stats.nodes_left_to_pytorch,
-           "unsupported": dict(Stats.unsupported)}
+           "unsupported": dict(Stats.unsupported), "frozen_inputs": Stats.frozen_inputs()}
     if reset:
         Stats.reset()
     return out

@@ -2,8 +2,9 @@
 
 The forward and backward graphs AOTAutograd produces are each converted and compiled with
 _lower.compile_graph; PyTorch's own decompositions first rewrite the backward ops the converter
-table does not cover (DECOMPOSED) into ops it does. Parameters are graph inputs, so they stay
-PyTorch tensors (optimizers unchanged) and cross to TensorGraph each call through DLPack.
+table does not cover (DECOMPOSED) into ops it does. Parameters are graph inputs: training graphs
+feed them each call through DLPack (they stay PyTorch tensors, optimizers unchanged); inference
+graphs compile them in as guarded constants (_freeze.py).
 """
 import logging
 
@@ -56,21 +57,64 @@ def _device(example_inputs):
 
 
 class Stats:
-    """What the backend compiled in this process: graphs, and nodes left to PyTorch (op -> count)."""
+    """What the backend compiled in this process: graphs, nodes left to PyTorch (op -> count), and
+    the compiled callables (frozen_inputs: how many inputs their calls compiled in as constants)."""
     graphs = 0
     nodes_left_to_pytorch = 0
     unsupported = {}
+    compiled = []  # weak references to the Compiled callables
 
     @classmethod
     def reset(cls):
-        cls.graphs, cls.nodes_left_to_pytorch, cls.unsupported = 0, 0, {}
+        cls.graphs, cls.nodes_left_to_pytorch, cls.unsupported, cls.compiled = 0, 0, {}, []
+
+    @classmethod
+    def frozen_inputs(cls):
+        return sum(getattr(getattr(r(), "fn", None), "frozen_count", 0) for r in cls.compiled)
 
 
-def make_compiler(precision=None, memory_budget_bytes=0):
-    """An AOTAutograd graph compiler (fw, bw or inference): gm, example_inputs -> callable."""
+def static_input_predicate(gm, positions=()):
+    """The predicate (tensor, position) -> bool telling a call's parameters and buffers from its
+    activations: nn.Parameter objects, tensors Dynamo marked static (its inlined modules'
+    parameters and buffers carry `_dynamo_static_input_type`), the Dynamo graph's own parameters
+    and buffers (AOTAutograd lifts them to inputs of the ATen graph), and the `positions`
+    AOTAutograd's metadata lists as static inputs. A wrong guess costs recompiles, never a stale
+    value (_freeze.Frozen holds the compiled-in tensors' storage, so no other tensor can come at
+    their addresses)."""
+    import torch
+    own = [*gm.parameters(), *gm.buffers()] if isinstance(gm, torch.nn.Module) else []
+    ids = {id(t) for t in own}
+    positions = frozenset(positions)
+
+    def is_static(t, i=None):
+        return (isinstance(t, torch.nn.Parameter) or getattr(t, "_dynamo_static_input_type", None) is not None
+                or id(t) in ids or i in positions)
+    is_static.keep = own  # the ids stay theirs while the predicate lives
+    return is_static
+
+
+def _aot_static_positions():
+    """AOTAutograd's static input indices (parameters, buffers) of the graph being compiled, when
+    this PyTorch records them (fw_metadata.static_input_indices, PyTorch >= 2.4), else ()."""
+    try:
+        from torch._guards import TracingContext
+        ctx = TracingContext.try_get()
+        return tuple(getattr(getattr(ctx, "fw_metadata", None), "static_input_indices", None) or ())
+    except Exception:  # noqa: BLE001 (an internal API: absent or changed means no hint)
+        return ()
+
+
+def make_compiler(precision=None, memory_budget_bytes=0, freeze=None):
+    """An AOTAutograd graph compiler (fw, bw or inference): gm, example_inputs -> callable.
+    freeze: positions -> the predicate of inputs compiled in as constants (inference graphs;
+    _freeze.py), positions being AOTAutograd's static input indices."""
     def compiler(gm, example_inputs):
+        import weakref
         prec = _precision(precision)
-        fn = compile_graph(gm, example_inputs, _device(example_inputs), prec, memory_budget_bytes)
+        pred = freeze(_aot_static_positions()) if freeze else None
+        fn = compile_graph(gm, example_inputs, _device(example_inputs), prec, memory_budget_bytes,
+                           freeze=pred)
+        Stats.compiled.append(weakref.ref(fn))
         Stats.graphs += 1
         Stats.nodes_left_to_pytorch += fn.nodes_left_to_pytorch
         for k, v in fn.unsupported.items():
@@ -86,10 +130,12 @@ def make_compiler(precision=None, memory_budget_bytes=0):
     return compiler
 
 
-def backend(gm, example_inputs, precision=None, memory_budget_bytes=0):
+def backend(gm, example_inputs, precision=None, memory_budget_bytes=0, freeze=False):
     """See tensorgraph.torch.backend."""
     from torch._dynamo.backends.common import aot_autograd
     # The precision is read when each graph compiles (inside the caller's autocast region).
     compiler = make_compiler(precision, memory_budget_bytes)
-    return aot_autograd(fw_compiler=compiler, bw_compiler=compiler, inference_compiler=compiler,
+    static = (lambda positions: static_input_predicate(gm, positions)) if freeze else None
+    inference = make_compiler(precision, memory_budget_bytes, static)
+    return aot_autograd(fw_compiler=compiler, bw_compiler=compiler, inference_compiler=inference,
                         decompositions=decompositions())(gm, example_inputs)

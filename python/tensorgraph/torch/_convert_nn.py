@@ -146,6 +146,14 @@ def _bn_eval(ctx, x, w, b, rm, rv, eps):
     c = x.shape[1]
     shape = [1, c] + [1] * (x.ndim - 2)
     xf = cast_to(x, tg.float32) if x.dtype in (tg.float16, tg.bfloat16) else x
+    known = [ctx.value(t) for t in (rm, rv)] + [ctx.value(t) if t is not None else 1.0 for t in (w, b)]
+    if all(k is not None for k in known):  # compiled-in statistics: scale and shift computed now
+        import torch
+        dt = torch.float64 if xf.dtype == tg.float64 else torch.float32
+        mean, var, weight, bias = (k.to(dt) if isinstance(k, torch.Tensor) else k for k in known)
+        scale = torch.rsqrt(var + eps) * weight
+        shift = -mean * scale + (bias if b is not None else 0.0)
+        return cast_to(xf * ctx.constant(scale.reshape(shape)) + ctx.constant(shift.reshape(shape)), x.dtype)
     scale = tg.rsqrt(cast_to(tensor(rv), xf.dtype) + eps)
     if w is not None:
         scale = scale * cast_to(tensor(w), xf.dtype)

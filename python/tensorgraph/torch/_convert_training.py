@@ -71,17 +71,22 @@ def native_batch_norm_backward(ctx, dy, x, w, rm, rv, save_mean, save_invstd, tr
     xhat = (xf - tg.reshape(mean, shape)) * tg.reshape(invstd, shape)
     wf = cast_to(tensor(w), f) if w is not None else None
     scale = tg.reshape(invstd * wf if wf is not None else invstd, shape)
+    # Two reductions serve all three gradients: sum(dy) (= db) and sum(dy * xhat) (= dw).
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    need_sums = train and output_mask[0]
+    g_sum = tg.reduce_sum(dyf, axes=axes) if need_sums or output_mask[2] else None
+    gx_sum = tg.reduce_sum(dyf * xhat, axes=axes) if need_sums or output_mask[1] else None
     dx = None
     if output_mask[0]:
         if train:
-            g_mean = tg.reduce_mean(dyf, axes=axes, keep_dims=True)
-            gx_mean = tg.reduce_mean(dyf * xhat, axes=axes, keep_dims=True)
-            dx = (dyf - g_mean - xhat * gx_mean) * scale
+            dx = (dyf - tg.reshape(g_sum * (1.0 / n), shape) - xhat * tg.reshape(gx_sum * (1.0 / n), shape)) * scale
         else:
             dx = dyf * scale
         dx = cast_to(dx, x.dtype)
-    dw = tg.reduce_sum(dyf * xhat, axes=axes) if output_mask[1] else None
-    db = tg.reduce_sum(dyf, axes=axes) if output_mask[2] else None
+    dw = gx_sum if output_mask[1] else None
+    db = g_sum if output_mask[2] else None
     if w is not None:
         dw = cast_to(dw, w.dtype) if dw is not None else None
         db = cast_to(db, w.dtype) if db is not None else None

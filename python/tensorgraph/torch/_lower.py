@@ -34,8 +34,16 @@ def op_name(target):
 class Context:
     """What a converter sees besides its arguments (see _registry)."""
 
-    def __init__(self, g, node, name, out, example_args):
+    def __init__(self, g, node, name, out, example_args, known=None):
         self.g, self.node, self.op_name, self.out, self.example_args = g, node, name, out, example_args
+        self.known = known if known is not None else {}
+
+    def value(self, t):
+        """The torch tensor a constant input `t` (a parameter or buffer compiled in) holds, else None:
+        converters compute with it at compile time (batch norm's per-channel scale and shift)."""
+        if not isinstance(t, tg.Tensor):
+            return None
+        return self.known.get((t.node_id, t.index))
 
     @property
     def out_dtype(self):
@@ -126,11 +134,17 @@ class Lowered:
         self.unsupported = {}
         self.output = None
         self.mutations = []  # (placeholder node, tg value copied into that input after each run)
+        self.attr_values = {}  # get_attr node fed at run time -> its torch tensor (attr_feeds)
+        self.known = {}  # (node_id, index) of a constant -> the torch tensor it holds (Context.value)
 
 
-def lower(gm, vals, params_as_constants=True):
-    """Converts gm's live nodes; see the module docstring."""
+def lower(gm, vals, frozen=None, attr_feeds=False):
+    """Converts gm's live nodes; see the module docstring. frozen: {placeholder node: real torch
+    tensor} compiled in as constants instead of fed (their values now: tensorgraph.torch._freeze
+    guards them). Tensor attributes (get_attr) are constants, or feeds read at each call when
+    attr_feeds."""
     import torch
+    frozen = frozen or {}
     low = Lowered()
     g, env = low.graph, low.env
     live = live_nodes(gm)
@@ -138,7 +152,10 @@ def lower(gm, vals, params_as_constants=True):
     for node in gm.graph.nodes:
         if node not in live:
             continue
-        if node.op == "placeholder":
+        if node.op == "placeholder" and node in frozen:
+            env[node] = constant(g, frozen[node])
+            low.known[(env[node].node_id, env[node].index)] = frozen[node]
+        elif node.op == "placeholder":
             ex = vals.get(node)
             if isinstance(ex, (bool, int, float)):  # a size: compiled in (per_shape recompiles)
                 env[node] = ex
@@ -163,13 +180,19 @@ def lower(gm, vals, params_as_constants=True):
                 env[node] = t
                 continue
             try:
+                if attr_feeds:
+                    env[node] = g.placeholder([int(s) for s in t.shape], tg_dtype(t.dtype), node.name)
+                    low.feeds.append((node, env[node]))
+                    low.attr_values[node] = t
+                    continue
                 env[node] = constant(g, t)
+                low.known[(env[node].node_id, env[node].index)] = t.detach()
             except Unsupported as e:
                 low.unsupported[node] = str(e)
                 env[node] = Unavailable(str(e))
         elif node.op == "call_function":
             try:
-                env[node] = _convert(g, node, env, vals, low.mutations)
+                env[node] = _convert(g, node, env, vals, low.mutations, low.known)
             except Exception as e:  # noqa: BLE001 (Unsupported, tg.Error, a converter's bug: never a crash)
                 low.unsupported[node] = str(e) if isinstance(e, (Unsupported, tg.Error)) else f"{type(e).__name__}: {e}"
                 env[node] = _stand_in(g, vals.get(node), node.name)
@@ -181,7 +204,7 @@ def lower(gm, vals, params_as_constants=True):
     return low
 
 
-def _convert(g, node, env, vals, mutations):
+def _convert(g, node, env, vals, mutations, known=None):
     name = op_name(node.target)
     if getattr(node.target, "__module__", None) == "_operator" and name != "getitem":
         # Python arithmetic on sizes (symbolic shapes made concrete for this compile).
@@ -220,7 +243,7 @@ def _convert(g, node, env, vals, mutations):
     args = map_arg(node.args, lambda n: env[n])
     kwargs = map_arg(node.kwargs, lambda n: env[n])
     ex_args = map_arg(node.args, lambda n: vals.get(n))
-    ctx = Context(g, node, name, vals.get(node), ex_args)
+    ctx = Context(g, node, name, vals.get(node), ex_args, known)
     kwargs = {k: v for k, v in kwargs.items() if k not in ("device", "layout", "pin_memory", "memory_format")
               or name not in ("aten::_to_copy", "aten::to", "aten::clone")}
     out = fn(ctx, *args, **kwargs)
@@ -251,11 +274,16 @@ def example_values(gm, example_inputs):
 
 class Runner:
     """Runs a fully converted graph: torch tensors in, torch tensors out, through DLPack (no copy on
-    the GPU; ordered on PyTorch's current CUDA stream)."""
+    the GPU; ordered on PyTorch's current CUDA stream). The per-call work is a DLPack handoff per
+    feed and per result: which arguments are fed, where each result goes and which inputs are
+    written back are worked out here, once."""
 
     def __init__(self, low, device, precision="f32", memory_budget_bytes=0):
         position = {n: i for i, n in enumerate(low.placeholders)}
-        self.feed_positions = [position[n] for n, _ in low.feeds]  # the args that are feeds
+        arg_feeds = [(n, ph) for n, ph in low.feeds if n.op == "placeholder"]
+        attr_feeds = [(n, ph) for n, ph in low.feeds if n.op != "placeholder"]
+        self.feed_positions = [position[n] for n, _ in arg_feeds]  # the args that are feeds
+        self.attr_tensors = [low.attr_values[n] for n, _ in attr_feeds]  # then these, each call
         targets, self._slots = [], {}
         index = position
 
@@ -283,24 +311,44 @@ class Runner:
                 targets.append(v)
             self.mutations.append((position[n], self._slots[key]))
         self.device = tg.Device(device)
-        self._cache = [None] * len(self.feed_positions)
-        feed_types = {ph: tg.TensorType(list(ph.shape), ph.dtype) for _, ph in low.feeds}
+        self._cache = [None] * (len(self.feed_positions) + len(self.attr_tensors))
+        feed_types = {ph: tg.TensorType(list(ph.shape), ph.dtype) for _, ph in arg_feeds + attr_feeds}
         self.exe = low.graph.compile(feed_types, targets, device=self.device, precision=precision,
                                      memory_budget_bytes=memory_budget_bytes)
+        # The output as a flat tuple of results in order (the common case: one call, no recursion).
+        flat = self.out_spec if isinstance(self.out_spec, (list, tuple)) else None
+        self._flat_out = None
+        if flat is not None and all(isinstance(o, tuple) and len(o) == 2 and o[0] == "out" for o in flat):
+            self._flat_out = [o[1] for o in flat]
+            self._flat_type = type(flat)
+        self._run = self.exe.run
+        if self.device.is_cuda:
+            import torch
+            from torch.utils.dlpack import from_dlpack
+            index_ = self.device.index
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the handle, without a Stream object
+            current = raw if raw is not None else (lambda i: torch.cuda.current_stream(i).cuda_stream)
+
+            def run(ins):
+                outs = self._run(ins, cuda_stream=caller_stream(current(index_)))
+                return [from_dlpack(o.__dlpack__(stream=-1)) for o in outs]
+        else:
+            def run(ins):
+                return [_to_torch(o) for o in self._run(ins)]
+        self._run_torch = run
 
     def __call__(self, *args):
-        import torch
-        ins = [self._feed(k, args[i]) for k, i in enumerate(self.feed_positions)]
-        if self.device.is_cuda:
-            stream = caller_stream(torch.cuda.current_stream(self.device.index).cuda_stream)
-            outs = self.exe.run(ins, cuda_stream=stream)
-            outs = [torch.utils.dlpack.from_dlpack(o.__dlpack__(stream=-1)) for o in outs]
-        else:
-            outs = [_to_torch(o) for o in self.exe.run(ins)]
+        feed = self._feed
+        ins = [feed(k, args[i]) for k, i in enumerate(self.feed_positions)]
+        if self.attr_tensors:
+            n = len(ins)
+            ins += [feed(n + k, t) for k, t in enumerate(self.attr_tensors)]
+        outs = self._run_torch(ins)
         for pos, slot in self.mutations:
             args[pos].copy_(outs[slot])
+        if self._flat_out is not None:
+            return self._flat_type(outs[i] for i in self._flat_out)
         return _build_output(self.out_spec, outs, args)
-
 
     def _feed(self, k, t):
         """Feed k as TensorData. A tensor seen as the same object at the same address on two
@@ -332,11 +380,20 @@ def caller_stream(handle):
 
 def _to_tg(t):
     """A torch tensor as TensorData without a copy (DLPack; PyTorch 1.13 exports no bool over
-    DLPack, so host bool tensors go through numpy)."""
+    DLPack, so host bool tensors go through numpy). A CUDA tensor is exported without the stream
+    handshake of ``__dlpack__(stream=...)`` (an event recorded and waited on per tensor): the run
+    itself is ordered after the caller's current stream (Runner, cuda_stream)."""
     t = t.detach().contiguous()
-    if t.dtype.is_floating_point or t.device.type != "cpu" or str(t.dtype) != "torch.bool":
+    if t.device.type == "cuda":
+        return tg.from_dlpack(_to_dlpack(t))
+    if t.dtype.is_floating_point or str(t.dtype) != "torch.bool":
         return tg.from_dlpack(t)
     return tg.TensorData(t.numpy())
+
+
+def _to_dlpack(t):
+    from torch.utils.dlpack import to_dlpack
+    return to_dlpack(t)
 
 
 def _to_torch(o):
@@ -392,18 +449,24 @@ def _blocking(low, gm):
 
 
 def compile_graph(gm, example_inputs, device, precision="f32", memory_budget_bytes=0, vals=None,
-                  concrete=False):
+                  concrete=False, freeze=None, attr_feeds=False):
     """Compiles FX graph gm of ATen ops for `device`; returns a Compiled. Unconvertible nodes stay
     in PyTorch (graph break) and one log line names them. A graph with size inputs becomes a
-    PerShape (compiled per concrete shape) unless `concrete` says vals are one call's values."""
+    PerShape (compiled per concrete shape) unless `concrete` says vals are one call's values.
+    freeze: a predicate on a call's torch tensors (parameters and buffers) whose inputs are
+    compiled in as constants, guarded (_freeze.Frozen): inference graphs only. attr_feeds: tensor
+    attributes are fed each call instead of compiled in (see lower)."""
     if vals is None:
         vals = example_values(gm, example_inputs)
     if not concrete and _has_sizes(gm, vals):
         return Compiled(PerShape(gm, device, precision, memory_budget_bytes), {})
     with _real_tensors():
-        low = lower(gm, vals)
+        low = lower(gm, vals, attr_feeds=attr_feeds)
     bad = _blocking(low, gm)
     if not bad and not low.unsupported:
+        if freeze is not None:
+            from ._freeze import Frozen
+            return Compiled(Frozen(gm, vals, low, device, precision, memory_budget_bytes, freeze), {})
         return Compiled(Runner(low, device, precision, memory_budget_bytes), {})
     counts = collections.Counter(op_name(n.target) for n in bad if op_name(n.target) != "getitem")
     if not counts:  # only inputs are unsupported (e.g. symbolic sizes): all of it stays in PyTorch

@@ -1,5 +1,9 @@
 """compile_module: PyTorch >= 1.13 without torch.compile (tensorgraph.torch.compile_module)."""
+import logging
+
 from ._lower import compile_graph
+
+log = logging.getLogger("tensorgraph.torch")
 
 
 def _flat_inputs(example_inputs, torch):
@@ -30,20 +34,49 @@ def compile_module(torch, model, example_inputs, device, precision, memory_budge
             self._cache = {}
             self.nodes_left_to_pytorch = 0
             self.unsupported = {}
+            # The parameters and buffers compiled in as constants (_freeze.py's guard: a change
+            # recompiles; after MAX_REFRESHES they are fed each call).
+            from ._freeze import Guard, MAX_REFRESHES
+            self._attrs = [n for n in gm.graph.nodes if n.op == "get_attr"]
+            self._guard = Guard([_attr(gm, n.target) for n in self._attrs
+                                 if isinstance(_attr(gm, n.target), torch.Tensor)])
+            self._max_refreshes, self.refreshes, self._attr_feeds = MAX_REFRESHES, 0, False
             self._compile(inputs)
 
         def _compile(self, args):
             key = tuple((tuple(a.shape), a.dtype, a.device) for a in args)
             fn = self._cache.get(key)
             if fn is None:
-                fn = compile_graph(gm, args, device, precision, memory_budget_bytes)
+                fn = compile_graph(gm, args, device, precision, memory_budget_bytes, attr_feeds=self._attr_feeds)
                 self._cache[key] = fn
                 self.nodes_left_to_pytorch = fn.nodes_left_to_pytorch
                 self.unsupported = dict(fn.unsupported)
             return fn
 
+        def _refresh(self):
+            from ._freeze import Guard
+            self.refreshes += 1
+            self._cache.clear()
+            if self.refreshes > self._max_refreshes:
+                log.warning("tensorgraph.torch: the module's parameters changed again; they are fed each call "
+                            "from now on")
+                self._attr_feeds = True
+                self._guard = None
+            else:
+                log.info("tensorgraph.torch: recompiling with the module's new parameter values")
+                self._guard = Guard(self._guard.objs)
+
         def forward(self, *args):
+            if self._guard is not None and not self._guard.holds():
+                self._refresh()
             with torch.no_grad():
                 return self._compile(args)(*args)
 
     return TensorGraphModule()
+
+
+def _attr(gm, target):
+    t = gm
+    for part in target.split("."):
+        t = getattr(t, part)
+    return t

@@ -168,9 +168,9 @@ void for_loop_rule(VjpContext& c) {
   // 1. The loop again, stacking the values entering each iteration.
   std::vector<Tensor> stack_params;
   ir::Region saving = stacking_copy(body, slots, 1 + k, &stack_params);
-  std::vector<Tensor> values = ops::tensors_of(
-      saving.body,
-      std::vector<ir::ValueRef>(saving.params.begin() + 1, saving.params.begin() + 1 + k));
+  std::vector<ir::ValueRef> entering;  // the parameters of the loop values (node ids: output 0)
+  for (size_t j = 0; j < k; ++j) entering.push_back({saving.params[1 + j], 0});
+  std::vector<Tensor> values = ops::tensors_of(saving.body, entering);
   for (size_t j = 0; j < k; ++j) {
     saving.results.push_back(refs_of({concat({stack_params[j], lift(values[j])}, 0)})[0]);
   }

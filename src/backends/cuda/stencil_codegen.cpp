@@ -11,6 +11,7 @@
 #include "backends/cuda/context.h"
 #include "backends/cuda/elementwise_codegen.h"
 #include "backends/cuda/nvrtc/compiler.h"
+#include "core/env.h"
 #include "core/error_util.h"
 
 namespace tg::cuda {
@@ -67,6 +68,7 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
     window *= s.win[i];
     if (window > kMaxTaps) return false;
   }
+  s.min_blocks = dtype_size(s.dtype) == 8 ? 2 : 3;
   if (k <= 1) {
     s.bx = 256, s.by = 1, s.ry = 1, s.rz = 1;
   } else {
@@ -81,6 +83,27 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
     if (tile_bytes(s) > kMaxTileBytes) s.by = 4;
     if (tile_bytes(s) > kMaxTileBytes) s.ry = 1;
     if (tile_bytes(s) > kMaxTileBytes) s.by = 1;
+    // Unit-stride 2-D windows over tall planes: 4 x 16 outputs a thread (tiles of 32 x 64) when
+    // that fits. Measured on the H200 (bench_stencil_cuda, TG_STENCIL_TILE; session 17): the
+    // 8192^2 Laplacian 0.377 ms with 8 x 4 (3 blocks an SM) -> 0.264 ms, the 3x3 max pool 0.405
+    // -> 0.282 ms; the kernel was bound by issue (ncu: 70% SM throughput, 80 registers, 37.5%
+    // occupancy), and taller per-thread columns reuse each shared-memory value for more outputs.
+    // Strided windows were not measured and keep the plan above.
+    if (k == 2 && sizes.out[2] >= 128 && s.stride[2] == 1 && s.stride[3] == 1) {
+      TiledStencilSpec tall = s;
+      tall.by = 4, tall.ry = 16;
+      tall.min_blocks = dtype_size(s.dtype) == 8 ? 2 : 4;
+      if (tall.ry * window <= kMaxUnrolledFolds && tile_bytes(tall) <= kMaxTileBytes) s = tall;
+    }
+    // Tuning (TG_STENCIL_TILE="by,ry,rz,min_blocks"; 0 keeps the choice above, and so does an
+    // override the limits refuse).
+    const std::array<int, 4> o = env::stencil_tile_override();
+    const TiledStencilSpec chosen = s;
+    if (o[0] > 0 && 32 * o[0] <= 1024) s.by = o[0];
+    if (o[1] > 0 && s.ry > 1) s.ry = o[1];
+    if (o[2] > 0 && s.rz > 1) s.rz = std::min<int64_t>(o[2], sizes.out[1]);
+    if (o[3] > 0) s.min_blocks = o[3];
+    if (s.rz * s.ry * window > kMaxUnrolledFolds || tile_bytes(s) > kMaxTileBytes) s = chosen;
   }
   return tile_bytes(s) <= kMaxTileBytes;
 }
@@ -99,14 +122,13 @@ std::string tiled_stencil_source(const TiledStencilSpec& s) {
   src += fmt::format("  static constexpr int D0 = {}, DZ = {}, DY = {}, DX = {};\n", s.dilation[0], s.dilation[1],
                      s.dilation[2], s.dilation[3]);
   src += fmt::format("  static constexpr int BX = {}, BY = {}, RY = {}, RZ = {};\n}};\n", s.bx, s.by, s.ry, s.rz);
-  // At least 3 resident blocks of 256 threads (<= 85 registers), 2 for 8-byte types: enough
+  // min_blocks resident blocks of 256 threads (3: <= 85 registers; 2 for 8-byte types): enough
   // warps and loads in flight per SM.
-  const bool wide = dtype_size(s.dtype) == 8;
   src += fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}, {}) tg_stencil(const tg_st_cfg::T* __restrict__ x, "
       "const tg_st_cfg::T* __restrict__ w, tg_st_cfg::Y* __restrict__ y, tg_dev::StencilArgs a) {{\n"
       "  tg_dev::stencil_tiles<tg_st_cfg>(x, w, y, a);\n}}\n",
-      s.bx * s.by, wide ? 2 : 3);
+      s.bx * s.by, std::max(s.min_blocks, 1));
   return src;
 }
 
@@ -130,10 +152,10 @@ void run_tiled_stencil(const backends::KernelContext& ctx, const TiledStencilSpe
   DeviceContext& dc = context_of(ctx);
   // Kernel cache: (device, spec) -> kernel.
   const std::string key =
-      fmt::format("{}|{}|{}|{}|{}|{},{},{},{}|{},{},{},{}|{},{},{},{}|{},{},{},{}", ctx.device.index,
+      fmt::format("{}|{}|{}|{}|{}|{},{},{},{}|{},{},{},{}|{},{},{},{}|{},{},{},{},{}", ctx.device.index,
                   static_cast<int>(s.dtype), s.reduction, s.mode, s.unit_weights, s.win[0], s.win[1], s.win[2],
                   s.win[3], s.stride[0], s.stride[1], s.stride[2], s.stride[3], s.dilation[0], s.dilation[1],
-                  s.dilation[2], s.dilation[3], s.bx, s.by, s.ry, s.rz);
+                  s.dilation[2], s.dilation[3], s.bx, s.by, s.ry, s.rz, s.min_blocks);
   struct Entry {
     std::shared_ptr<const nvrtc::Program> program;
     cudaKernel_t kernel = nullptr;

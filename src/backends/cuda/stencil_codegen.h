@@ -28,6 +28,7 @@ struct TiledStencilSpec {
   bool unit_weights = false;
   std::array<int, 4> win{1, 1, 1, 1}, stride{1, 1, 1, 1}, dilation{1, 1, 1, 1};
   int bx = 32, by = 8, ry = 1, rz = 1;  ///< threads (x, y) and outputs per thread along y and z
+  int min_blocks = 3;  ///< resident blocks per SM the kernel is compiled for (__launch_bounds__)
 };
 
 /// Sizes of one call (window dims padded to 4 like the spec).
@@ -37,7 +38,8 @@ struct TiledStencilSizes {
   uint64_t boundary_bits = 0;  ///< the boundary value in the compute type (f32 for f16/bf16)
 };
 
-/// Chooses the tile shape for a window of rank `k` (1..4) and fills spec.bx/by/ry/rz; false when
+/// Chooses the tile shape for a window of rank `k` (1..4) and fills spec.bx/by/ry/rz/min_blocks
+/// (TG_STENCIL_TILE overrides them for tuning: core/env.h); false when
 /// the tiled kernel does not fit (window over 343 taps, tile over 40 KB of shared memory, a
 /// window extent, stride or dilation over 4096): the caller then runs its generic kernel.
 bool plan_tiled_stencil(TiledStencilSpec& spec, int k, const TiledStencilSizes& sizes);

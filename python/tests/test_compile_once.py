@@ -1,0 +1,25 @@
+"""Graph.compile(disable_type_inference=True) (issue 17, docs/design/0009): a dim given as -1
+varies between runs; one compile serves every shape, with the values of fixed-shape compiles."""
+import numpy as np
+import pytest
+
+import tensorgraph as tg
+
+
+def test_one_compile_serves_every_batch_size():
+    g = tg.Graph()
+    x = g.placeholder([-1, 3], tg.float32, "x")
+    w = g.variable(np.array([[0.5, -1.0], [2.0, 0.25], [1.5, -0.75]], np.float32), name="w")
+    y = tg.relu(tg.matmul(x, w)) + 1.0
+    before = tg.runtime_stats()["compiles"]
+    exe = g.compile({x: ([-1, 3], tg.float32)}, [y], device="cpu", disable_type_inference=True)
+    assert tg.runtime_stats()["compiles"] == before + 1
+    wv = np.array([[0.5, -1.0], [2.0, 0.25], [1.5, -0.75]], np.float64)
+    for n in (1, 4, 2, 7):
+        xv = np.arange(n * 3, dtype=np.float32).reshape(n, 3) / 4.0 - 1.0
+        got = np.asarray(exe.run([xv])[0])
+        want = np.maximum(xv.astype(np.float64) @ wv, 0.0) + 1.0
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    assert tg.runtime_stats()["compiles"] == before + 1  # no recompile for new batch sizes
+    with pytest.raises(tg.Error, match="placeholder 'x'"):
+        exe.run([np.zeros((2, 4), np.float32)])

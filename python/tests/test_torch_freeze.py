@@ -1,0 +1,167 @@
+"""tensorgraph.torch: parameters compiled in as constants (inference) and guarded, and the
+channels-last choice for large-batch convolution graphs (tensorgraph/torch/_freeze.py, _lower.py).
+
+The frozen graphs are the inference graphs torch.compile's backend gets from AOTAutograd, where
+parameters and buffers are inputs: built here with make_fx over torch.func-style functional calls
+(PyTorch 1.13 has no torch.compile). Every check compares with eager PyTorch on the current values.
+"""
+import logging
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import tensorgraph.torch as tgt  # noqa: E402,F401
+
+
+def _functional(model, x):
+    """model's forward as an ATen graph whose inputs are its parameters, buffers, then x."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.nn.utils import stateless
+    names = [n for n, _ in model.named_parameters()] + [n for n, _ in model.named_buffers()]
+    tensors = [t for _, t in model.named_parameters()] + [t for _, t in model.named_buffers()]
+
+    def f(*a):
+        return stateless.functional_call(model, dict(zip(names, a[:-1])), (a[-1],))
+    with torch.no_grad():
+        gm = make_fx(f)(*tensors, x)
+    return gm, tensors
+
+
+def _net():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+                              torch.nn.Flatten(), torch.nn.Linear(4 * 5 * 5, 3)).eval()
+    with torch.no_grad():
+        bn = net[1]
+        bn.running_mean.copy_(torch.tensor([0.1, -0.2, 0.3, 0.0]))
+        bn.running_var.copy_(torch.tensor([0.5, 1.5, 2.0, 1.0]))
+        bn.weight.copy_(torch.tensor([1.2, 0.8, -0.5, 1.0]))
+    return net
+
+
+def _frozen(net, x):
+    from tensorgraph.torch._backend import static_input_predicate
+    from tensorgraph.torch._lower import compile_graph
+    gm, tensors = _functional(net, x)
+    return compile_graph(gm, (*tensors, x), "cpu", freeze=static_input_predicate(net)), tensors
+
+
+def test_parameters_and_buffers_become_constants():
+    net = _net()
+    x = torch.randn(2, 3, 5, 5)
+    c, tensors = _frozen(net, x)
+    with torch.no_grad():
+        got, want = c(*tensors, x), net(x)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    # conv w, b; bn w, b, mean, var; linear w, b (num_batches_tracked is not read in eval)
+    assert c.fn.frozen_count == 8
+    exe = str(c.fn.runner.exe)
+    assert exe.count("placeholder(") == 1, exe  # only x is fed
+    # Batch norm's scale and shift were computed at compile time: no rsqrt is left to run.
+    assert "rsqrt" not in exe, exe
+    x2 = torch.randn(2, 3, 5, 5)
+    with torch.no_grad():
+        torch.testing.assert_close(c(*tensors, x2), net(x2), atol=1e-5, rtol=1e-5)
+
+
+def test_changed_weights_are_seen_by_the_next_call(caplog):
+    """In-place updates (optimizer step, load_state_dict, copy_ under no_grad), a replaced tensor,
+    and a buffer change each recompile with the new values; after MAX_REFRESHES the inputs are fed."""
+    from tensorgraph.torch._freeze import MAX_REFRESHES
+    net = _net()
+    x = torch.randn(2, 3, 5, 5)
+    c, tensors = _frozen(net, x)
+    with torch.no_grad():
+        c(*tensors, x)
+        with caplog.at_level(logging.INFO, logger="tensorgraph.torch"):
+            net[0].weight.mul_(-2.0)                 # in place: version counter
+            torch.testing.assert_close(c(*tensors, x), net(x), atol=1e-5, rtol=1e-5)
+            assert c.fn.refreshes == 1
+            net[1].running_var.copy_(torch.full((4,), 3.0))  # a buffer
+            torch.testing.assert_close(c(*tensors, x), net(x), atol=1e-5, rtol=1e-5)
+        assert any("recompiling" in r.getMessage() and "arg" in r.getMessage() for r in caplog.records)
+        assert c.fn.frozen_count == 8 and c.fn.refreshes == 2
+        # Unchanged values: no recompile.
+        torch.testing.assert_close(c(*tensors, x), net(x), atol=1e-5, rtol=1e-5)
+        assert c.fn.refreshes == 2
+        # A different tensor at a parameter's position.
+        other = [t.clone() for t in tensors]
+        other[5].add_(1.0)  # linear bias (parameters first, then buffers)
+        with caplog.at_level(logging.WARNING, logger="tensorgraph.torch"):
+            got = c(*other, x)
+        assert MAX_REFRESHES == 2 and c.fn.frozen_count == 0  # third change: fed from now on
+        assert any("fed each call" in r.getMessage() for r in caplog.records)
+        torch.testing.assert_close(got, net(x) + 1.0, atol=1e-5, rtol=1e-5)
+        net[4].weight.mul_(0.5)
+        torch.testing.assert_close(c(*tensors, x), net(x), atol=1e-5, rtol=1e-5)
+
+
+def test_inputs_written_or_returned_stay_fed():
+    """An input the graph writes (copy_) or returns is never compiled in."""
+    from tensorgraph.torch._lower import compile_graph
+    aten = torch.ops.aten
+    g = torch.fx.Graph()
+    w, buf, x = g.placeholder("w"), g.placeholder("buf"), g.placeholder("x")
+    y = g.call_function(aten.mul.Tensor, (x, w))
+    g.call_function(aten.copy_.default, (buf, y))
+    g.output((y, w))
+    gm = torch.fx.GraphModule(torch.nn.Module(), g)
+    w_, buf_, x_ = torch.nn.Parameter(torch.randn(3)), torch.nn.Parameter(torch.zeros(3)), torch.randn(3)
+    c = compile_graph(gm, (w_, buf_, x_), "cpu", freeze=lambda t, i: isinstance(t, torch.nn.Parameter))
+    with torch.no_grad():
+        y_, w_out = c(w_, buf_, x_)
+    assert c.fn.frozen_count == 0 and w_out is w_
+    torch.testing.assert_close(buf_.detach(), x_ * w_.detach(), atol=0, rtol=0)
+
+
+def test_compile_module_sees_changed_parameters(caplog):
+    net = _net()
+    x = torch.randn(1, 3, 5, 5)
+    c = tgt.compile_module(net, (x,))
+    torch.testing.assert_close(c(x), net(x).detach(), atol=1e-5, rtol=1e-5)
+    for k in range(4):  # two recompiles, then fed each call
+        with torch.no_grad():
+            net[4].bias.add_(1.0)
+            net[1].running_mean.add_(0.25)
+        with torch.no_grad():
+            torch.testing.assert_close(c(x), net(x), atol=1e-5, rtol=1e-5)
+    assert c.refreshes == 3 and c._attr_feeds
+    with torch.no_grad():
+        net[0].weight.mul_(3.0)
+        torch.testing.assert_close(c(x), net(x), atol=1e-5, rtol=1e-5)
+
+
+def test_training_graphs_run_channels_last_with_pytorchs_gradients(monkeypatch):
+    """Training graphs (forward and backward, through functorch's AOTAutograd) of NCHW
+    convolutions and pooling run NHWC where compile's layout pass pays (the CPU; CUDA at batch
+    >= 32): the backward graph's convolution and pooling gradients too. Gradients are PyTorch's."""
+    aot = pytest.importorskip("functorch.compile")
+    from tensorgraph.torch import _lower
+    from tensorgraph.torch._backend import decompositions, make_compiler
+    import copy
+    runners = []
+    real = _lower.Runner.__init__
+
+    def spy(self, *a, **k):
+        real(self, *a, **k)
+        runners.append(self)
+    monkeypatch.setattr(_lower.Runner, "__init__", spy)
+    monkeypatch.delenv("TG_CHANNELS_LAST", raising=False)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                              torch.nn.MaxPool2d(2), torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.ReLU(),
+                              torch.nn.AvgPool2d(2), torch.nn.Flatten(), torch.nn.Linear(8 * 2 * 2, 5)).eval()
+    ref = copy.deepcopy(net)
+    comp = make_compiler("f32")
+    compiled = aot.aot_module(net, fw_compiler=comp, bw_compiler=comp, decompositions=decompositions())
+    x, t = torch.randn(32, 3, 8, 8), torch.randint(0, 5, (32,))
+    for model in (compiled, ref):
+        torch.nn.functional.cross_entropy(model(x), t).backward()
+    assert len(runners) == 2
+    fw, bw = (str(r.exe) for r in runners)
+    assert "data_layout=nchw" not in fw + bw, fw + bw
+    assert fw.count("data_layout=nhwc") == 4, fw           # 2 convolutions, 2 pools
+    assert "conv2d_backward_data" in bw and "max_pool2d_backward" in bw and "avg_pool2d_backward" in bw
+    assert bw.count("data_layout=nhwc") == 5, bw           # 1 data and 2 weights gradients, 2 pools
+    for (name, p), q in zip(net.named_parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-4, msg=name)

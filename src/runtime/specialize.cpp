@@ -1,0 +1,74 @@
+#include "runtime/specialize.h"
+
+#include <algorithm>
+
+#include "core/env.h"
+#include "core/error_util.h"
+#include "passes/passes.h"
+
+namespace tg::runtime {
+
+Specializations::Specializations(std::shared_ptr<const ir::Graph> graph, std::vector<int> feeds,
+                                 std::vector<ir::ValueRef> roots, std::vector<int> root_ops, Device device,
+                                 CompileOptions options, std::shared_ptr<SharedArena> shared)
+    : graph_(std::move(graph)),
+      feeds_(std::move(feeds)),
+      roots_(std::move(roots)),
+      root_ops_(std::move(root_ops)),
+      device_(device),
+      options_(std::move(options)),
+      shared_(std::move(shared)),
+      capacity_(static_cast<size_t>(env::specialization_cache_size())) {}
+
+std::shared_ptr<const CompiledProgram> Specializations::get(const std::vector<TensorType>& types) const {
+  std::string key;
+  for (const TensorType& t : types) key += shape_to_string(t.shape);
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = lru_.begin(); it != lru_.end(); ++it) {
+      if (it->first == key) {
+        lru_.splice(lru_.begin(), lru_, it);
+        return lru_.front().second;
+      }
+    }
+  }
+  auto g = std::make_shared<ir::Graph>(*graph_);
+  for (size_t i = 0; i < feeds_.size(); ++i) g->node(feeds_[i]).outputs[0] = types[i];
+  passes::infer_types(*g);
+  std::shared_ptr<const CompiledProgram> p = lower_graph(g, feeds_, roots_, root_ops_, device_, options_, shared_);
+  std::lock_guard lock(mu_);
+  for (const auto& [k, q] : lru_) {
+    if (k == key) return q;  // another thread lowered it meanwhile: one program per signature
+  }
+  lru_.emplace_front(key, p);
+  while (lru_.size() > capacity_) lru_.pop_back();  // runs holding an evicted program finish with it
+  return p;
+}
+
+size_t Specializations::arena_bytes() const {
+  std::lock_guard lock(mu_);
+  size_t bytes = 0;
+  for (const auto& [k, p] : lru_) bytes = std::max(bytes, p->program->arena_bytes());
+  return bytes;
+}
+
+int Specializations::arena_count() const {
+  std::lock_guard lock(mu_);
+  int n = 0;
+  for (const auto& [k, p] : lru_) n += p->program->arena_count();
+  return n;
+}
+
+size_t Specializations::unplanned_bytes() const {
+  std::lock_guard lock(mu_);
+  size_t bytes = 0;
+  for (const auto& [k, p] : lru_) bytes = std::max(bytes, static_cast<size_t>(p->program->memory().planned_bytes));
+  return bytes;
+}
+
+size_t Specializations::size() const {
+  std::lock_guard lock(mu_);
+  return lru_.size();
+}
+
+}  // namespace tg::runtime
