@@ -6,9 +6,16 @@
 //
 // Usage: tg_bench_cold_start_cuda FILE.tgx    prints one JSON line
 //        tg_bench_cold_start_cuda --init-only only initializes CUDA (a process to compare with)
+//        tg_bench_cold_start_cuda --libs      after CUDA, the floor of the libraries a first run
+//                                             needs: cuDNN's handle, its precompiled-engines
+//                                             library, a cuBLASLt handle (dlopen'ed, timed apart)
+// With TG_PHASES=1 the library prints where load and the first run spent their time (stderr).
+#include <dlfcn.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,7 +32,7 @@ double ms_since(clock_type::time_point t) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: tg_bench_cold_start_cuda FILE.tgx | --init-only\n");
+    std::fprintf(stderr, "usage: tg_bench_cold_start_cuda FILE.tgx | --init-only | --libs\n");
     return 2;
   }
   const auto t0 = clock_type::now();
@@ -38,6 +45,33 @@ int main(int argc, char** argv) {
   const double init_ms = ms_since(t0);
   if (std::strcmp(argv[1], "--init-only") == 0) {
     std::printf("{\"init_ms\": %.2f}\n", init_ms);
+    return 0;
+  }
+  if (std::strcmp(argv[1], "--libs") == 0) {
+    // Each step timed apart: what any process running cuDNN convolutions / cuBLASLt GEMMs pays.
+    auto timed = [](const std::function<bool()>& f) {
+      const auto t = clock_type::now();
+      const bool ok = f();
+      return ok ? ms_since(t) : -1.0;
+    };
+    void* handle = nullptr;
+    const double cudnn_ms = timed([&] {
+      void* lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_GLOBAL);
+      auto create = lib ? reinterpret_cast<int (*)(void**)>(dlsym(lib, "cudnnCreate")) : nullptr;
+      return create && create(&handle) == 0;
+    });
+    const double engines_ms = timed([] { return dlopen("libcudnn_engines_precompiled.so.9", RTLD_NOW | RTLD_GLOBAL) != nullptr; });
+    const double heuristic_ms = timed([] { return dlopen("libcudnn_heuristic.so.9", RTLD_NOW | RTLD_GLOBAL) != nullptr; });
+    const double cublaslt_ms = timed([&] {
+      void* lib = dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_GLOBAL);
+      if (!lib) lib = dlopen("libcublasLt.so.12", RTLD_NOW | RTLD_GLOBAL);
+      auto create = lib ? reinterpret_cast<int (*)(void**)>(dlsym(lib, "cublasLtCreate")) : nullptr;
+      void* h = nullptr;
+      return create && create(&h) == 0;
+    });
+    std::printf("{\"init_ms\": %.2f, \"cudnnCreate_ms\": %.2f, \"dlopen_cudnn_engines_precompiled_ms\": %.2f, "
+                "\"dlopen_cudnn_heuristic_ms\": %.2f, \"cublasLtCreate_ms\": %.2f}\n",
+                init_ms, cudnn_ms, engines_ms, heuristic_ms, cublaslt_ms);
     return 0;
   }
   const tg::RuntimeStats s0 = tg::runtime_stats();

@@ -9,6 +9,7 @@
 
 #include "core/env.h"
 #include "core/error_util.h"
+#include "core/phase_times.h"
 #include "core/stats.h"
 #include "ops/registry.h"
 #include "runtime/profiler.h"
@@ -819,6 +820,7 @@ std::vector<TensorData> Program::run(std::span<const TensorData> feeds, const Ru
   }
   if (recordable_ && warmed_.load() && !inst.record_failed && !inst.recorded) {
     RunState rec(*this, inst, nullptr);
+    phases::Scope timed("run_record_cuda_graph");
     try {
       inst.recorded = backend_.record([&](void* s) {
         rec.set_stream(s);
@@ -862,12 +864,16 @@ std::vector<TensorData> Program::run(std::span<const TensorData> feeds, const Ru
       ~Sink() { b.set_code_sink(nullptr); }
     } sink{backend_};
     backend_.set_code_sink(&code);
+    phases::Scope timed("run_interpreted_enqueue");
     rs.enqueue(feeds);
+    timed.stop();
     if (!code.empty()) add_code(std::move(code));
   }
   stats::add(Counter::interpreted_runs);
+  phases::Scope results_time("run_interpreted_results");
   std::vector<TensorData> out = rs.results();
   rs.check_device_errors(rs.formatters);
+  results_time.stop();
   warmed_.store(true);
   count_run(rs.wait_ns);
   return out;

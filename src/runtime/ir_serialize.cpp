@@ -115,7 +115,13 @@ struct In {
       r.malformed(fmt::format("a constant {}{} holds {} bytes", dtype_name(dtype), shape_to_string(shape), nbytes));
     }
     std::string_view bytes = r.bytes(static_cast<size_t>(nbytes));
-    t = TensorData::zeros(shape, dtype);
+    void* at = const_cast<char*>(bytes.data());
+    if (r.owner() && nbytes > 0 &&
+        (reinterpret_cast<uintptr_t>(at) % dtype_size(dtype) == 0 || nbytes >= r.unaligned_min_bytes())) {
+      t = TensorData::from_external(at, shape, dtype, Device::cpu(), r.owner());  // no copy: the file buffer
+      return;
+    }
+    t = TensorData(shape, dtype);  // not zeroed first
     if (nbytes) std::memcpy(t.raw_data(), bytes.data(), bytes.size());
   }
 };

@@ -6,12 +6,21 @@
 //   variables      per variable slot the graph uses: slot, name, type
 //   variable_data  (embedded variables only) a safetensors block holding their values
 //   kernels        generated kernels: (backend cache key, CUBIN/PTX image) pairs
+//   algorithms     (optional) library algorithm choices: u32 version, (key, choice) pairs
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "backends/backend.h"
 #include "core/error_util.h"
+#include "core/parallel.h"
+#include "core/phase_times.h"
 #include "core/safetensors.h"
 #include "core/stats.h"
 #include "ir/graph.h"
@@ -28,6 +37,11 @@ using runtime::tgx::Reader;
 using runtime::tgx::Writer;
 
 constexpr const char* kPrecisionNames[] = {"f32", "tf32", "bf16", "f16"};
+/// Code objects whose key starts with this are library algorithm choices (cuDNN engine configs,
+/// cuBLASLt algorithms: backends/cuda/algo_choices.h's kPrefix), stored in section 'algorithms'.
+constexpr std::string_view kChoicePrefix = "algo:";
+/// The layout version of section 'algorithms' this build writes and reads.
+constexpr uint32_t kAlgorithmsVersion = 1;
 
 const CompiledProgram& checked(const std::shared_ptr<const CompiledProgram>& p) {
   if (!p) throw Error(ErrorCode::invalid_argument, "[save] use of an empty Executable");
@@ -119,7 +133,10 @@ std::vector<uint8_t> Executable::save_to_bytes(const SaveOptions& options) const
   header += "feeds=" + feeds + "\n";
   header += "targets=" + types_to_string(p.target_types) + "\n";
   header += fmt::format("variables={} {}\n", slots.size(), options.embed_variables ? "embedded" : "referenced");
-  header += fmt::format("kernels={}\n", code.size());
+  size_t n_choices = 0;
+  for (const auto& c : code) n_choices += c.key.starts_with(kChoicePrefix) ? 1 : 0;
+  header += fmt::format("kernels={}\n", code.size() - n_choices);
+  header += fmt::format("algorithms={}\n", n_choices);
 
   Writer prog;
   prog.u32(static_cast<uint32_t>(plan.feed_nodes.size()));
@@ -150,11 +167,22 @@ std::vector<uint8_t> Executable::save_to_bytes(const SaveOptions& options) const
   }
   vars.u8(options.embed_variables ? 1 : 0);
 
+  // NVRTC programs in 'kernels'; library algorithm choices (keys "algo:...", the CUDA backend's
+  // backends/cuda/algo_choices.h) in 'algorithms': u32 section version (1), u32 count, pairs.
+  std::vector<const backends::CodeObject*> programs, choices;
+  for (const auto& c : code) (c.key.starts_with(kChoicePrefix) ? choices : programs).push_back(&c);
   Writer kernels;
-  kernels.u32(static_cast<uint32_t>(code.size()));
-  for (const auto& c : code) {
-    kernels.str(c.key);
-    kernels.str(c.image);
+  kernels.u32(static_cast<uint32_t>(programs.size()));
+  for (const auto* c : programs) {
+    kernels.str(c->key);
+    kernels.str(c->image);
+  }
+  Writer algorithms;
+  algorithms.u32(kAlgorithmsVersion);
+  algorithms.u32(static_cast<uint32_t>(choices.size()));
+  for (const auto* c : choices) {
+    algorithms.str(c->key);
+    algorithms.str(c->image);
   }
 
   std::vector<std::pair<std::string, std::string>> sections = {
@@ -162,6 +190,7 @@ std::vector<uint8_t> Executable::save_to_bytes(const SaveOptions& options) const
       {"variables", std::move(vars.out())}};
   if (options.embed_variables) sections.emplace_back("variable_data", safetensors::serialize(values));
   sections.emplace_back("kernels", std::move(kernels.out()));
+  sections.emplace_back("algorithms", std::move(algorithms.out()));
   return runtime::tgx::write_file(sections);
 }
 
@@ -176,24 +205,60 @@ void Executable::save(const std::string& path, const SaveOptions& options) const
 
 namespace {
 
-std::string read_file(const std::string& path) {
+// A file's bytes in one buffer that constants may alias (tgx::Reader::set_owner), read by
+// parallel preads (the file holds the weights; the page cache copies at several GB/s a thread).
+struct FileBytes {
+  std::shared_ptr<uint8_t[]> data;
+  size_t size = 0;
+  std::span<const uint8_t> span() const { return {data.get(), size}; }
+};
+
+FileBytes read_file(const std::string& path) {
+  phases::Scope timed("load_read_file");
   std::error_code ec;
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
     fail(ErrorCode::io_error, "load", "{}: not a regular file", path);  // a directory's size is no file size
   }
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) fail(ErrorCode::io_error, "load", "{}: cannot open for reading", path);
-  const std::streamoff size = in.tellg();
-  if (size < 0) fail(ErrorCode::io_error, "load", "{}: cannot read its size", path);
-  std::string bytes(static_cast<size_t>(size), '\0');
-  in.seekg(0);
-  in.read(bytes.data(), size);  // one read: the file holds the weights
-  if (in.gcount() != size) fail(ErrorCode::io_error, "load", "{}: read failed", path);
-  return bytes;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(ErrorCode::io_error, "load", "{}: cannot open for reading", path);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size < 0) fail(ErrorCode::io_error, "load", "{}: cannot read its size", path);
+  FileBytes f;
+  f.size = static_cast<size_t>(st.st_size);
+  f.data = std::shared_ptr<uint8_t[]>(new uint8_t[std::max<size_t>(f.size, 1)]);  // not zeroed
+  constexpr int64_t kChunk = int64_t{8} << 20;
+  const int64_t chunks = std::max<int64_t>(1, (static_cast<int64_t>(f.size) + kChunk - 1) / kChunk);
+  std::atomic<bool> failed{false};
+  core::parallel_for(chunks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end && !failed; ++c) {
+      size_t at = static_cast<size_t>(c * kChunk);
+      const size_t stop = std::min(f.size, at + static_cast<size_t>(kChunk));
+      while (at < stop) {
+        const ssize_t got = ::pread(fd, f.data.get() + at, stop - at, static_cast<off_t>(at));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+          failed = true;
+          break;
+        }
+        at += static_cast<size_t>(got);
+      }
+    }
+  });
+  if (failed) fail(ErrorCode::io_error, "load", "{}: read failed", path);
+  return f;
 }
+
+// The file buffer Executable::load hands to load_from_bytes (same thread), so that constants
+// alias it instead of being copied.
+thread_local const FileBytes* t_loading = nullptr;
 
 // The sections by name, each checksum verified.
 std::map<std::string, std::string_view> verified_sections(std::span<const uint8_t> bytes, const std::string& file) {
+  phases::Scope timed("load_checksums");
   const runtime::tgx::Layout layout = runtime::tgx::read_layout(bytes, file);
   std::map<std::string, std::string_view> sec;
   for (const auto& s : layout.sections) {
@@ -211,13 +276,17 @@ std::map<std::string, std::string_view> verified_sections(std::span<const uint8_
 }  // namespace
 
 Executable Executable::load(const std::string& path, Device device, const LoadOptions& options) {
-  const std::string bytes = read_file(path);
-  return load_from_bytes({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, device, options, path);
+  const FileBytes bytes = read_file(path);
+  struct Loading {
+    explicit Loading(const FileBytes* f) { t_loading = f; }
+    ~Loading() { t_loading = nullptr; }
+  } loading(&bytes);
+  return load_from_bytes(bytes.span(), device, options, path);
 }
 
 std::vector<std::pair<std::string, std::string>> read_executable_header(const std::string& path) {
-  const std::string bytes = read_file(path);
-  const std::span<const uint8_t> b(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  const FileBytes bytes = read_file(path);
+  const std::span<const uint8_t> b = bytes.span();
   std::map<std::string, std::string_view> sec = verified_sections(b, path);
   if (!sec.count("header")) fail(ErrorCode::io_error, "load", "{}: section 'header' is missing", path);
   std::vector<std::pair<std::string, std::string>> out;
@@ -239,6 +308,10 @@ std::vector<std::pair<std::string, std::string>> read_executable_header(const st
 
 Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device device, const LoadOptions& options,
                                        const std::string& file) {
+  phases::Scope total("load_total");
+  // Constants alias the bytes when they are Executable::load's own buffer.
+  std::shared_ptr<void> owner;
+  if (t_loading && t_loading->data.get() == bytes.data() && t_loading->size == bytes.size()) owner = t_loading->data;
   std::map<std::string, std::string_view> sec = verified_sections(bytes, file);
   for (const char* need : {"header", "program", "graph", "variables", "kernels"}) {
     if (!sec.count(need)) fail(ErrorCode::io_error, "load", "{}: section '{}' is missing", file, need);
@@ -249,6 +322,47 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
          header["device"]);
   }
   const backends::Backend& backend = backends::backend_for(device);
+
+  // Same device kind, architecture and library versions: the stored graph as is. Else recompile.
+  std::string why;
+  const std::string file_device = header["device"];
+  const std::string here_device = device.is_cpu() ? "cpu" : "cuda";
+  if (file_device != here_device) {
+    why = fmt::format("it was compiled for {}, loading on {}", file_device, here_device);
+  } else {
+    for (const auto& [k, v] : target_fields(backend)) {
+      const std::string in_file = header.count(k) ? header[k] : "(none)";
+      if (in_file != v && why.empty()) why = fmt::format("{} is {} in the file, {} here", k, in_file, v);
+    }
+  }
+
+  // Library algorithm choices (optional: files written before it have no such section).
+  std::vector<backends::CodeObject> choices;
+  if (sec.count("algorithms")) {
+    Reader ar(sec["algorithms"], file, "algorithms");
+    const uint32_t version = ar.u32();
+    if (version != kAlgorithmsVersion) {
+      fail(ErrorCode::unsupported, "load", "{}: section 'algorithms': version {} is not one this build reads ({})", file,
+           version, kAlgorithmsVersion);
+    }
+    choices.resize(ar.count(8));
+    for (auto& c : choices) {
+      c.key = ar.str();
+      c.image = ar.str();
+      if (!c.key.starts_with(kChoicePrefix)) ar.malformed("a choice whose key does not start with \"algo:\"");
+    }
+    if (!ar.done()) ar.malformed("bytes after the choices");
+  }
+  // Handed to the backend first, so that it can prepare them (library handles, plans) while the
+  // rest of the file is parsed.
+  if (why.empty() && !choices.empty()) {
+    phases::Scope timed("load_algorithm_preload");
+    try {
+      backend.preload_code(choices);
+    } catch (const Error& e) {
+      fail(ErrorCode::io_error, "load", "{}: section 'algorithms': {}", file, e.what());
+    }
+  }
 
   // Variables: the file's slots mapped to slots of the store the executable will use.
   std::shared_ptr<ir::VariableStore> store =
@@ -318,8 +432,31 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
   }
 
   // The graph, with its variable nodes pointing at the store's slots.
+  phases::Scope parse_time("load_parse_graph");
   Reader gr(sec["graph"], file, "graph");
+  // On CUDA (no recompile) the host copies of weights are only uploaded (byte copies): large ones
+  // alias the file buffer whatever their alignment. Elsewhere kernels read them as typed arrays.
+  gr.set_owner(owner, device.is_cuda() && why.empty() ? size_t{64} << 10 : SIZE_MAX);
   std::shared_ptr<ir::Graph> g = runtime::tgx::read_graph(gr, store);
+  parse_time.stop();
+  if (phases::enabled()) {
+    // What the graph holds: constant bytes per dtype, and how many alias the file buffer.
+    std::map<std::string, std::pair<int64_t, int64_t>> by_dtype;  // bytes, count
+    int64_t aliased = 0;
+    runtime::tgx::for_each_node(*g, [&](const ir::Node& n) {
+      if (const auto* c = std::get_if<ir::ConstantAttrs>(&n.attrs)) {
+        auto& e = by_dtype[std::string(dtype_name(c->value.dtype()))];
+        e.first += static_cast<int64_t>(c->value.nbytes());
+        e.second += 1;
+        const auto* p = static_cast<const uint8_t*>(c->value.storage_ptr());
+        if (owner && p >= bytes.data() && p < bytes.data() + bytes.size()) ++aliased;
+      }
+    });
+    std::string line;
+    for (const auto& [d, e] : by_dtype) line += fmt::format(" {}={}B({})", d, e.first, e.second);
+    std::fprintf(stderr, "[tg phases] %s: %d nodes, constants:%s, %lld aliasing the file buffer\n", file.c_str(),
+                 g->size(), line.c_str(), static_cast<long long>(aliased));
+  }
   if (!gr.done()) gr.malformed("bytes after the graph");
   runtime::tgx::for_each_node(*g, [&](ir::Node& n) {
     if (auto* v = std::get_if<ir::VariableAttrs>(&n.attrs)) {
@@ -329,6 +466,7 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
     }
   });
   // The stored types must be those the ops infer (an edited or corrupt graph never reaches a kernel).
+  phases::Scope types_time("load_type_check");
   try {
     ir::Graph check(*g);
     if (ops::infer_graph_types(check)) gr.malformed("node types differ from those their ops infer");
@@ -339,6 +477,9 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
     gr.malformed(fmt::format("its ops do not type-check: {}", e.what()));
   }
 
+  types_time.stop();
+
+  phases::Scope program_time("load_program_section");
   auto plan = std::make_shared<runtime::PlannedGraph>();
   Reader pr(sec["program"], file, "program");
   plan->feed_nodes.resize(pr.count(8));
@@ -397,19 +538,8 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
     c.image = kr.str();
   }
   if (!kr.done()) kr.malformed("bytes after the kernels");
+  program_time.stop();
 
-  // Same device kind, architecture and library versions: the stored graph as is. Else recompile.
-  std::string why;
-  const std::string file_device = header["device"];
-  const std::string here_device = device.is_cpu() ? "cpu" : "cuda";
-  if (file_device != here_device) {
-    why = fmt::format("it was compiled for {}, loading on {}", file_device, here_device);
-  } else {
-    for (const auto& [k, v] : target_fields(backend)) {
-      const std::string in_file = header.count(k) ? header[k] : "(none)";
-      if (in_file != v && why.empty()) why = fmt::format("{} is {} in the file, {} here", k, in_file, v);
-    }
-  }
   stats::add(stats::Counter::executable_loads);
   if (!why.empty()) {
     std::fprintf(stderr, "[tg] %s: recompiling the saved executable from its graph: %s\n", file.c_str(), why.c_str());
@@ -438,6 +568,7 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
     }
   }
   if (!code.empty()) {
+    phases::Scope timed("load_kernel_preload");
     try {
       backend.preload_code(code);
     } catch (const Error& e) {
@@ -445,6 +576,7 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
     }
     stats::add(stats::Counter::kernel_preloads, static_cast<int64_t>(code.size()));
   }
+  phases::Scope program_build_time("load_program_build");
   auto compiled = std::make_shared<CompiledProgram>();
   compiled->device = device;
   for (int f : plan->feed_nodes) {

@@ -6,7 +6,9 @@
 // CRC-32, zlib's; format 1: FNV-1a 64), payload. Every integer little-endian. The first section is "header": text lines "key=value".
 #pragma once
 #include <cstdint>
+#include <cstddef>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -86,8 +88,21 @@ class Reader {
   [[noreturn]] void malformed(const std::string& what) const;
   const std::string& file() const { return file_; }
   const std::string& section() const { return section_; }
+  /// What keeps the bytes alive when they may be aliased (Executable::load's file buffer):
+  /// constants read from them then point into them instead of copying (when aligned for their
+  /// dtype). Null (the default): every constant is copied.
+  /// Constants of at least `unaligned_min_bytes` alias the bytes even when misaligned for their
+  /// dtype: only for a device that reads them solely as bytes to upload (CUDA, no recompile).
+  void set_owner(std::shared_ptr<void> owner, size_t unaligned_min_bytes = SIZE_MAX) {
+    owner_ = std::move(owner);
+    unaligned_min_bytes_ = unaligned_min_bytes;
+  }
+  const std::shared_ptr<void>& owner() const { return owner_; }
+  size_t unaligned_min_bytes() const { return unaligned_min_bytes_; }
 
  private:
+  std::shared_ptr<void> owner_;
+  size_t unaligned_min_bytes_ = SIZE_MAX;
   std::string_view data_;
   size_t pos_ = 0;
   std::string file_;

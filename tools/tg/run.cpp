@@ -303,9 +303,42 @@ std::map<std::string, std::string> header_of(const std::string& path) {
   return h;
 }
 
+// The header fields from the file's first section alone (docs/design/0008: "TGX1", u32 version,
+// u32 section count, then u32 name length, name, u64 length, u64 checksum, payload; the first
+// section is "header"), without reading the weights: Executable::load reads and checks the whole
+// file right after, so reading it twice only cost time. Anything unexpected: header_of (which
+// raises the loader's errors).
+std::map<std::string, std::string> quick_header_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char fixed[12] = {};
+  auto le = [](const char* p, int n) {
+    uint64_t v = 0;
+    for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+    return v;
+  };
+  if (!in.read(fixed, 12) || std::memcmp(fixed, "TGX1", 4) != 0 || le(fixed + 8, 4) == 0) return header_of(path);
+  char len4[4] = {};
+  if (!in.read(len4, 4) || le(len4, 4) != 6) return header_of(path);
+  char name[6] = {};
+  char len8[16] = {};
+  if (!in.read(name, 6) || std::memcmp(name, "header", 6) != 0 || !in.read(len8, 16)) return header_of(path);
+  const uint64_t length = le(len8, 8);
+  if (length > (uint64_t{1} << 20)) return header_of(path);
+  std::string text(static_cast<size_t>(length), '\0');
+  if (!in.read(text.data(), static_cast<std::streamsize>(length))) return header_of(path);
+  std::map<std::string, std::string> h;
+  std::stringstream ss(text);
+  for (std::string line; std::getline(ss, line);) {
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) return header_of(path);
+    h[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return h;
+}
+
 // `tg run model.tgx`: a saved executable (Executable::load): its inputs are its feeds, in order.
 void run_saved(const RunArgs& a) {
-  const std::map<std::string, std::string> header = header_of(a.model);
+  const std::map<std::string, std::string> header = quick_header_of(a.model);
   tg::Device device = a.device.empty() ? tg::Device::default_device()
                                        : tg::cli::parse_device(a.device, "tg run");
   const std::string file_precision = header.count("precision") ? header.at("precision") : "?";

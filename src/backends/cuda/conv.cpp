@@ -32,11 +32,16 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
 #include <tuple>
 
+#include "backends/cuda/algo_choices.h"
 #include "backends/cuda/context.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cudnn_conv_graph.h"
@@ -44,6 +49,7 @@
 #include "backends/cuda/kernels/lowp_cast.h"
 #include "core/env.h"
 #include "core/error_util.h"
+#include "core/phase_times.h"
 #include "core/stats.h"
 #include "ir/attrs.h"
 #include "ops/conv_geometry.h"
@@ -206,6 +212,7 @@ struct PlanKey {
 };
 
 struct Plan {
+  std::string choice_key, choice;  // as saved executables store it (algo_choices.h); "" while unknown
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
@@ -293,6 +300,8 @@ void pick(Plan& p, const PlanKey& k, const Perf* perf, int n, size_t max_workspa
   }
 }
 
+cudnn_graph::ConvSpec spec_of(const PlanKey& k);
+
 // Chooses the algorithm: measured (Find, on the real buffers a, b and the output) or, while the
 // stream is being captured, heuristic. a/b: x and w (forward), dy and w (backward data), x and dy
 // (backward weights).
@@ -307,20 +316,7 @@ void choose(Env& e, Plan& p, const PlanKey& k, const void* a, const void* b, voi
   };
   if (measure) stats::add(stats::Counter::autotune_runs);
   if (k.graph) {
-    cudnn_graph::ConvSpec spec;
-    spec.pass = static_cast<cudnn_graph::ConvPass>(k.pass);
-    spec.io = cudnn_type(k.rdt);
-    spec.nhwc = k.nhwc;
-    spec.x = k.x;
-    spec.w = k.w;
-    spec.y = k.y;
-    spec.pad_h = k.ph;
-    spec.pad_w = k.pw;
-    spec.stride_h = k.sh;
-    spec.stride_w = k.sw;
-    spec.dil_h = k.dh;
-    spec.dil_w = k.dw;
-    spec.deterministic = k.deterministic;
+    const cudnn_graph::ConvSpec spec = spec_of(k);
     p.graph = cudnn_graph::make_conv_plan(h, e.stream, spec, a, b, out, search_workspace, kFindWorkspace, measure,
                                           e.op);
     if (p.graph) {
@@ -364,6 +360,117 @@ void choose(Env& e, Plan& p, const PlanKey& k, const void* a, const void* b, voi
       break;
     }
   }
+}
+
+// ---- stored choices (saved executables, algo_choices.h) ---------------------------------------
+
+std::string dims_text(const Dims& d) { return fmt::format("{},{},{},{}", d[0], d[1], d[2], d[3]); }
+
+// The plan cache key without the device, as algo_choices stores it.
+std::string choice_key(const PlanKey& k) {
+  return fmt::format("algo:cudnn_conv/v1 pass={} rdt={} math={} nhwc={} x={} w={} y={} groups={} pad={},{} "
+                     "stride={},{} dil={},{} graph={} det={}",
+                     static_cast<int>(k.pass), dtype_name(k.rdt), static_cast<int>(k.math), k.nhwc ? 1 : 0,
+                     dims_text(k.x), dims_text(k.w), dims_text(k.y), k.groups, k.ph, k.pw, k.sh, k.sw, k.dh, k.dw,
+                     k.graph ? 1 : 0, k.deterministic ? 1 : 0);
+}
+
+// "none" (no algorithm), "graph <engine> <knob type>:<value>...", "legacy <algo> <math type>".
+std::string encode_choice(const Plan& p, const char* op) {
+  if (!p.ok) return "none";
+  if (p.graph) {
+    const std::optional<cudnn_graph::EngineChoice> c = cudnn_graph::engine_choice(*p.graph, op);
+    if (!c) return "";
+    std::string s = fmt::format("graph {}", c->engine);
+    for (const auto& [t, v] : c->knobs) s += fmt::format(" {}:{}", t, v);
+    return s;
+  }
+  cudnnMathType_t m = CUDNN_DEFAULT_MATH;
+  cudnnGetConvolutionMathType(p.conv, &m);
+  return fmt::format("legacy {} {}", p.algo, static_cast<int>(m));
+}
+
+// Workspace bytes of legacy algorithm `algo` for p's descriptors; false when cuDNN refuses it.
+bool legacy_workspace(cudnnHandle_t h, const Plan& p, Pass pass, int algo, size_t* bytes) {
+  switch (pass) {
+    case Pass::forward:
+      return cudnnGetConvolutionForwardWorkspaceSize(h, p.x, p.w, p.conv, p.y,
+                                                     static_cast<cudnnConvolutionFwdAlgo_t>(algo), bytes) ==
+             CUDNN_STATUS_SUCCESS;
+    case Pass::backward_data:
+      return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p.w, p.y, p.conv, p.x,
+                                                          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), bytes) ==
+             CUDNN_STATUS_SUCCESS;
+    case Pass::backward_weights:
+      return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                 h, p.x, p.y, p.conv, p.w, static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), bytes) ==
+             CUDNN_STATUS_SUCCESS;
+  }
+  return false;
+}
+
+cudnn_graph::ConvSpec spec_of(const PlanKey& k) {
+  cudnn_graph::ConvSpec spec;
+  spec.pass = static_cast<cudnn_graph::ConvPass>(k.pass);
+  spec.io = cudnn_type(k.rdt);
+  spec.nhwc = k.nhwc;
+  spec.x = k.x;
+  spec.w = k.w;
+  spec.y = k.y;
+  spec.pad_h = k.ph;
+  spec.pad_w = k.pw;
+  spec.stride_h = k.sh;
+  spec.stride_w = k.sw;
+  spec.dil_h = k.dh;
+  spec.dil_w = k.dw;
+  spec.deterministic = k.deterministic;
+  return spec;
+}
+
+// Sets `p` (descriptors made) from a stored choice; false when the text is malformed or cuDNN
+// refuses the choice (the caller then chooses as without one).
+bool apply_choice(cudnnHandle_t handle, const char* op, Plan& p, const PlanKey& k, const std::string& choice) {
+  std::istringstream in(choice);
+  std::string kind;
+  in >> kind;
+  if (kind == "none") {
+    p.ok = false;
+    return in.eof() || (in >> std::ws).eof();
+  }
+  if (kind == "graph") {
+    if (!k.graph) return false;
+    cudnn_graph::EngineChoice c;
+    if (!(in >> c.engine)) return false;
+    std::string knob;
+    while (in >> knob) {
+      int64_t t = 0, v = 0;
+      char colon = 0;
+      std::istringstream kin(knob);
+      if (!(kin >> t >> colon >> v) || colon != ':' || c.knobs.size() >= 64) return false;
+      c.knobs.emplace_back(t, v);
+    }
+    p.graph = cudnn_graph::make_conv_plan_from_choice(handle, spec_of(k), c, kFindWorkspace, op);
+    if (!p.graph) return false;
+    p.ok = true;
+    p.workspace = cudnn_graph::workspace_size(*p.graph);
+    return true;
+  }
+  if (kind == "legacy") {
+    int algo = -1, math = -1;
+    if (!(in >> algo >> math) || algo < 0 || algo > 64 || math < 0 || math > 3) return false;
+    const auto m = static_cast<cudnnMathType_t>(math);
+    if (!math_allowed(k, m)) return false;
+    if (cudnnSetConvolutionMathType(p.conv, k.math == CUDNN_FMA_MATH ? CUDNN_FMA_MATH : m) != CUDNN_STATUS_SUCCESS) {
+      return false;
+    }
+    size_t ws = 0;
+    if (!legacy_workspace(handle, p, k.pass, algo, &ws) || ws > kFindWorkspace) return false;
+    p.ok = true;
+    p.algo = algo;
+    p.workspace = ws;
+    return true;
+  }
+  return false;
 }
 
 void execute(Env& e, const Plan& p, Pass pass, DType rdt, const void* a, const void* b, void* out) {
@@ -462,8 +569,9 @@ bool run(Env& e, const Problem& pr, const Setup& s) {
     std::lock_guard<std::mutex> lock(g_plans_mu);
     auto it = g_plans.find(key);
     if (it != g_plans.end()) {
-      if (!it->second->ok) return false;
       plan = it->second.get();
+      if (!plan->choice.empty()) algo_choices::note(plan->choice_key, plan->choice);
+      if (!plan->ok) return false;
     }
   }
   const std::array<int64_t, 4> no_pad{0, 0, 0, 0};
@@ -510,8 +618,21 @@ bool run(Env& e, const Problem& pr, const Setup& s) {
       if (it != g_plans.end()) {
         plan = it->second.get();
       } else {
-        choose(e, *fresh, key, a.p, b.p, out, measure);
-        if (cache_it) {
+        // A choice stored by a saved executable (same library versions): built, not searched.
+        const std::string ckey = choice_key(key);
+        const std::optional<std::string> stored = algo_choices::find(ckey);
+        bool from_file = stored && apply_choice(e.cudnn, e.op, *fresh, key, *stored);
+        if (!from_file) {
+          if (stored) {  // refused: start again from fresh descriptors
+            fresh = std::make_unique<Plan>();
+            make_descriptors(*fresh, key, e.op);
+          }
+          phases::Scope timed(measure ? "cudnn_choose_measured" : "cudnn_choose_heuristic");
+          choose(e, *fresh, key, a.p, b.p, out, measure);
+        }
+        if (cache_it || from_file) {
+          fresh->choice_key = ckey;
+          fresh->choice = from_file ? *stored : encode_choice(*fresh, e.op);
           plan = fresh.get();
           g_plans.emplace(key, std::move(fresh));
         }
@@ -520,6 +641,8 @@ bool run(Env& e, const Problem& pr, const Setup& s) {
     if (!plan) {
       transient = std::move(fresh);
       plan = transient.get();
+    } else if (!plan->choice.empty()) {
+      algo_choices::note(plan->choice_key, plan->choice);
     }
     if (!plan->ok) return false;
   }
@@ -595,7 +718,64 @@ void conv_kernel(KernelContext& ctx) {
        pr.g.w.kw, pr.g.groups);
 }
 
+// The plan key of a stored choice's key (choice_key's inverse); false when it does not parse.
+bool parse_choice_key(const std::string& text, int device, PlanKey* k) {
+  int pass = 0, math = 0, nhwc = 0, graph = 0, det = 0;
+  char rdt[16] = {};
+  long long v[21] = {};
+  const int n = std::sscanf(text.c_str(),
+                            "algo:cudnn_conv/v1 pass=%d rdt=%15s math=%d nhwc=%d x=%lld,%lld,%lld,%lld "
+                            "w=%lld,%lld,%lld,%lld y=%lld,%lld,%lld,%lld groups=%lld pad=%lld,%lld stride=%lld,%lld "
+                            "dil=%lld,%lld graph=%d det=%d",
+                            &pass, rdt, &math, &nhwc, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8],
+                            &v[9], &v[10], &v[11], &v[12], &v[13], &v[14], &v[15], &v[16], &v[17], &v[18], &graph, &det);
+  if (n != 25 || pass < 0 || pass > 2 || math < 0 || math > 3) return false;
+  for (long long x : v) {
+    if (x < 0 || x > (int64_t{1} << 40)) return false;
+  }
+  k->device = device;
+  k->pass = static_cast<Pass>(pass);
+  try {
+    k->rdt = dtype_from_name(rdt);
+  } catch (const Error&) {
+    return false;
+  }
+  if (!is_floating(k->rdt)) return false;
+  k->math = static_cast<cudnnMathType_t>(math);
+  k->nhwc = nhwc != 0;
+  for (int j = 0; j < 4; ++j) {
+    k->x[j] = v[j];
+    k->w[j] = v[4 + j];
+    k->y[j] = v[8 + j];
+  }
+  k->groups = v[12];
+  k->ph = v[13];
+  k->pw = v[14];
+  k->sh = v[15];
+  k->sw = v[16];
+  k->dh = v[17];
+  k->dw = v[18];
+  k->graph = graph != 0;
+  k->deterministic = det != 0;
+  return choice_key(*k) == text;  // exactly what this build writes
+}
+
 }  // namespace
+
+void algo_choices::prepare_conv_choice(int device, const std::string& key, const std::string& choice) {
+  PlanKey k{};
+  if (!parse_choice_key(key, device, &k)) return;
+  DeviceContext& dc = activate(device);
+  CudnnUse cudnn = dc.cudnn(dc.stream);  // the order run() locks in: the handle, then the plans
+  std::lock_guard<std::mutex> lock(g_plans_mu);
+  if (g_plans.count(k)) return;
+  auto fresh = std::make_unique<Plan>();
+  make_descriptors(*fresh, k, "conv2d");
+  if (!apply_choice(cudnn.handle, "conv2d", *fresh, k, choice)) return;  // chosen at first use instead
+  fresh->choice_key = key;
+  fresh->choice = choice;
+  g_plans.emplace(k, std::move(fresh));
+}
 
 void register_conv_kernels(KernelTable& t) {
   t.set(ir::OpKind::conv2d, conv_kernel<Pass::forward>);

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/cuda/algo_choices.h"
 #include "backends/cuda/context.h"
 #include "backends/cuda/nvrtc/compiler.h"
 #include "backends/cuda/kernels/status.h"
@@ -179,7 +180,15 @@ class CudaBackend final : public backends::Backend {
   void set_code_sink(std::vector<backends::CodeObject>* sink) const override { nvrtc::set_code_sink(sink); }
   void preload_code(std::span<const backends::CodeObject> objects) const override {
     activate(device_);
-    nvrtc::preload(objects);
+    // Library algorithm choices (algo_choices.h) and NVRTC programs; a saved executable hands
+    // each group in its own call (its 'algorithms' and 'kernels' sections).
+    std::vector<backends::CodeObject> choices, programs;
+    for (const auto& o : objects) (algo_choices::is_choice(o) ? choices : programs).push_back(o);
+    if (!choices.empty()) {
+      algo_choices::preload(choices);
+      algo_choices::prepare_async(device_, std::move(choices));
+    }
+    if (!programs.empty()) nvrtc::preload(programs);
   }
 
  private:

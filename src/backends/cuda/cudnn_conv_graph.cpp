@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/cuda/context.h"
+#include "core/phase_times.h"
 #include "tg/error.h"
 
 namespace tg::cuda::cudnn_graph {
@@ -101,6 +102,7 @@ class ConvPlan {
  public:
   ConvPass pass;
   std::vector<std::shared_ptr<Desc>> keep;  // descriptors the plan was built from
+  std::shared_ptr<Desc> cfg;                // its engine configuration
   std::shared_ptr<Desc> plan;
   size_t workspace = 0;
   // The last variant pack and its pointers (x, w, y, workspace): the caching allocator hands a
@@ -140,11 +142,11 @@ void execute(cudnnHandle_t handle, ConvPlan& plan, const void* a, const void* b,
   check(cudnnBackendExecute(handle, plan.plan->d, plan.pack->d), op, "cudnnBackendExecute");
 }
 
-std::shared_ptr<ConvPlan> make_conv_plan(cudnnHandle_t handle, cudaStream_t stream, const ConvSpec& s,
-                                         const void* a, const void* b, void* out,
-                                         const std::function<void*(size_t)>& workspace,
-                                         size_t max_workspace, bool measure, const char* op) {
-  std::vector<std::shared_ptr<Desc>> keep;
+namespace {
+
+// The operation graph of `s` (its descriptors appended to `keep`): null when cuDNN refuses it.
+std::shared_ptr<Desc> operation_graph(cudnnHandle_t handle, const ConvSpec& s, std::vector<std::shared_ptr<Desc>>& keep,
+                                      const char* op) {
   auto x = tensor(s.x, s.nhwc, s.io, kX, op);
   auto w = tensor(s.w, s.nhwc, s.io, kW, op);
   auto y = tensor(s.y, s.nhwc, s.io, kY, op);
@@ -182,7 +184,44 @@ std::shared_ptr<ConvPlan> make_conv_plan(cudnnHandle_t handle, cudaStream_t stre
   set(graph->d, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, op);
   set(graph->d, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &operation->d, op);
   if (cudnnBackendFinalize(graph->d) != CUDNN_STATUS_SUCCESS) return nullptr;
+  return graph;
+}
 
+// The execution plan of engine configuration `cfg` with its workspace size: null when cuDNN
+// refuses it or it needs more than `max_workspace` bytes.
+std::shared_ptr<ConvPlan> finalize_plan(cudnnHandle_t handle, const ConvSpec& s,
+                                        const std::vector<std::shared_ptr<Desc>>& keep,
+                                        const std::shared_ptr<Desc>& cfg, size_t max_workspace, const char* op) {
+  phases::Scope timed("cudnn_plan_finalize");
+  auto plan = std::make_shared<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, op);
+  set(plan->d, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, op);
+  set(plan->d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg->d, op);
+  if (cudnnBackendFinalize(plan->d) != CUDNN_STATUS_SUCCESS) return nullptr;
+  int64_t ws = 0, n = 0;
+  check(cudnnBackendGetAttribute(plan->d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws),
+        op, "cudnnBackendGetAttribute(workspace size)");
+  if (ws < 0 || static_cast<size_t>(ws) > max_workspace) return nullptr;
+  auto p = std::make_shared<ConvPlan>();
+  p->pass = s.pass;
+  p->keep = keep;
+  p->keep.push_back(cfg);
+  p->cfg = cfg;
+  p->plan = std::move(plan);
+  p->workspace = static_cast<size_t>(ws);
+  return p;
+}
+
+}  // namespace
+
+std::shared_ptr<ConvPlan> make_conv_plan(cudnnHandle_t handle, cudaStream_t stream, const ConvSpec& s,
+                                         const void* a, const void* b, void* out,
+                                         const std::function<void*(size_t)>& workspace,
+                                         size_t max_workspace, bool measure, const char* op) {
+  std::vector<std::shared_ptr<Desc>> keep;
+  std::shared_ptr<Desc> graph = operation_graph(handle, s, keep, op);
+  if (!graph) return nullptr;
+
+  phases::Scope heuristics_time("cudnn_heuristics");
   Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, op);
   const cudnnBackendHeurMode_t heur_mode = CUDNN_HEUR_MODE_A;
   set(heur.d, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph->d, op);
@@ -205,27 +244,17 @@ std::shared_ptr<ConvPlan> make_conv_plan(cudnnHandle_t handle, cudaStream_t stre
         op, "cudnnBackendGetAttribute(heuristics)");
 
   // Usable plans in the heuristics' order (best guess first).
+  heuristics_time.stop();
   std::vector<std::shared_ptr<ConvPlan>> plans;
   for (int64_t i = 0; i < got && plans.size() < (measure ? kMaxCandidates : 1); ++i) {
     if (!arithmetic_ok(raw[i], s.io, s.deterministic, op)) continue;
-    auto plan = std::make_shared<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, op);
-    set(plan->d, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle, op);
-    set(plan->d, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw[i], op);
-    if (cudnnBackendFinalize(plan->d) != CUDNN_STATUS_SUCCESS) continue;
-    int64_t ws = 0, n = 0;
-    check(cudnnBackendGetAttribute(plan->d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws),
-          op, "cudnnBackendGetAttribute(workspace size)");
-    if (ws < 0 || static_cast<size_t>(ws) > max_workspace) continue;
-    auto p = std::make_shared<ConvPlan>();
-    p->pass = s.pass;
-    p->keep = keep;
-    p->keep.push_back(cfgs[static_cast<size_t>(i)]);
-    p->plan = std::move(plan);
-    p->workspace = static_cast<size_t>(ws);
-    plans.push_back(std::move(p));
+    if (auto p = finalize_plan(handle, s, keep, cfgs[static_cast<size_t>(i)], max_workspace, op)) {
+      plans.push_back(std::move(p));
+    }
   }
   if (plans.empty()) return nullptr;
   if (!measure || plans.size() == 1) return plans.front();
+  phases::Scope timing("cudnn_autotune_timing");
 
   // Time each candidate (one warm-up run, then the best of two) on the real buffers.
   struct Event {
@@ -261,6 +290,90 @@ std::shared_ptr<ConvPlan> make_conv_plan(cudnnHandle_t handle, cudaStream_t stre
     }
   }
   return best;
+}
+
+std::optional<EngineChoice> engine_choice(const ConvPlan& plan, const char* op) {
+  if (!plan.cfg) return std::nullopt;
+  Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR, op);
+  int64_t n = 0;
+  if (cudnnBackendGetAttribute(plan.cfg->d, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
+                               &engine.d) != CUDNN_STATUS_SUCCESS) {
+    return std::nullopt;
+  }
+  EngineChoice c;
+  if (cudnnBackendGetAttribute(engine.d, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &c.engine) !=
+      CUDNN_STATUS_SUCCESS) {
+    return std::nullopt;
+  }
+  constexpr int64_t kMaxKnobs = CUDNN_KNOB_TYPE_COUNTS;
+  std::vector<std::unique_ptr<Desc>> knobs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < kMaxKnobs; ++i) {
+    knobs.push_back(std::make_unique<Desc>(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, op));
+    raw.push_back(knobs.back()->d);
+  }
+  int64_t count = 0;
+  if (cudnnBackendGetAttribute(plan.cfg->d, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR, kMaxKnobs,
+                               &count, raw.data()) != CUDNN_STATUS_SUCCESS) {
+    return std::nullopt;
+  }
+  for (int64_t i = 0; i < std::min(count, kMaxKnobs); ++i) {
+    cudnnBackendKnobType_t type{};
+    int64_t value = 0;
+    if (cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &n, &type) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendGetAttribute(raw[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &n, &value) !=
+            CUDNN_STATUS_SUCCESS) {
+      return std::nullopt;
+    }
+    c.knobs.emplace_back(static_cast<int64_t>(type), value);
+  }
+  return c;
+}
+
+std::shared_ptr<ConvPlan> make_conv_plan_from_choice(cudnnHandle_t handle, const ConvSpec& s, const EngineChoice& c,
+                                                     size_t max_workspace, const char* op) {
+  phases::Scope timed("cudnn_plan_from_choice");
+  std::vector<std::shared_ptr<Desc>> keep;
+  std::shared_ptr<Desc> graph = operation_graph(handle, s, keep, op);
+  if (!graph) return nullptr;
+  auto engine = std::make_shared<Desc>(CUDNN_BACKEND_ENGINE_DESCRIPTOR, op);
+  if (cudnnBackendSetAttribute(engine->d, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                               &graph->d) != CUDNN_STATUS_SUCCESS ||
+      cudnnBackendSetAttribute(engine->d, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &c.engine) !=
+          CUDNN_STATUS_SUCCESS ||
+      cudnnBackendFinalize(engine->d) != CUDNN_STATUS_SUCCESS) {
+    return nullptr;
+  }
+  keep.push_back(engine);
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (const auto& [type, value] : c.knobs) {
+    if (type < 0 || type >= CUDNN_KNOB_TYPE_COUNTS) return nullptr;
+    auto k = std::make_shared<Desc>(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, op);
+    const auto t = static_cast<cudnnBackendKnobType_t>(type);
+    if (cudnnBackendSetAttribute(k->d, CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &t) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendSetAttribute(k->d, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &value) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnBackendFinalize(k->d) != CUDNN_STATUS_SUCCESS) {
+      return nullptr;
+    }
+    raw.push_back(k->d);
+    keep.push_back(std::move(k));
+  }
+  auto cfg = std::make_shared<Desc>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, op);
+  if (cudnnBackendSetAttribute(cfg->d, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine->d) !=
+      CUDNN_STATUS_SUCCESS) {
+    return nullptr;
+  }
+  if (!raw.empty() && cudnnBackendSetAttribute(cfg->d, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                               static_cast<int64_t>(raw.size()), raw.data()) != CUDNN_STATUS_SUCCESS) {
+    return nullptr;
+  }
+  if (cudnnBackendFinalize(cfg->d) != CUDNN_STATUS_SUCCESS) return nullptr;
+  // The stored engine keeps the arithmetic asked for (a file cannot pick a down-converting one).
+  if (!arithmetic_ok(cfg->d, s.io, s.deterministic, op)) return nullptr;
+  return finalize_plan(handle, s, keep, cfg, max_workspace, op);
 }
 
 }  // namespace tg::cuda::cudnn_graph

@@ -13,6 +13,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
 
 namespace tg::cuda::cudnn_graph {
 
@@ -40,6 +43,23 @@ std::shared_ptr<ConvPlan> make_conv_plan(cudnnHandle_t handle, cudaStream_t stre
                                          const void* a, const void* b, void* out,
                                          const std::function<void*(size_t)>& workspace,
                                          size_t max_workspace, bool measure, const char* op);
+
+/// A chosen engine configuration, as saved executables store it (backends/cuda/algo_choices.h):
+/// the engine's global index and its knob choices (cudnnBackendKnobType_t value, knob value).
+struct EngineChoice {
+  int64_t engine = 0;
+  std::vector<std::pair<int64_t, int64_t>> knobs;
+};
+
+/// The engine configuration `plan` runs; nullopt when cuDNN does not report it.
+std::optional<EngineChoice> engine_choice(const ConvPlan& plan, const char* op);
+
+/// The plan of `s` with engine configuration `c` (no heuristics, no timing): nullptr when cuDNN
+/// refuses the configuration for `s`, when it would change the arithmetic asked for (reduced
+/// precision reduction, down-converted f32 inputs, nondeterministic engines when s.deterministic)
+/// or when it needs more than `max_workspace` bytes. Raises as make_conv_plan.
+std::shared_ptr<ConvPlan> make_conv_plan_from_choice(cudnnHandle_t handle, const ConvSpec& s, const EngineChoice& c,
+                                                     size_t max_workspace, const char* op);
 
 /// Workspace bytes `plan` needs.
 size_t workspace_size(const ConvPlan& plan);

@@ -25,18 +25,23 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <tuple>
 #include <vector>
 
+#include "backends/cuda/algo_choices.h"
 #include "backends/cuda/context.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/kernels/lowp_cast.h"
 #include "backends/cuda/kernels/matmul.h"
 #include "core/error_util.h"
+#include "core/phase_times.h"
 
 namespace tg::cuda {
 namespace {
@@ -165,6 +170,7 @@ struct LtKey {
 };
 
 struct LtPlan {
+  std::string choice_key, choice;  // as saved executables store it (algo_choices.h)
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;  // cuBLASLt's A (our B), B, C=D
   cublasLtMatmulAlgo_t algo{};
@@ -194,6 +200,41 @@ cublasLtMatrixLayout_t make_layout(cudaDataType_t t, uint64_t rows, uint64_t col
           op, "cublasLtMatrixLayoutSetAttribute(batch stride)");
   }
   return l;
+}
+
+// ---- stored choices (saved executables, algo_choices.h) ---------------------------------------
+
+// The plan cache key without the device, as algo_choices stores it.
+std::string choice_key(const LtKey& k) {
+  return fmt::format("algo:cublaslt/v1 mode={} m={} n={} k={} a={}x{} b={}x{} ta={} tb={} count={} sa={} sb={} "
+                     "align={},{},{} det={}",
+                     static_cast<int>(k.mode), k.m, k.n, k.k, k.a_rows, k.a_cols, k.b_rows, k.b_cols, k.ta ? 1 : 0,
+                     k.tb ? 1 : 0, k.count, k.sa, k.sb, k.align_a, k.align_b, k.align_c, k.deterministic ? 1 : 0);
+}
+
+// cuBLASLt documents cublasLtMatmulAlgo_t as trivially serializable for the same library
+// version: its words in hex.
+std::string encode_algo(const cublasLtMatmulAlgo_t& a) {
+  std::string s;
+  for (uint64_t w : a.data) s += fmt::format("{}{:016x}", s.empty() ? "" : " ", w);
+  return s;
+}
+
+bool decode_algo(const std::string& s, cublasLtMatmulAlgo_t* a) {
+  constexpr size_t kWords = sizeof(a->data) / sizeof(a->data[0]);
+  if (s.size() != kWords * 17 - 1) return false;
+  for (size_t i = 0; i < kWords; ++i) {
+    uint64_t w = 0;
+    for (size_t j = 0; j < 16; ++j) {
+      const char c = s[i * 17 + j];
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (d < 0) return false;
+      w = (w << 4) | static_cast<uint64_t>(d);
+    }
+    if (i + 1 < kWords && s[i * 17 + 16] != ' ') return false;
+    a->data[i] = w;
+  }
+  return true;
 }
 
 const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op) {
@@ -248,12 +289,30 @@ const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op)
                                                &mask, sizeof(mask)),
           op, "cublasLtMatmulPreferenceSetAttribute(reduction scheme)");
   }
+  plan->choice_key = choice_key(key);
+  // A choice stored by a saved executable (same cuBLASLt version), checked by cuBLASLt for this
+  // problem: no heuristics query. Else the heuristics' first answer.
+  if (const std::optional<std::string> stored = algo_choices::find(plan->choice_key)) {
+    phases::Scope timed("cublaslt_from_choice");
+    cublasLtMatmulHeuristicResult_t checked{};
+    if (decode_algo(*stored, &plan->algo) &&
+        cublasLtMatmulAlgoCheck(handle, plan->desc, plan->la, plan->lb, plan->lc, plan->lc, &plan->algo, &checked) ==
+            CUBLAS_STATUS_SUCCESS &&
+        checked.workspaceSize <= kMaxWorkspace) {
+      cublasLtMatmulPreferenceDestroy(pref);
+      plan->workspace = checked.workspaceSize;
+      plan->choice = *stored;
+      return *g_plans.emplace(key, std::move(plan)).first->second;
+    }
+  }
+  phases::Scope heuristic_time("cublaslt_heuristic");
   cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
   const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle, plan->desc, plan->la, plan->lb,
                                                            plan->lc, plan->lc, pref, 1, &result,
                                                            &returned);
   cublasLtMatmulPreferenceDestroy(pref);
+  heuristic_time.stop();
   if (st != CUBLAS_STATUS_SUCCESS || returned == 0) {
     fail(ErrorCode::unsupported, op,
          "cuBLASLt has no algorithm for M={} N={} K={} (batch {}, transpose_a={}, transpose_b={})",
@@ -261,6 +320,7 @@ const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op)
   }
   plan->algo = result.algo;
   plan->workspace = result.workspaceSize;
+  plan->choice = encode_algo(plan->algo);
   return *g_plans.emplace(key, std::move(plan)).first->second;
 }
 
@@ -334,6 +394,7 @@ void matmul_lt(KernelContext& ctx, const Problem& p, const void* a, const void* 
             p.a.transposed, p.b.transposed, count, sa, sb,
             alignment_of(a_bits), alignment_of(b_bits), alignment_of(c_bits), ctx.deterministic};
   const LtPlan& plan = lt_plan(key, dc.cublaslt(), op);
+  if (!plan.choice.empty()) algo_choices::note(plan.choice_key, plan.choice);
   void* ws = plan.workspace > 0 ? workspace_of(ctx, plan.workspace) : nullptr;
 
   const float alpha_f = 1.0f, beta_f = 0.0f;
@@ -406,7 +467,50 @@ void matmul_kernel(KernelContext& ctx) {
   }
 }
 
+// The plan key of a stored choice's key (choice_key's inverse); false when it does not parse.
+bool parse_choice_key(const std::string& text, int device, LtKey* k) {
+  int mode = 0, ta = 0, tb = 0, det = 0;
+  long long v[10] = {};
+  unsigned al[3] = {};
+  const int n = std::sscanf(text.c_str(),
+                            "algo:cublaslt/v1 mode=%d m=%lld n=%lld k=%lld a=%lldx%lld b=%lldx%lld ta=%d tb=%d "
+                            "count=%lld sa=%lld sb=%lld align=%u,%u,%u det=%d",
+                            &mode, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &ta, &tb, &v[7], &v[8], &v[9],
+                            &al[0], &al[1], &al[2], &det);
+  if (n != 17 || mode < 0 || mode > static_cast<int>(Mode::f64)) return false;
+  for (long long x : v) {
+    if (x < 0 || x > (int64_t{1} << 40)) return false;
+  }
+  k->device = device;
+  k->mode = static_cast<Mode>(mode);
+  k->m = v[0];
+  k->n = v[1];
+  k->k = v[2];
+  k->a_rows = v[3];
+  k->a_cols = v[4];
+  k->b_rows = v[5];
+  k->b_cols = v[6];
+  k->ta = ta != 0;
+  k->tb = tb != 0;
+  k->count = v[7];
+  k->sa = v[8];
+  k->sb = v[9];
+  k->align_a = al[0];
+  k->align_b = al[1];
+  k->align_c = al[2];
+  k->deterministic = det != 0;
+  return choice_key(*k) == text;  // exactly what this build writes
+}
+
 }  // namespace
+
+void algo_choices::prepare_matmul_choice(int device, const std::string& key) {
+  LtKey k{};
+  if (!parse_choice_key(key, device, &k)) return;
+  DeviceContext& dc = activate(device);
+  lt_plan(k, dc.cublaslt(), "matmul");  // takes the stored choice
+}
+
 
 void register_matmul_kernels(KernelTable& t) { t.set(ir::OpKind::matmul, matmul_kernel); }
 

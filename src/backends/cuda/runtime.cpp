@@ -7,6 +7,7 @@
 #include "backends/cuda/context.h"
 #include "backends/cuda/kernels/status.h"
 #include "core/error_util.h"
+#include "core/phase_times.h"
 #include "core/stats.h"
 
 namespace tg::cuda {
@@ -105,7 +106,10 @@ DeviceContext& activate(int device) {
 
 cublasLtHandle_t DeviceContext::cublaslt() {
   std::lock_guard<std::mutex> lock(mu);
-  if (!cublaslt_) check(cublasLtCreate(&cublaslt_), "cuda", "cublasLtCreate");
+  if (!cublaslt_) {
+    phases::Scope timed("cublasLtCreate");
+    check(cublasLtCreate(&cublaslt_), "cuda", "cublasLtCreate");
+  }
   return cublaslt_;
 }
 
@@ -113,7 +117,10 @@ CudnnUse DeviceContext::cudnn(cudaStream_t on) {
   CudnnUse use{std::unique_lock<std::mutex>(cudnn_mu), nullptr};
   {
     std::lock_guard<std::mutex> lock(mu);
-    if (!cudnn_) check(cudnnCreate(&cudnn_), "cuda", "cudnnCreate");
+    if (!cudnn_) {
+      phases::Scope timed("cudnnCreate");
+      check(cudnnCreate(&cudnn_), "cuda", "cudnnCreate");
+    }
   }
   if (cudnn_stream_ != on) {
     check(cudnnSetStream(cudnn_, on), "cuda", "cudnnSetStream");
@@ -293,6 +300,7 @@ TensorData upload_cached(const TensorData& host, int device) {
   }
   if (entries->size() > 256) std::erase_if(*entries, [](const auto& kv) { return kv.second.host.expired(); });
   GlobalAllocationScope global;  // shared by later runs: never from a recording's private pool
+  phases::Scope timed("constant_upload");
   TensorData copy = host.to(Device::cuda(device));
   (*entries)[key] = Entry{host.storage(), copy};
   return copy;

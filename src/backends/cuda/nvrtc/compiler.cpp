@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/cuda/algo_choices.h"
 #include "backends/cuda/context.h"
 #include "core/env.h"
 #include "core/error_util.h"
@@ -358,6 +359,18 @@ std::string version() { return nvrtc_version(); }
 void set_code_sink(std::vector<backends::CodeObject>* sink) { t_sink = sink; }
 
 void note_use(const Program& program) { to_sink(program.key(), program); }
+
+}  // namespace tg::cuda::nvrtc
+
+namespace tg::cuda::algo_choices {
+
+void note(const std::string& key, const std::string& choice) {
+  if (nvrtc::t_sink) nvrtc::t_sink->push_back({key, choice});
+}
+
+}  // namespace tg::cuda::algo_choices
+
+namespace tg::cuda::nvrtc {
 
 void preload(std::span<const backends::CodeObject> objects) {
   Cache& c = cache();
