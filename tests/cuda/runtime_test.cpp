@@ -7,6 +7,9 @@
 #include "test_util.h"
 #include "tg/tg.h"
 #ifdef TG_HAVE_CUDA
+#include <nvrtc.h>
+
+#include "backends/cuda/nvrtc/compiler.h"
 #include "backends/cuda/runtime.h"
 #endif
 
@@ -105,6 +108,44 @@ TEST(CudaRuntime, ExecutableOutputsLiveOnTheDevice) {
   EXPECT_EQ(out[0].device(), Device::cuda(0));
   EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{1, 2, 3, 4}));
 }
+
+#ifdef TG_HAVE_CUDA
+// Saved executables' kernel images are checked before the driver sees them (with lazy module
+// loading the driver accepts a damaged image). A real CUBIN and PTX from NVRTC (no GPU needed).
+TEST(CudaKernelImages, DamagedImagesAreRefusedBeforeTheDriverSeesThem) {
+  const char* src = "extern \"C\" __global__ void twice(float* p) { p[threadIdx.x] *= 2.f; }";
+  nvrtcProgram prog = nullptr;
+  ASSERT_EQ(nvrtcCreateProgram(&prog, src, "twice.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
+  const char* opts[] = {"--gpu-architecture=sm_90"};
+  ASSERT_EQ(nvrtcCompileProgram(prog, 1, opts), NVRTC_SUCCESS);
+  size_t n = 0, pn = 0;
+  ASSERT_EQ(nvrtcGetCUBINSize(prog, &n), NVRTC_SUCCESS);
+  std::string cubin(n, '\0');
+  ASSERT_EQ(nvrtcGetCUBIN(prog, cubin.data()), NVRTC_SUCCESS);
+  ASSERT_EQ(nvrtcGetPTXSize(prog, &pn), NVRTC_SUCCESS);
+  std::string ptx(pn, '\0');
+  ASSERT_EQ(nvrtcGetPTX(prog, ptx.data()), NVRTC_SUCCESS);
+  nvrtcDestroyProgram(&prog);
+  using cuda::nvrtc::image_problem;
+  EXPECT_EQ(image_problem(cubin), "");
+  EXPECT_EQ(image_problem(ptx), "");
+  std::string bad = cubin;
+  for (int i = 0; i < 16; ++i) bad[static_cast<size_t>(i)] = '\xee';  // what BadKernelBinary does
+  EXPECT_EQ(image_problem(bad), "neither a CUBIN (ELF) nor PTX");
+  bad = cubin;
+  bad[18] = 62;  // EM_X86_64
+  bad[19] = 0;
+  EXPECT_EQ(image_problem(bad), "an ELF for machine 62, not EM_CUDA (190)");
+  EXPECT_EQ(image_problem(cubin.substr(0, 40)), "an ELF image shorter than its header");
+  bad = cubin;
+  bad[4] = 1;  // ELFCLASS32
+  EXPECT_EQ(image_problem(bad), "not a 64-bit little-endian ELF");
+  bad = ptx;
+  bad[bad.size() / 2] = '\x01';
+  EXPECT_EQ(image_problem(bad), "PTX with bytes that are not text");
+  EXPECT_EQ(image_problem(""), "neither a CUBIN (ELF) nor PTX");
+}
+#endif
 
 }  // namespace
 }  // namespace tg

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -372,6 +373,30 @@ void note(const std::string& key, const std::string& choice) {
 
 namespace tg::cuda::nvrtc {
 
+std::string image_problem(std::string_view image) {
+  if (image.size() >= 4 && image.substr(0, 4) == std::string_view("\x7f" "ELF", 4)) {
+    // Elf64_Ehdr: e_ident[EI_CLASS] 2 (64-bit), [EI_DATA] 1 (little-endian); e_machine at 18;
+    // e_shoff at 40, e_shentsize at 58, e_shnum at 60.
+    if (image.size() < 64) return "an ELF image shorter than its header";
+    if (image[4] != 2 || image[5] != 1) return "not a 64-bit little-endian ELF";
+    auto u16 = [&](size_t at) { uint16_t v; std::memcpy(&v, image.data() + at, 2); return v; };
+    uint64_t shoff = 0;
+    std::memcpy(&shoff, image.data() + 40, 8);
+    if (u16(18) != 190) return fmt::format("an ELF for machine {}, not EM_CUDA (190)", u16(18));
+    const uint64_t table = static_cast<uint64_t>(u16(58)) * u16(60);
+    if (shoff > image.size() || table > image.size() - shoff) return "section headers outside the image";
+    return "";
+  }
+  if (image.find(".version") != std::string_view::npos && image.find(".target") != std::string_view::npos) {
+    const bool text = std::all_of(image.begin(), image.end(), [](char ch) {
+      const auto u = static_cast<unsigned char>(ch);
+      return u == 0 || u == '\n' || u == '\r' || u == '\t' || (u >= 32 && u < 127);
+    });
+    return text ? "" : "PTX with bytes that are not text";
+  }
+  return "neither a CUBIN (ELF) nor PTX";
+}
+
 void preload(std::span<const backends::CodeObject> objects) {
   Cache& c = cache();
   for (size_t i = 0; i < objects.size(); ++i) {
@@ -379,6 +404,10 @@ void preload(std::span<const backends::CodeObject> objects) {
     {
       std::lock_guard lock(c.mu);
       if (c.programs.count(o.key)) continue;
+    }
+    if (const std::string why = image_problem(o.image); !why.empty()) {
+      fail(ErrorCode::io_error, "load", "kernel {} of {}: TensorGraph refuses its binary ({} bytes): {}", i,
+           objects.size(), o.image.size(), why);
     }
     cudaLibrary_t lib = nullptr;
     const cudaError_t e = o.image.empty() ? cudaErrorInvalidKernelImage

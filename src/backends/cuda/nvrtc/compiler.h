@@ -83,8 +83,15 @@ void set_code_sink(std::vector<backends::CodeObject>* sink);
 void note_use(const Program& program);
 /// Loads programs saved with their keys (by a sink) into the in-memory cache, so that compile()
 /// of the same key (source, options, NVRTC version, device headers) runs no NVRTC. Raises
-/// tg::Error(io_error) "kernel <i> of <n>: ..." when the driver refuses an image.
+/// tg::Error(io_error) "kernel <i> of <n>: ... refuses its binary ..." when image_problem finds
+/// one or the driver refuses an image.
 void preload(std::span<const backends::CodeObject> objects);
+/// Why `image` cannot be a CUDA binary ("" when it can): a CUBIN is a 64-bit little-endian ELF
+/// for EM_CUDA (190) whose section header table lies inside the image; PTX is text holding
+/// ".version" and ".target". Checked before the driver sees an image, because with lazy module
+/// loading (CUDA's default) the driver accepts a damaged image and fails only when one of its
+/// kernels is first used.
+std::string image_problem(std::string_view image);
 /// Forgets the programs loaded so far (they stay alive while referenced), so that the next
 /// compile of a source reads the disk cache again: for tests of the disk cache.
 void forget_loaded_programs();
