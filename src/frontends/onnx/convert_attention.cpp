@@ -257,10 +257,17 @@ std::vector<Tensor> convert_flex_attention(NodeContext& c) {
   k = repeat_heads(k, hq / hkv);
   v = repeat_heads(v, hq / hkv);
   double scale = c.attr_float("scale", 1.0 / std::sqrt(static_cast<double>(c.static_dim(0, 3))));
+  // score_mod / prob_mod: a subgraph of one input and one output (found by fuzzing: one without
+  // outputs threw std::out_of_range instead of a tg::Error).
+  auto apply_mod = [&](const char* name, const Tensor& t) {
+    std::vector<Tensor> r = c.subgraph(c.attr_graph(name), {t});
+    if (r.size() != 1) c.fail(ErrorCode::invalid_argument, "attribute '{}' must be a graph with one output, got {}", name, r.size());
+    return r[0];
+  };
   Tensor scores = matmul(q, k, {.transpose_b = true}) * scale;
-  if (c.has_attr("score_mod")) scores = c.subgraph(c.attr_graph("score_mod"), {scores}).at(0);
+  if (c.has_attr("score_mod")) scores = apply_mod("score_mod", scores);
   Tensor probs = softmax(scores, -1);
-  if (c.has_attr("prob_mod")) probs = c.subgraph(c.attr_graph("prob_mod"), {probs}).at(0);
+  if (c.has_attr("prob_mod")) probs = apply_mod("prob_mod", probs);
   return {matmul(probs, v)};
 }
 
