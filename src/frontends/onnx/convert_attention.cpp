@@ -261,7 +261,9 @@ std::vector<Tensor> convert_flex_attention(NodeContext& c) {
   // outputs threw std::out_of_range instead of a tg::Error).
   auto apply_mod = [&](const char* name, const Tensor& t) {
     std::vector<Tensor> r = c.subgraph(c.attr_graph(name), {t});
-    if (r.size() != 1) c.fail(ErrorCode::invalid_argument, "attribute '{}' must be a graph with one output, got {}", name, r.size());
+    if (r.size() != 1) {
+      c.fail(ErrorCode::invalid_argument, "attribute '{}' must be a graph with one output, got {}", name, r.size());
+    }
     return r[0];
   };
   Tensor scores = matmul(q, k, {.transpose_b = true}) * scale;
