@@ -79,6 +79,11 @@ Tensor gate(Tensor t, int64_t g, int64_t n) {
 
 std::vector<Tensor> recurrent(NodeContext& c, Cell cell) {
   Tensor x = c.input(0), w = c.input(1), r = c.input(2);
+  // (found by fuzzing: an R of rank 0 reached shape().back() of an empty shape)
+  if (x.rank() != 3 || w.rank() != 3 || r.rank() != 3) {
+    c.fail(ErrorCode::shape_mismatch, "X, W and R must be 3-d, got {}, {} and {}", shape_to_string(x.shape()),
+           shape_to_string(w.shape()), shape_to_string(r.shape()));
+  }
   int64_t layout = c.opset() >= 14 ? c.attr_int("layout", 0) : 0;
   if (layout == 1) x = transpose(x, {1, 0, 2});  // -> [seq, batch, in]
   std::string direction = c.attr_string("direction", "forward");
@@ -88,6 +93,7 @@ std::vector<Tensor> recurrent(NodeContext& c, Cell cell) {
   }
   int64_t gates = cell == Cell::rnn ? 1 : cell == Cell::gru ? 3 : 4;
   int64_t hidden = c.has_attr("hidden_size") ? c.attr_int("hidden_size", 0) : r.shape().back();
+  if (hidden <= 0) c.fail(ErrorCode::invalid_argument, "hidden_size must be positive, got {}", hidden);
   int64_t seq = c.static_dim(0, layout == 1 ? 1 : 0), batch = x.shape()[1];
   if (batch < 0) c.fail(ErrorCode::unsupported, "the batch size must be static");
   double clip = c.attr_float("clip", 0.0);
