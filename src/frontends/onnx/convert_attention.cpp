@@ -96,7 +96,7 @@ std::vector<Tensor> convert_attention(NodeContext& c) {
   if (hq < 0 || hkv < 0 || sq < 0 || skv < 0) {
     c.fail(ErrorCode::unsupported, "head counts and sequence lengths must be static");
   }
-  if (hq % hkv != 0) {
+  if (hkv == 0 || hq % hkv != 0) {
     c.fail(ErrorCode::shape_mismatch, "{} query heads are not a multiple of {} key/value heads",
            hq, hkv);
   }
@@ -202,9 +202,12 @@ std::vector<Tensor> convert_linear_attention(NodeContext& c) {
   c.require_attr("q_num_heads");
   c.require_attr("kv_num_heads");
   int64_t hq = c.attr_int("q_num_heads", 1), hkv = c.attr_int("kv_num_heads", 1);
+  // (checked before dividing: found by fuzzing, q_num_heads 0 divided by zero)
+  if (hq < 1 || hkv < 1 || hq % hkv != 0) {
+    c.fail(ErrorCode::invalid_argument, "q_num_heads ({}) must be a positive multiple of kv_num_heads ({})", hq, hkv);
+  }
   int64_t b = c.static_dim(0, 0), t_len = c.static_dim(0, 1);
   int64_t dk = c.static_dim(0, 2) / hq, dv = c.static_dim(2, 2) / hkv;
-  if (hkv < 1 || hq % hkv != 0) c.fail(ErrorCode::invalid_argument, "q_num_heads must be a multiple of kv_num_heads");
   auto heads = [&](Tensor x, int64_t h) {  // [B, T, h*d] -> [T, B, h, d] in f32
     return cast_to(transpose(reshape(x, {b, t_len, h, -1}), {1, 0, 2, 3}), DType::f32);
   };
@@ -253,7 +256,7 @@ std::vector<Tensor> convert_flex_attention(NodeContext& c) {
            str(k.shape()), str(v.shape()));
   }
   int64_t hq = c.static_dim(0, 1), hkv = c.static_dim(1, 1);
-  if (hq % hkv != 0) c.fail(ErrorCode::shape_mismatch, "{} query heads, {} key heads", hq, hkv);
+  if (hkv <= 0 || hq % hkv != 0) c.fail(ErrorCode::shape_mismatch, "{} query heads, {} key heads", hq, hkv);
   k = repeat_heads(k, hq / hkv);
   v = repeat_heads(v, hq / hkv);
   double scale = c.attr_float("scale", 1.0 / std::sqrt(static_cast<double>(c.static_dim(0, 3))));
