@@ -45,6 +45,9 @@ namespace {
 
 // An i64 tensor of `shape` holding its position along `axis` (0, 1, 2, ...).
 Tensor positions(NodeContext& c, const Shape& shape, int64_t axis) {
+  if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) {
+    c.fail(ErrorCode::invalid_argument, "axis {} is outside a rank-{} tensor", axis, shape.size());
+  }
   Shape s(shape.size(), 1);
   s[axis] = shape[axis];
   return broadcast_to(iota(c.graph(), s, axis, DType::i64), shape);
@@ -76,6 +79,11 @@ std::vector<Tensor> convert_reverse_sequence(NodeContext& c) {
 // (default 0) for each batch b; circular mode wraps around the cache length.
 std::vector<Tensor> convert_tensor_scatter(NodeContext& c) {
   Tensor past = c.input(0), update = c.input(1);
+  // (found by fuzzing: an update of lower rank read past the end of its shape)
+  if (update.rank() != past.rank()) {
+    c.fail(ErrorCode::shape_mismatch, "update {} must have the rank of past_cache {}", shape_to_string(update.shape()),
+           shape_to_string(past.shape()));
+  }
   int64_t axis = c.axis(c.attr_int("axis", -2), past.rank());
   std::string mode = c.attr_string("mode", "linear");
   if (mode != "linear" && mode != "circular") c.fail(ErrorCode::invalid_argument, "unknown mode '{}'", mode);
