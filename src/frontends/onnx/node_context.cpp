@@ -65,11 +65,13 @@ std::vector<int64_t> NodeContext::ints(int i) {
     fail(ErrorCode::invalid_argument, "input {} must be a 0-d or 1-d integer tensor, got {}", i,
          v.type().to_string());
   }
+  if (v.dtype() == DType::i64) return v.to_vector<int64_t>();  // exact beyond 2^53
+  // Narrower integers are exact as doubles (the i64 values near 2^63 are not: converting their
+  // doubles back overflowed, found by fuzzing).
   std::vector<int64_t> out(static_cast<size_t>(v.num_elements()));
   for (int64_t k = 0; k < v.num_elements(); ++k) {
     out[k] = static_cast<int64_t>(v.element_as_double(k));
   }
-  if (v.dtype() == DType::i64) out = v.to_vector<int64_t>();  // exact beyond 2^53
   return out;
 }
 
