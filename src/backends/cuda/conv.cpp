@@ -695,7 +695,9 @@ void conv_kernel(KernelContext& ctx) {
     check(cudaMemsetAsync(ptr(out), 0, out.nbytes(), stream), ctx.op_name(), "cudaMemsetAsync");
     return;  // all-zero bits are 0.0 in every float type
   }
+  phases::Scope wait_time("cudnn_handle_wait");
   CudnnUse cudnn = dc.cudnn(stream);  // held by this kernel (one thread at a time queues cuDNN work)
+  wait_time.stop();
   Env e{ctx, dc, stream, ctx.op_name(), cudnn.handle};
   Setup s;
   s.dt = dt;

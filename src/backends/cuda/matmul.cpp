@@ -238,7 +238,9 @@ bool decode_algo(const std::string& s, cublasLtMatmulAlgo_t* a) {
 }
 
 const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op) {
+  phases::Scope wait_time("cublaslt_plans_wait");
   std::lock_guard<std::mutex> lock(g_plans_mu);
+  wait_time.stop();
   auto it = g_plans.find(key);
   if (it != g_plans.end()) return *it->second;
   const LtTypes t = lt_types(key.mode);
@@ -295,6 +297,7 @@ const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op)
   if (const std::optional<std::string> stored = algo_choices::find(plan->choice_key)) {
     phases::Scope timed("cublaslt_from_choice");
     cublasLtMatmulHeuristicResult_t checked{};
+    phases::Scope check_time("cublaslt_algo_check");
     if (decode_algo(*stored, &plan->algo) &&
         cublasLtMatmulAlgoCheck(handle, plan->desc, plan->la, plan->lb, plan->lc, plan->lc, &plan->algo, &checked) ==
             CUBLAS_STATUS_SUCCESS &&
@@ -405,6 +408,7 @@ void matmul_lt(KernelContext& ctx, const Problem& p, const void* a, const void* 
   const auto* a8 = static_cast<const char*>(a);
   const auto* b8 = static_cast<const char*>(b);
   auto* c8 = static_cast<char*>(c);
+  phases::Scope timed("cublaslt_matmul");
   for (int64_t i = 0; i < outer_total; ++i) {
     int64_t rem = i, ao = 0, bo = 0;
     for (size_t d = outer.size(); d-- > 0;) {
