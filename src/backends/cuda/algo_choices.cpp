@@ -48,7 +48,7 @@ struct Preparers {
     }
   }
   void work() {
-    cudaStream_t warm = nullptr;  // this worker's stream for the warm-up runs (made on first use)
+    std::map<int, cudaStream_t> warm;  // this worker's stream per device for the warm-up runs
     std::unique_lock lock(mu);
     while (true) {
       changed.wait(lock, [&] { return stopping || !queue.empty(); });
@@ -69,12 +69,13 @@ struct Preparers {
         changed.notify_all();
       };
       try {
-        if (warm == nullptr) {
+        cudaStream_t& stream = warm[device];
+        if (stream == nullptr) {
           check(cudaSetDevice(device), "cuda", "cudaSetDevice");
-          check(cudaStreamCreateWithFlags(&warm, cudaStreamNonBlocking), "cuda", "cudaStreamCreate");
+          check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cuda", "cudaStreamCreate");
         }
-        if (c.key.starts_with("algo:cublaslt/v1 ")) prepare_matmul_choice(device, c.key, warm, built);
-        if (c.key.starts_with("algo:cudnn_conv/v1 ")) prepare_conv_choice(device, c.key, c.image, warm, built);
+        if (c.key.starts_with("algo:cublaslt/v1 ")) prepare_matmul_choice(device, c.key, stream, built);
+        if (c.key.starts_with("algo:cudnn_conv/v1 ")) prepare_conv_choice(device, c.key, c.image, stream, built);
       } catch (const std::exception&) {
         cudaGetLastError();  // left to the first use, which chooses as without a stored choice
       }
@@ -82,7 +83,7 @@ struct Preparers {
       timed.stop();
       lock.lock();
     }
-    // `warm` is left to the process's end (streams outlive their work; this runs at exit).
+    // The streams are left to the process's end (this runs at exit).
   }
 };
 

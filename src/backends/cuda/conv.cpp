@@ -784,7 +784,8 @@ void algo_choices::prepare_conv_choice(int device, const std::string& key, const
   // This worker's own handle, bound to its stream: plans are built with it and run once with it;
   // runs execute them with the device's handle (the handle supplies the stream at execution; XLA
   // likewise builds with per-thread handles and executes with one shared handle).
-  thread_local cudnnHandle_t own = nullptr;
+  thread_local std::map<int, cudnnHandle_t> owns;  // a handle belongs to the device it was made on
+  cudnnHandle_t& own = owns[device];
   if (own == nullptr) {
     phases::Scope timed("cudnnCreate");
     check(cudnnCreate(&own), "conv2d", "cudnnCreate");  // never destroyed: lives as the thread

@@ -544,7 +544,8 @@ void algo_choices::prepare_matmul_choice(int device, const std::string& key, cud
   activate(device);
   if (cached_plan(k)) return;
   // This worker's own handle (cuBLASLt handles are per thread here, as PyTorch keeps them).
-  thread_local cublasLtHandle_t own = nullptr;
+  thread_local std::map<int, cublasLtHandle_t> owns;  // one per device
+  cublasLtHandle_t& own = owns[device];
   if (own == nullptr) {
     phases::Scope timed("cublasLtCreate");
     check(cublasLtCreate(&own), "matmul", "cublasLtCreate");  // never destroyed: lives as the thread
