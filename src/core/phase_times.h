@@ -2,29 +2,38 @@
 // wall time (file read, checksums, IR parse, library handle creation, cuDNN plan builds,
 // autotuning, constant upload, ...). Each Scope adds its wall time to a named total; at process
 // exit the totals are printed to stderr as one line "[tg phases] name=ms(count) ...", in first-use
-// order. Off (one relaxed load per scope) unless TG_PHASES=1 is set when the process starts.
+// order ("name=ms(count,max ms)" when a phase ran more than once: its longest call). With
+// TG_PHASES=2 each scope is also kept as an event and printed at exit as a timeline, one line per
+// event: "[tg timeline] <start ms> +<duration ms> t<thread> <name>", start relative to the first
+// event, threads numbered in order of their first event (at most 20000 events are kept); the
+// runtime then also times each step of an interpreted run (named by its op). Off (one relaxed load
+// per scope) unless TG_PHASES is set to 1 or 2 when the process starts.
 #pragma once
 #include <chrono>
 #include <cstdint>
 
 namespace tg::phases {
 
-/// Whether TG_PHASES=1 was set (read once).
+/// Whether TG_PHASES=1 or 2 was set (read once).
 bool enabled();
-/// Adds `ns` nanoseconds (and one call) to the total named `name` (a string literal).
-void add(const char* name, int64_t ns);
+/// Whether TG_PHASES=2 was set: scopes are also kept as timeline events.
+bool timeline();
+/// Adds `ns` nanoseconds (and one call) to the total named `name` (a string that lives as long as
+/// the process: a literal or an op name); with timeline(), also an event from `t0` lasting `ns`.
+void add(const char* name, std::chrono::steady_clock::time_point t0, int64_t ns);
 
-/// Times its own lifetime into the total `name` when enabled().
+/// Times its own lifetime into the total `name` when enabled() (a null name: nothing).
 class Scope {
  public:
-  explicit Scope(const char* name) : name_(enabled() ? name : nullptr) {
+  explicit Scope(const char* name) : name_(name != nullptr && enabled() ? name : nullptr) {
     if (name_) t0_ = std::chrono::steady_clock::now();
   }
   ~Scope() { stop(); }
   /// Ends the scope early (idempotent).
   void stop() {
     if (!name_) return;
-    add(name_, std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count());
+    add(name_, t0_,
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count());
     name_ = nullptr;
   }
   Scope(const Scope&) = delete;

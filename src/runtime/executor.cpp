@@ -645,6 +645,8 @@ void RunState::call_kernel(const ir::Node& node, backends::Kernel kernel, std::s
     b.synchronize(stream_);
     return;
   }
+  // TG_PHASES=2: each step is an event of the timeline, named by its op (a literal of the op table).
+  phases::Scope step_time(phases::timeline() ? ir::op_name(node.kind).data() : nullptr);
   kernel(ctx);
 }
 

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -205,6 +206,99 @@ void Executable::save(const std::string& path, const SaveOptions& options) const
 
 namespace {
 
+// The choices of section 'algorithms' (u32 version, u32 count, (key, choice) string pairs).
+std::vector<backends::CodeObject> parse_choices(std::string_view payload, const std::string& file) {
+  Reader ar(payload, file, "algorithms");
+  const uint32_t version = ar.u32();
+  if (version != kAlgorithmsVersion) {
+    fail(ErrorCode::unsupported, "load", "{}: section 'algorithms': version {} is not one this build reads ({})", file,
+         version, kAlgorithmsVersion);
+  }
+  std::vector<backends::CodeObject> choices(ar.count(8));
+  for (auto& c : choices) {
+    c.key = ar.str();
+    c.image = ar.str();
+    if (!c.key.starts_with(kChoicePrefix)) ar.malformed("a choice whose key does not start with \"algo:\"");
+  }
+  if (!ar.done()) ar.malformed("bytes after the choices");
+  return choices;
+}
+
+// Before the file is read whole: its 'header' and 'algorithms' sections only (a few small reads:
+// the section framing, then the two payloads), each checksum verified, and when the file's target
+// is this backend's (same device kind, architecture and library versions) the choices are handed
+// to the backend, whose workers start building the library plans (the longest part of a cold
+// start: library kernels load lazily) while the weights are read. Anything unexpected: nothing
+// (load_from_bytes then reads, checks and reports everything as always; choices handed over
+// twice are prepared once).
+void preload_choices_early(const std::string& path, Device device) {
+  if (device.is_cpu()) return;
+  phases::Scope timed("load_algorithms_early");
+  try {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    struct Closer {
+      int fd;
+      ~Closer() { ::close(fd); }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    const auto read_at = [&](uint64_t at, size_t n, void* out) {
+      if (at > size || n > size - at) return false;
+      size_t done = 0;
+      while (done < n) {
+        const ssize_t got = ::pread(fd, static_cast<char*>(out) + done, n - done, static_cast<off_t>(at + done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return false;
+        done += static_cast<size_t>(got);
+      }
+      return true;
+    };
+    const auto le = [](const uint8_t* p, int n) {
+      uint64_t v = 0;
+      for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];
+      return v;
+    };
+    uint8_t head[12];
+    if (!read_at(0, 12, head) || std::memcmp(head, runtime::tgx::kMagic.data(), 4) != 0) return;
+    const uint32_t version = static_cast<uint32_t>(le(head + 4, 4));
+    const uint64_t count = le(head + 8, 4);
+    if (version != runtime::tgx::kFormatVersion || count > 64) return;
+    std::map<std::string, std::string> payloads;  // header and algorithms, checksums verified
+    uint64_t at = 12;
+    for (uint64_t i = 0; i < count && payloads.size() < 2; ++i) {
+      uint8_t len[4];
+      if (!read_at(at, 4, len)) return;
+      const uint64_t name_len = le(len, 4);
+      if (name_len > 64) return;
+      std::string name(name_len, '\0');
+      uint8_t framing[16];
+      if (!read_at(at + 4, name_len, name.data()) || !read_at(at + 4 + name_len, 16, framing)) return;
+      const uint64_t length = le(framing, 8), sum = le(framing + 8, 8);
+      at += 4 + name_len + 16;
+      if (length > size - std::min(at, size)) return;
+      if ((name == "header" || name == "algorithms") && length <= (uint64_t{16} << 20)) {
+        std::string payload(length, '\0');
+        if (!read_at(at, length, payload.data()) || runtime::tgx::checksum(payload, version) != sum) return;
+        payloads[name] = std::move(payload);
+      }
+      at += length;
+    }
+    if (payloads.size() != 2) return;
+    auto header = runtime::tgx::parse_header(payloads["header"], path);
+    if (header["device"] != "cuda") return;
+    const backends::Backend& backend = backends::backend_for(device);
+    for (const auto& [k, v] : target_fields(backend)) {
+      if (!header.count(k) || header[k] != v) return;
+    }
+    std::vector<backends::CodeObject> choices = parse_choices(payloads["algorithms"], path);
+    if (!choices.empty()) backend.preload_code(choices);
+  } catch (const std::exception&) {
+    // load_from_bytes reports whatever is wrong
+  }
+}
+
 // A file's bytes in one buffer that constants may alias (tgx::Reader::set_owner), read by
 // parallel preads (the file holds the weights; the page cache copies at several GB/s a thread).
 struct FileBytes {
@@ -276,6 +370,7 @@ std::map<std::string, std::string_view> verified_sections(std::span<const uint8_
 }  // namespace
 
 Executable Executable::load(const std::string& path, Device device, const LoadOptions& options) {
+  preload_choices_early(path, device);
   const FileBytes bytes = read_file(path);
   struct Loading {
     explicit Loading(const FileBytes* f) { t_loading = f; }
@@ -338,21 +433,7 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
 
   // Library algorithm choices (optional: files written before it have no such section).
   std::vector<backends::CodeObject> choices;
-  if (sec.count("algorithms")) {
-    Reader ar(sec["algorithms"], file, "algorithms");
-    const uint32_t version = ar.u32();
-    if (version != kAlgorithmsVersion) {
-      fail(ErrorCode::unsupported, "load", "{}: section 'algorithms': version {} is not one this build reads ({})", file,
-           version, kAlgorithmsVersion);
-    }
-    choices.resize(ar.count(8));
-    for (auto& c : choices) {
-      c.key = ar.str();
-      c.image = ar.str();
-      if (!c.key.starts_with(kChoicePrefix)) ar.malformed("a choice whose key does not start with \"algo:\"");
-    }
-    if (!ar.done()) ar.malformed("bytes after the choices");
-  }
+  if (sec.count("algorithms")) choices = parse_choices(sec["algorithms"], file);
   // Handed to the backend first, so that it can prepare them (library handles, plans) while the
   // rest of the file is parsed.
   if (why.empty() && !choices.empty()) {

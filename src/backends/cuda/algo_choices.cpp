@@ -1,14 +1,18 @@
 // Stored library algorithm choices (algo_choices.h).
 #include "backends/cuda/algo_choices.h"
 
-#include <atomic>
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
+#include "backends/cuda/context.h"
 #include "core/error_util.h"
 #include "core/phase_times.h"
 
@@ -21,26 +25,65 @@ std::map<std::string, std::string, std::less<>>& store() {
   return *s;
 }
 
-// Background preparation threads, joined at exit (before the CUDA runtime tears down: this
-// object is made after the runtime's first use).
-struct Preparer {
-  std::thread thread;
-  std::shared_ptr<std::atomic<bool>> done;
-};
+// Background preparation: a queue of choices in their order and the workers that take them,
+// joined at exit (before the CUDA runtime tears down: this object is made after the runtime's
+// first use).
 struct Preparers {
   std::mutex mu;
-  std::vector<Preparer> threads;
-  /// Joins the finished ones (all with `all`). Called with `mu` held.
-  void join(bool all) {
-    std::erase_if(threads, [all](Preparer& p) {
-      if (!all && !p.done->load()) return false;
-      if (p.thread.joinable()) p.thread.join();
-      return true;
-    });
-  }
+  std::condition_variable changed;
+  std::deque<std::pair<int, backends::CodeObject>> queue;  // (device, choice), not taken yet
+  std::set<std::string, std::less<>> known;                // every key ever queued
+  std::set<std::string, std::less<>> building;             // taken by a worker, not built yet
+  std::vector<std::thread> threads;
+  bool stopping = false;
   ~Preparers() {
-    std::lock_guard lock(mu);
-    join(true);
+    {
+      std::lock_guard lock(mu);
+      stopping = true;
+      queue.clear();
+    }
+    changed.notify_all();
+    for (std::thread& t : threads) {
+      if (t.joinable()) t.join();
+    }
+  }
+  void work() {
+    std::map<int, cudaStream_t> warm;  // this worker's stream per device for the warm-up runs
+    std::unique_lock lock(mu);
+    while (true) {
+      changed.wait(lock, [&] { return stopping || !queue.empty(); });
+      if (stopping) break;
+      auto [device, c] = std::move(queue.front());
+      queue.pop_front();
+      building.insert(c.key);
+      lock.unlock();
+      phases::Scope timed("prepare_choice");
+      bool marked = false;
+      auto built = [&] {
+        if (marked) return;
+        marked = true;
+        {
+          std::lock_guard l(mu);
+          building.erase(c.key);
+        }
+        changed.notify_all();
+      };
+      try {
+        cudaStream_t& stream = warm[device];
+        if (stream == nullptr) {
+          check(cudaSetDevice(device), "cuda", "cudaSetDevice");
+          check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cuda", "cudaStreamCreate");
+        }
+        if (c.key.starts_with("algo:cublaslt/v1 ")) prepare_matmul_choice(device, c.key, stream, built);
+        if (c.key.starts_with("algo:cudnn_conv/v1 ")) prepare_conv_choice(device, c.key, c.image, stream, built);
+      } catch (const std::exception&) {
+        cudaGetLastError();  // left to the first use, which chooses as without a stored choice
+      }
+      built();
+      timed.stop();
+      lock.lock();
+    }
+    // The streams are left to the process's end (this runs at exit).
   }
 };
 
@@ -49,38 +92,44 @@ Preparers& preparers() {
   return p;
 }
 
+int worker_count() {
+  const char* env = std::getenv("TG_PREPARE_THREADS");
+  const int n = env ? std::atoi(env) : 4;
+  return std::clamp(n, 1, 16);
+}
+
 }  // namespace
 
 void prepare_async(int device, std::vector<backends::CodeObject> choices) {
   const char* env = std::getenv("TG_PREPARE_CHOICES");
   if (env && std::strcmp(env, "0") == 0) return;
   Preparers& p = preparers();
-  std::lock_guard lock(p.mu);
-  p.join(false);
-  auto done = std::make_shared<std::atomic<bool>>(false);
-  std::thread t([device, done, choices = std::move(choices)] {
-    struct Done {
-      std::atomic<bool>& d;
-      ~Done() { d = true; }
-    } mark{*done};
-    phases::Scope timed("prepare_choices_thread");
-    // cuBLASLt first (one handle, quick), then the convolutions (cuDNN's libraries load with the
-    // first plan).
-    for (const auto& c : choices) {
-      try {
-        if (c.key.starts_with("algo:cublaslt/v1 ")) prepare_matmul_choice(device, c.key);
-      } catch (const std::exception&) {
-        // left to the first use
-      }
+  {
+    std::lock_guard lock(p.mu);
+    for (auto& c : choices) {
+      if (!p.known.insert(c.key).second) continue;  // handed over before (the same file loaded again)
+      p.queue.emplace_back(device, std::move(c));
     }
-    for (const auto& c : choices) {
-      try {
-        if (c.key.starts_with("algo:cudnn_conv/v1 ")) prepare_conv_choice(device, c.key, c.image);
-      } catch (const std::exception&) {
-      }
+    // Workers for the work queued (they stay, idle, until exit).
+    const size_t want = std::min(static_cast<size_t>(worker_count()), p.threads.size() + p.queue.size());
+    while (p.threads.size() < want) p.threads.emplace_back([&p] { p.work(); });
+  }
+  p.changed.notify_all();
+}
+
+bool claim(const std::string& key) {
+  Preparers& p = preparers();
+  std::unique_lock lock(p.mu);
+  for (auto it = p.queue.begin(); it != p.queue.end(); ++it) {
+    if (it->second.key == key) {
+      p.queue.erase(it);  // not started: the caller builds it now
+      return true;
     }
-  });
-  p.threads.push_back({std::move(t), std::move(done)});
+  }
+  if (!p.building.count(key)) return true;
+  phases::Scope timed("prepared_plan_wait");
+  p.changed.wait(lock, [&] { return !p.building.count(key); });
+  return false;
 }
 
 void preload(std::span<const backends::CodeObject> objects) {

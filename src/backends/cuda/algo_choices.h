@@ -12,10 +12,13 @@
 // stores them here; a family missing a problem in its in-process cache looks here before
 // choosing, and builds the stored choice (falling back to choosing when the library refuses it).
 #pragma once
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
+
+#include <cuda_runtime.h>
 
 #include "backends/backend.h"
 
@@ -37,17 +40,34 @@ void preload(std::span<const backends::CodeObject> objects);
 /// The stored choice for `key`, if any.
 std::optional<std::string> find(const std::string& key);
 
-/// Builds the plans of stored choices on a background thread of cuda:`device` (creating the
+/// Builds the plans of stored choices on background threads of cuda:`device` (creating the
 /// cuDNN and cuBLASLt handles: their libraries load then), so that a loaded executable's first
 /// run finds them in the families' caches; Executable::load parses the rest of the file
-/// meanwhile. A choice that does not build is left to its first use (which chooses as without
-/// one). TG_PREPARE_CHOICES=0 turns this off (then plans are built at first use). Threads are
-/// joined at process exit.
+/// meanwhile. Choices are taken in their order (the order of their first use in the saved run) by
+/// TG_PREPARE_THREADS workers (default 4), which build without holding the cuDNN handle's lock or
+/// a family's cache lock (so the run goes on with the plans already built), then run each new
+/// plan once on scratch buffers on a stream of their own, so that the library's kernels are
+/// loaded (CUDA loads a module's kernels lazily, at their first launch: tens of ms for cuDNN's
+/// and cuBLASLt's) before the run needs them. A choice that does not build is left to its first
+/// use (which chooses as without one). Choices already handed over are skipped.
+/// TG_PREPARE_CHOICES=0 turns this off (then plans are built at first use). Threads are joined at
+/// process exit.
 void prepare_async(int device, std::vector<backends::CodeObject> choices);
 
+/// Whether the caller must build the plan of stored choice `key` itself: true when no worker
+/// has it (taken off the queue if it was queued); when a worker is building it, waits until the
+/// plan is in the family's cache (or the worker gave up) and returns false: the caller then looks
+/// in its cache again. The caller must not hold the cuDNN handle's lock or its family's cache
+/// lock (the worker takes them).
+bool claim(const std::string& key);
+
 /// The families' parts of prepare_async (conv.cpp, matmul.cpp): build the plan of one stored
-/// choice into the in-process cache unless it is there; nothing when the key does not parse.
-void prepare_conv_choice(int device, const std::string& key, const std::string& choice);
-void prepare_matmul_choice(int device, const std::string& key);
+/// choice into the in-process cache unless it is there (nothing when the key does not parse),
+/// call `built()` once it is in the cache or known not to build, then, for a new plan, run it
+/// once on scratch buffers on `warm_stream` (waiting for it).
+void prepare_conv_choice(int device, const std::string& key, const std::string& choice, cudaStream_t warm_stream,
+                         const std::function<void()>& built);
+void prepare_matmul_choice(int device, const std::string& key, cudaStream_t warm_stream,
+                           const std::function<void()>& built);
 
 }  // namespace tg::cuda::algo_choices

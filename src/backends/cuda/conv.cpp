@@ -473,11 +473,11 @@ bool apply_choice(cudnnHandle_t handle, const char* op, Plan& p, const PlanKey& 
   return false;
 }
 
-void execute(Env& e, const Plan& p, Pass pass, DType rdt, const void* a, const void* b, void* out) {
-  cudnnHandle_t h = e.cudnn;
-  void* ws = p.workspace > 0 ? workspace_of(e.ctx, p.workspace) : nullptr;
+// Runs plan `p` with handle `h` (on its stream); ws: p.workspace bytes.
+void execute_with(cudnnHandle_t h, const Plan& p, Pass pass, DType rdt, const void* a, const void* b, void* out,
+                  void* ws, const char* op) {
   if (p.graph) {
-    cudnn_graph::execute(h, *p.graph, a, b, out, ws, e.op);
+    cudnn_graph::execute(h, *p.graph, a, b, out, ws, op);
     return;
   }
   const float af = 1.0f, bf = 0.0f;
@@ -489,21 +489,26 @@ void execute(Env& e, const Plan& p, Pass pass, DType rdt, const void* a, const v
       check(cudnnConvolutionForward(h, alpha, p.x, a, p.w, b, p.conv,
                                     static_cast<cudnnConvolutionFwdAlgo_t>(p.algo), ws, p.workspace,
                                     beta, p.y, out),
-            e.op, "cudnnConvolutionForward");
+            op, "cudnnConvolutionForward");
       break;
     case Pass::backward_data:
       check(cudnnConvolutionBackwardData(h, alpha, p.w, b, p.y, a, p.conv,
                                          static_cast<cudnnConvolutionBwdDataAlgo_t>(p.algo), ws,
                                          p.workspace, beta, p.x, out),
-            e.op, "cudnnConvolutionBackwardData");
+            op, "cudnnConvolutionBackwardData");
       break;
     case Pass::backward_weights:
       check(cudnnConvolutionBackwardFilter(h, alpha, p.x, a, p.y, b, p.conv,
                                            static_cast<cudnnConvolutionBwdFilterAlgo_t>(p.algo), ws,
                                            p.workspace, beta, p.w, out),
-            e.op, "cudnnConvolutionBackwardFilter");
+            op, "cudnnConvolutionBackwardFilter");
       break;
   }
+}
+
+void execute(Env& e, const Plan& p, Pass pass, DType rdt, const void* a, const void* b, void* out) {
+  void* ws = p.workspace > 0 ? workspace_of(e.ctx, p.workspace) : nullptr;
+  execute_with(e.cudnn, p, pass, rdt, a, b, out, ws, e.op);
 }
 
 // ---- one op ---------------------------------------------------------------------------------
@@ -610,6 +615,9 @@ bool run(Env& e, const Problem& pr, const Setup& s) {
     // Deterministic plans are the heuristics' answer, the same in every process: cached always.
     const bool measure = capture == cudaStreamCaptureStatusNone && !key.deterministic;
     const bool cache_it = measure || key.deterministic;
+    // A preparation worker building this plan from a saved executable's choice: wait for it (the
+    // lookup below then finds it).
+    if (const std::string ckey = choice_key(key); algo_choices::find(ckey)) algo_choices::claim(ckey);
     auto fresh = std::make_unique<Plan>();
     make_descriptors(*fresh, key, e.op);
     {
@@ -695,7 +703,9 @@ void conv_kernel(KernelContext& ctx) {
     check(cudaMemsetAsync(ptr(out), 0, out.nbytes(), stream), ctx.op_name(), "cudaMemsetAsync");
     return;  // all-zero bits are 0.0 in every float type
   }
+  phases::Scope wait_time("cudnn_handle_wait");
   CudnnUse cudnn = dc.cudnn(stream);  // held by this kernel (one thread at a time queues cuDNN work)
+  wait_time.stop();
   Env e{ctx, dc, stream, ctx.op_name(), cudnn.handle};
   Setup s;
   s.dt = dt;
@@ -762,19 +772,55 @@ bool parse_choice_key(const std::string& text, int device, PlanKey* k) {
 
 }  // namespace
 
-void algo_choices::prepare_conv_choice(int device, const std::string& key, const std::string& choice) {
+void algo_choices::prepare_conv_choice(int device, const std::string& key, const std::string& choice,
+                                       cudaStream_t warm_stream, const std::function<void()>& built) {
   PlanKey k{};
   if (!parse_choice_key(key, device, &k)) return;
-  DeviceContext& dc = activate(device);
-  CudnnUse cudnn = dc.cudnn(dc.stream);  // the order run() locks in: the handle, then the plans
-  std::lock_guard<std::mutex> lock(g_plans_mu);
-  if (g_plans.count(k)) return;
+  activate(device);
+  {
+    std::lock_guard<std::mutex> lock(g_plans_mu);
+    if (g_plans.count(k)) return;
+  }
+  // This worker's own handle, bound to its stream: plans are built with it and run once with it;
+  // runs execute them with the device's handle (the handle supplies the stream at execution; XLA
+  // likewise builds with per-thread handles and executes with one shared handle).
+  thread_local std::map<int, cudnnHandle_t> owns;  // a handle belongs to the device it was made on
+  cudnnHandle_t& own = owns[device];
+  if (own == nullptr) {
+    phases::Scope timed("cudnnCreate");
+    check(cudnnCreate(&own), "conv2d", "cudnnCreate");  // never destroyed: lives as the thread
+  }
+  check(cudnnSetStream(own, warm_stream), "conv2d", "cudnnSetStream");
   auto fresh = std::make_unique<Plan>();
   make_descriptors(*fresh, k, "conv2d");
-  if (!apply_choice(cudnn.handle, "conv2d", *fresh, k, choice)) return;  // chosen at first use instead
+  if (!apply_choice(own, "conv2d", *fresh, k, choice)) return;  // chosen at first use instead
   fresh->choice_key = key;
   fresh->choice = choice;
-  g_plans.emplace(k, std::move(fresh));
+  Plan* plan = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_plans_mu);
+    auto [it, inserted] = g_plans.emplace(k, std::move(fresh));
+    if (!inserted) return;
+    plan = it->second.get();
+  }
+  built();
+  if (!plan->ok) return;
+  // One run on scratch buffers, so that the engine's kernels are loaded before the run needs them.
+  phases::Scope timed("cudnn_warm_run");
+  const size_t esize = static_cast<size_t>(dtype_size(k.rdt));
+  const auto bytes = [&](const Dims& d) { return (static_cast<size_t>(count(d)) * esize + 255) / 256 * 256; };
+  const size_t xb = bytes(k.x), wb = bytes(k.w), yb = bytes(k.y);
+  std::shared_ptr<void> buf = device_allocate(device, xb + wb + yb + std::max<size_t>(plan->workspace, 1));
+  auto* x = static_cast<char*>(buf.get());
+  char* w = x + xb;
+  char* y = w + wb;
+  char* ws = plan->workspace > 0 ? y + yb : nullptr;
+  switch (k.pass) {  // a, b and the output as run() passes them
+    case Pass::forward: execute_with(own, *plan, k.pass, k.rdt, x, w, y, ws, "conv2d"); break;
+    case Pass::backward_data: execute_with(own, *plan, k.pass, k.rdt, y, w, x, ws, "conv2d"); break;
+    case Pass::backward_weights: execute_with(own, *plan, k.pass, k.rdt, x, y, w, ws, "conv2d"); break;
+  }
+  check(cudaStreamSynchronize(warm_stream), "conv2d", "cudaStreamSynchronize (warm-up)");  // before buf is reused
 }
 
 void register_conv_kernels(KernelTable& t) {

@@ -139,6 +139,7 @@ void execute(cudnnHandle_t handle, ConvPlan& plan, const void* a, const void* b,
     plan.pack = std::move(pack);
     plan.last = key;
   }
+  phases::Scope timed("cudnn_execute");
   check(cudnnBackendExecute(handle, plan.plan->d, plan.pack->d), op, "cudnnBackendExecute");
 }
 
@@ -147,6 +148,7 @@ namespace {
 // The operation graph of `s` (its descriptors appended to `keep`): null when cuDNN refuses it.
 std::shared_ptr<Desc> operation_graph(cudnnHandle_t handle, const ConvSpec& s, std::vector<std::shared_ptr<Desc>>& keep,
                                       const char* op) {
+  phases::Scope timed("cudnn_op_graph");
   auto x = tensor(s.x, s.nhwc, s.io, kX, op);
   auto w = tensor(s.w, s.nhwc, s.io, kW, op);
   auto y = tensor(s.y, s.nhwc, s.io, kY, op);
@@ -337,6 +339,7 @@ std::shared_ptr<ConvPlan> make_conv_plan_from_choice(cudnnHandle_t handle, const
   std::vector<std::shared_ptr<Desc>> keep;
   std::shared_ptr<Desc> graph = operation_graph(handle, s, keep, op);
   if (!graph) return nullptr;
+  phases::Scope engine_time("cudnn_engine_from_index");
   auto engine = std::make_shared<Desc>(CUDNN_BACKEND_ENGINE_DESCRIPTOR, op);
   if (cudnnBackendSetAttribute(engine->d, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
                                &graph->d) != CUDNN_STATUS_SUCCESS ||
@@ -346,6 +349,8 @@ std::shared_ptr<ConvPlan> make_conv_plan_from_choice(cudnnHandle_t handle, const
     return nullptr;
   }
   keep.push_back(engine);
+  engine_time.stop();
+  phases::Scope cfg_time("cudnn_engine_cfg");
   std::vector<cudnnBackendDescriptor_t> raw;
   for (const auto& [type, value] : c.knobs) {
     if (type < 0 || type >= CUDNN_KNOB_TYPE_COUNTS) return nullptr;
@@ -373,6 +378,7 @@ std::shared_ptr<ConvPlan> make_conv_plan_from_choice(cudnnHandle_t handle, const
   if (cudnnBackendFinalize(cfg->d) != CUDNN_STATUS_SUCCESS) return nullptr;
   // The stored engine keeps the arithmetic asked for (a file cannot pick a down-converting one).
   if (!arithmetic_ok(cfg->d, s.io, s.deterministic, op)) return nullptr;
+  cfg_time.stop();
   return finalize_plan(handle, s, keep, cfg, max_workspace, op);
 }
 

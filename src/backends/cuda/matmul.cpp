@@ -237,10 +237,40 @@ bool decode_algo(const std::string& s, cublasLtMatmulAlgo_t* a) {
   return true;
 }
 
-const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op) {
+void destroy(LtPlan& p) {
+  if (p.la) cublasLtMatrixLayoutDestroy(p.la);
+  if (p.lb) cublasLtMatrixLayoutDestroy(p.lb);
+  if (p.lc) cublasLtMatrixLayoutDestroy(p.lc);
+  if (p.desc) cublasLtMatmulDescDestroy(p.desc);
+}
+
+// The cached plan of `key` (nullptr when none).
+const LtPlan* cached_plan(const LtKey& key) {
   std::lock_guard<std::mutex> lock(g_plans_mu);
   auto it = g_plans.find(key);
-  if (it != g_plans.end()) return *it->second;
+  return it == g_plans.end() ? nullptr : it->second.get();
+}
+
+// `plan` into the cache, unless another thread put one there first (then that one is kept).
+const LtPlan& keep(const LtKey& key, std::unique_ptr<LtPlan> plan) {
+  std::lock_guard<std::mutex> lock(g_plans_mu);
+  auto [it, inserted] = g_plans.emplace(key, std::move(plan));
+  if (!inserted) destroy(*plan);
+  return *it->second;
+}
+
+// The plan of `key`, built (without holding the cache's lock: cuBLASLt's first algorithm check
+// in a process takes tens of ms) and cached on first use. `preparing`: called by a preparation
+// worker of algo_choices, which holds the key's claim itself.
+const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op, bool preparing = false) {
+  if (const LtPlan* p = cached_plan(key)) return *p;
+  if (!preparing) {
+    // A preparation worker building this plan from a saved executable's choice: wait for it.
+    const std::string ckey = choice_key(key);
+    if (algo_choices::find(ckey) && !algo_choices::claim(ckey)) {
+      if (const LtPlan* p = cached_plan(key)) return *p;
+    }
+  }
   const LtTypes t = lt_types(key.mode);
   auto plan = std::make_unique<LtPlan>();
   check(cublasLtMatmulDescCreate(&plan->desc, t.compute, t.scale), op, "cublasLtMatmulDescCreate");
@@ -295,6 +325,7 @@ const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op)
   if (const std::optional<std::string> stored = algo_choices::find(plan->choice_key)) {
     phases::Scope timed("cublaslt_from_choice");
     cublasLtMatmulHeuristicResult_t checked{};
+    phases::Scope check_time("cublaslt_algo_check");
     if (decode_algo(*stored, &plan->algo) &&
         cublasLtMatmulAlgoCheck(handle, plan->desc, plan->la, plan->lb, plan->lc, plan->lc, &plan->algo, &checked) ==
             CUBLAS_STATUS_SUCCESS &&
@@ -302,7 +333,7 @@ const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op)
       cublasLtMatmulPreferenceDestroy(pref);
       plan->workspace = checked.workspaceSize;
       plan->choice = *stored;
-      return *g_plans.emplace(key, std::move(plan)).first->second;
+      return keep(key, std::move(plan));
     }
   }
   phases::Scope heuristic_time("cublaslt_heuristic");
@@ -314,6 +345,7 @@ const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op)
   cublasLtMatmulPreferenceDestroy(pref);
   heuristic_time.stop();
   if (st != CUBLAS_STATUS_SUCCESS || returned == 0) {
+    destroy(*plan);
     fail(ErrorCode::unsupported, op,
          "cuBLASLt has no algorithm for M={} N={} K={} (batch {}, transpose_a={}, transpose_b={})",
          key.m, key.n, key.k, key.count, key.ta, key.tb);
@@ -321,7 +353,7 @@ const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op)
   plan->algo = result.algo;
   plan->workspace = result.workspaceSize;
   plan->choice = encode_algo(plan->algo);
-  return *g_plans.emplace(key, std::move(plan)).first->second;
+  return keep(key, std::move(plan));
 }
 
 Mode mode_of(DType dtype, ComputePrecision precision) {
@@ -405,6 +437,7 @@ void matmul_lt(KernelContext& ctx, const Problem& p, const void* a, const void* 
   const auto* a8 = static_cast<const char*>(a);
   const auto* b8 = static_cast<const char*>(b);
   auto* c8 = static_cast<char*>(c);
+  phases::Scope timed("cublaslt_matmul");
   for (int64_t i = 0; i < outer_total; ++i) {
     int64_t rem = i, ao = 0, bo = 0;
     for (size_t d = outer.size(); d-- > 0;) {
@@ -504,13 +537,45 @@ bool parse_choice_key(const std::string& text, int device, LtKey* k) {
 
 }  // namespace
 
-void algo_choices::prepare_matmul_choice(int device, const std::string& key) {
+void algo_choices::prepare_matmul_choice(int device, const std::string& key, cudaStream_t warm_stream,
+                                         const std::function<void()>& built) {
   LtKey k{};
   if (!parse_choice_key(key, device, &k)) return;
-  DeviceContext& dc = activate(device);
-  lt_plan(k, dc.cublaslt(), "matmul");  // takes the stored choice
+  activate(device);
+  if (cached_plan(k)) return;
+  // This worker's own handle (cuBLASLt handles are per thread here, as PyTorch keeps them).
+  thread_local std::map<int, cublasLtHandle_t> owns;  // one per device
+  cublasLtHandle_t& own = owns[device];
+  if (own == nullptr) {
+    phases::Scope timed("cublasLtCreate");
+    check(cublasLtCreate(&own), "matmul", "cublasLtCreate");  // never destroyed: lives as the thread
+  }
+  const LtPlan& plan = lt_plan(k, own, "matmul", /*preparing=*/true);  // takes the stored choice
+  built();
+  // One run on scratch buffers, so that the algorithm's kernel is loaded before the run needs it.
+  phases::Scope timed("cublaslt_warm_run");
+  const LtTypes t = lt_types(k.mode);
+  const auto extent = [](int64_t rows, int64_t cols, int64_t count, int64_t stride) {
+    return static_cast<size_t>(rows * cols + (count > 1 ? (count - 1) * stride : 0));
+  };
+  const size_t in_size = type_size(t.in), out_size = type_size(t.out);
+  const auto align_up = [](size_t bytes) { return (bytes + 255) / 256 * 256; };
+  const size_t a_bytes = align_up(extent(k.b_rows, k.b_cols, k.count, k.sb) * in_size);  // cuBLASLt's A
+  const size_t b_bytes = align_up(extent(k.a_rows, k.a_cols, k.count, k.sa) * in_size);
+  const size_t c_bytes = align_up(extent(k.m, k.n, k.count, k.m * k.n) * out_size);
+  std::shared_ptr<void> buf = device_allocate(device, a_bytes + b_bytes + c_bytes + std::max<size_t>(plan.workspace, 1));
+  auto* base = static_cast<char*>(buf.get());
+  const float alpha_f = 1.0f, beta_f = 0.0f;
+  const double alpha_d = 1.0, beta_d = 0.0;
+  const void* alpha = k.mode == Mode::f64 ? static_cast<const void*>(&alpha_d) : &alpha_f;
+  const void* beta = k.mode == Mode::f64 ? static_cast<const void*>(&beta_d) : &beta_f;
+  void* c = base + a_bytes + b_bytes;
+  check(cublasLtMatmul(own, plan.desc, alpha, base, plan.la, base + a_bytes, plan.lb, beta, c, plan.lc, c, plan.lc,
+                       &plan.algo, plan.workspace > 0 ? base + a_bytes + b_bytes + c_bytes : nullptr, plan.workspace,
+                       warm_stream),
+        "matmul", "cublasLtMatmul (warm-up)");
+  check(cudaStreamSynchronize(warm_stream), "matmul", "cudaStreamSynchronize (warm-up)");  // before buf is reused
 }
-
 
 void register_matmul_kernels(KernelTable& t) { t.set(ir::OpKind::matmul, matmul_kernel); }
 
