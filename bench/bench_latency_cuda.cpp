@@ -76,30 +76,8 @@ std::vector<std::pair<std::string, double>> peer_times(const std::string& out) {
   return r;
 }
 
-struct Timing {
-  double median_ms = 0;
-  double host_us = 0;           ///< per run, waits excluded
-  double launches_per_run = 0;  ///< CUDA graph launches
-};
-
-// Times `call` (one run and its result read back) `iters` times after 20 warm-up calls.
-Timing time_calls(const std::function<void()>& call, int64_t iters) {
-  for (int i = 0; i < 20; ++i) call();
-  const tg::RuntimeStats before = tg::runtime_stats();
-  std::vector<double> ms;
-  for (int64_t i = 0; i < iters; ++i) {
-    auto t0 = clock_type::now();
-    call();
-    ms.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
-  }
-  const tg::RuntimeStats after = tg::runtime_stats();
-  Timing t;
-  t.median_ms = tg::bench::median(ms);
-  const double runs = static_cast<double>(after.runs - before.runs);
-  t.host_us = static_cast<double>(after.run_host_ns - before.run_host_ns) / 1e3 / std::max(runs, 1.0);
-  t.launches_per_run = static_cast<double>(after.graph_launches - before.graph_launches) / std::max(runs, 1.0);
-  return t;
-}
+using tg::bench::Timing;
+using tg::bench::time_calls;
 
 tg::ComputePrecision precision_of(const std::string& mode) {
   return mode == "f16" ? tg::ComputePrecision::f16 : mode == "bf16" ? tg::ComputePrecision::bf16

@@ -1,10 +1,15 @@
 // Helpers shared by the ResNet-50 benchmark programs: command-line flags and the median.
 #pragma once
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <cstdlib>
 #include <string>
 #include <vector>
+
+#include "tg/graph.h"
 
 namespace tg::bench {
 
@@ -64,6 +69,33 @@ inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// Wall-clock time of a call (median, ms) with TensorGraph's host time per run (waits for the
+/// device excluded) and CUDA graph launches per run over the timed calls.
+struct Timing {
+  double median_ms = 0;
+  double host_us = 0;           ///< per run, waits excluded
+  double launches_per_run = 0;  ///< CUDA graph launches
+};
+
+/// Times `call` (e.g. one run and its result read back) `iters` times after `warmup` calls.
+inline Timing time_calls(const std::function<void()>& call, int64_t iters, int warmup = 20) {
+  for (int i = 0; i < warmup; ++i) call();
+  const tg::RuntimeStats before = tg::runtime_stats();
+  std::vector<double> ms;
+  for (int64_t i = 0; i < iters; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    call();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  const tg::RuntimeStats after = tg::runtime_stats();
+  Timing t;
+  t.median_ms = median(ms);
+  const double runs = static_cast<double>(after.runs - before.runs);
+  t.host_us = static_cast<double>(after.run_host_ns - before.run_host_ns) / 1e3 / std::max(runs, 1.0);
+  t.launches_per_run = static_cast<double>(after.graph_launches - before.graph_launches) / std::max(runs, 1.0);
+  return t;
 }
 
 }  // namespace tg::bench

@@ -93,20 +93,24 @@ using FeedTypes = std::vector<std::pair<Tensor, TensorType>>;
 enum class ComputePrecision { f32, tf32, bf16, f16 };
 
 struct CompileOptions {
-  /// When true (MPSGraph's disableTypeInference), a feed type may give -1 for a dim that varies
-  /// between runs (a batch or sequence length): Graph::compile runs the pass pipeline once on
-  /// the graph with those dims dynamic, and run() lowers the optimized graph once per new input
-  /// signature (types inferred for the fed shapes, memory planned, on CUDA captured after its
-  /// first run; no pass pipeline: runtime_stats().compiles counts only the compile), keeping
-  /// the TG_SPECIALIZATIONS most recent signatures (default 16; docs/design/0009). Passes leave
-  /// values of dynamic shape unfused and not autocast, so such executables can be slower than
-  /// fixed-shape ones on CUDA. Shapes the graph contradicts (two varying dims an op needs
-  /// equal) raise tg::Error(shape_mismatch) naming the op and both shapes before any kernel
-  /// runs. Such executables cannot be saved yet (save raises tg::Error(unsupported)). Each kept
-  /// signature's program holds its own arenas, each bounded by memory_budget_bytes, so the
-  /// executable may hold up to TG_SPECIALIZATIONS times that (give an arena_group to share one
-  /// arena instead); arena_bytes() reports the largest. On the CPU the layout pass, which needs
-  /// static shapes, does not run (NCHW convolutions stay NCHW). With every feed dim fixed it
+  /// When true (MPSGraph's disableTypeInference), a feed type may give -1 or a named symbol
+  /// (tg::symbolic_dim) for a dim that varies between runs (a batch or sequence length):
+  /// Graph::compile runs the pass pipeline once on the graph with those dims symbolic (each -1
+  /// becomes the symbol "<placeholder>.<axis>"), and run() lowers the optimized graph once per
+  /// new input signature (symbols bound, types inferred for the fed shapes, memory planned, on
+  /// CUDA captured after its first run; no pass pipeline: runtime_stats().compiles counts only
+  /// the compile), keeping the TG_SPECIALIZATIONS most recent signatures (default 16;
+  /// docs/design/0009). Symbols propagate through shape inference (input_types() and
+  /// output_types() report them); two symbols an op needs equal (broadcasting, a matmul's
+  /// contracted dims) are unified, as in JAX's shape polymorphism: a run whose feeds give them
+  /// different sizes raises tg::Error(shape_mismatch) naming both placeholders, the symbol and
+  /// the sizes before any kernel runs; other contradictions raise naming the op and both
+  /// shapes. Passes fuse values of symbolic shape as they do static ones (fused row programs
+  /// need a static row length); autocast applies; the layout pass and constant folding need
+  /// static shapes. Such executables cannot be saved yet (save raises tg::Error(unsupported)).
+  /// Each kept signature's program holds its own arenas, each bounded by memory_budget_bytes,
+  /// so the executable may hold up to TG_SPECIALIZATIONS times that (give an arena_group to
+  /// share one arena instead); arena_bytes() reports the largest. With every feed dim fixed it
   /// changes nothing.
   bool disable_type_inference = false;
   /// See ComputePrecision.
@@ -278,8 +282,9 @@ class TG_API Graph {
  public:
   Graph();
 
-  /// An input fed at run time. `shape` may hold -1 for dims given by the feed. Raises
-  /// tg::Error(invalid_argument) for a dim below -1.
+  /// An input fed at run time. `shape` may hold -1 for dims given by the feed, or named symbols
+  /// (tg::symbolic_dim) that shape inference keeps equal wherever they appear. Raises
+  /// tg::Error(invalid_argument) for a dim below -1 that is no symbol.
   Tensor placeholder(Shape shape, DType dtype, std::string name = "");
   /// A constant holding `value` (copied into the graph).
   Tensor constant(const TensorData& value, std::string name = "");

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tg/dtype.h"
@@ -9,15 +10,31 @@
 
 namespace tg {
 
-/// Dimensions of a tensor, outermost first (row-major). -1 marks a dimension unknown until run
-/// time (a "dynamic" dim). A scalar has the empty shape {}.
+/// Dimensions of a tensor, outermost first (row-major). A dim >= 0 is a size; -1 marks a size
+/// unknown until run time (a "dynamic" dim); a dim value from symbolic_dim (at or below -2^40) is
+/// a named symbolic size: unknown until run time too, but equal wherever the same symbol appears, which
+/// lets a graph compiled once for varying sizes (CompileOptions::disable_type_inference) prove
+/// dims equal and fuse. A scalar has the empty shape {}.
 using Shape = std::vector<int64_t>;
 
-/// Number of elements (1 for a scalar); -1 when any dim is dynamic.
+/// The dim value of the symbol named `name` (interned for the process: the same name always gives
+/// the same value, -2^40 - k for the k-th name, so small negative dims stay invalid). Names are
+/// non-empty and at most 64 characters of letters, digits and `_ . : [ ]` (tg::Error(invalid_argument)
+/// "[symbolic_dim] ..." otherwise); at most 2^20 names.
+/// Example: `int64_t seq = tg::symbolic_dim("seq"); g.placeholder({1, seq}, DType::i64, "ids");`
+TG_API int64_t symbolic_dim(std::string_view name);
+/// True for the dim value of a symbol made by symbolic_dim (false for -1 and other negatives).
+TG_API bool is_symbolic_dim(int64_t d);
+/// The name of a symbol's dim value; "?" for -1; for other values, the number.
+TG_API std::string dim_name(int64_t d);
+
+/// Number of elements (1 for a scalar); -1 when any dim is dynamic or symbolic.
 TG_API int64_t num_elements(const Shape& s);
-/// True when no dim is -1.
+/// True when every dim is a size (>= 0): no -1 and no symbol.
 TG_API bool is_static(const Shape& s);
-/// "[2,3,4]"; dynamic dims (-1) print as "?" (other negative, invalid, dims as numbers).
+/// True when no dim is -1 (sizes and symbols only): the shape is known up to its symbols.
+TG_API bool is_known(const Shape& s);
+/// "[2,3,4]"; dynamic dims (-1) print as "?", symbols by name ("[1,seq,768]").
 TG_API std::string shape_to_string(const Shape& s);
 /// Row-major strides in elements, e.g. {12,4,1} for [2,3,4].
 TG_API std::vector<int64_t> row_major_strides(const Shape& s);

@@ -29,6 +29,8 @@ std::string numpy_name(tg::DType t);
 tg::Device to_device(py::handle h);
 /// A shape from an int or a sequence of ints.
 tg::Shape to_shape(py::handle h);
+/// A shape as a Python tuple: ints, and for symbolic dims (tg::symbolic_dim) their names as str.
+py::tuple shape_tuple(const tg::Shape& s);
 /// Axes from None (empty), an int, or a sequence of ints.
 std::vector<int64_t> to_axes(py::handle h);
 

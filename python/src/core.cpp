@@ -83,12 +83,30 @@ tg::Device to_device(py::handle h) {
 
 tg::Shape to_shape(py::handle h) {
   if (py::isinstance<py::int_>(h)) return {h.cast<int64_t>()};
+  tg::Shape s;
   try {
-    return h.cast<tg::Shape>();
+    // Ints, and str dims naming symbols (tg::symbolic_dim), e.g. ("batch", "seq", 768).
+    for (py::handle d : py::iter(h)) {
+      s.push_back(py::isinstance<py::str>(d) ? tg::symbolic_dim(d.cast<std::string>()) : d.cast<int64_t>());
+    }
+  } catch (const py::error_already_set&) {
+    s.clear();
+    throw tg::Error(tg::ErrorCode::invalid_argument,
+                    "[shape] " + py::repr(h).cast<std::string>() + " is not a shape (ints, or str symbols)");
   } catch (const py::cast_error&) {
     throw tg::Error(tg::ErrorCode::invalid_argument,
-                    "[shape] " + py::repr(h).cast<std::string>() + " is not a shape (ints)");
+                    "[shape] " + py::repr(h).cast<std::string>() + " is not a shape (ints, or str symbols)");
   }
+  return s;
+}
+
+py::tuple shape_tuple(const tg::Shape& s) {
+  py::list out;
+  for (int64_t d : s) {
+    if (tg::is_symbolic_dim(d)) out.append(py::str(tg::dim_name(d)));
+    else out.append(py::int_(d));
+  }
+  return py::tuple(out);
 }
 
 std::vector<int64_t> to_axes(py::handle h) {
@@ -248,7 +266,8 @@ void bind_core(py::module_& m) {
              return tg::TensorType{to_shape(shape), to_dtype(dtype)};
            }),
            py::arg("shape"), py::arg("dtype") = tg::DType::f32)
-      .def_property_readonly("shape", [](const tg::TensorType& t) { return py::tuple(py::cast(t.shape)); })
+      .def_property_readonly("shape", [](const tg::TensorType& t) { return shape_tuple(t.shape); },
+                             "Dims as a tuple: ints (-1 unknown until run time), symbols by name (str).")
       .def_readonly("dtype", &tg::TensorType::dtype)
       .def("__eq__", [](const tg::TensorType& a, const tg::TensorType& b) { return a == b; })
       .def("__repr__", &tg::TensorType::to_string);

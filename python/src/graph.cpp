@@ -150,8 +150,9 @@ void bind_graph(py::module_& m) {
                            "< <= > >= (elementwise, bool results), & | ^ ~ on bool tensors, and\n"
                            "indexing with ints and slices. == and != compare identity (tensors are\n"
                            "dict keys for feeds); use tg.equal / tg.not_equal for elementwise tests.");
-  t.def_property_readonly("shape", [](const tg::Tensor& x) { return py::tuple(py::cast(x.shape())); },
-                          "Dims as a tuple; -1 for a dim unknown until run time.")
+  t.def_property_readonly("shape", [](const tg::Tensor& x) { return shape_tuple(x.shape()); },
+                          "Dims as a tuple: ints (-1 for a dim unknown until run time), and for a\n"
+                          "symbolic dim (a placeholder dim given as a str, e.g. 'seq') its name.")
       .def_property_readonly("dtype", &tg::Tensor::dtype)
       .def_property_readonly("ndim", &tg::Tensor::rank)
       .def_property_readonly("type", &tg::Tensor::type)

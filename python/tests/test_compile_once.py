@@ -23,3 +23,17 @@ def test_one_compile_serves_every_batch_size():
     assert tg.runtime_stats()["compiles"] == before + 1  # no recompile for new batch sizes
     with pytest.raises(tg.Error, match="placeholder 'x'"):
         exe.run([np.zeros((2, 4), np.float32)])
+
+
+def test_named_symbols_are_str_dims():
+    # A str dim names a symbol: equal wherever it appears, reported by name, bound per run.
+    g = tg.Graph()
+    x = g.placeholder(["batch", 4], tg.float32, "x")
+    assert x.shape == ("batch", 4)
+    y = tg.reshape(x * 2.0, ["batch", 2, 2])
+    assert y.shape == ("batch", 2, 2)
+    exe = g.compile({x: (["batch", 4], tg.float32)}, [y], device="cpu", disable_type_inference=True)
+    assert exe.input_types[0].shape == ("batch", 4)
+    for n in (1, 3, 2):
+        xv = np.arange(n * 4, dtype=np.float32).reshape(n, 4) - 3.0
+        np.testing.assert_allclose(np.asarray(exe.run([xv])[0]), (2.0 * xv).reshape(n, 2, 2))

@@ -68,6 +68,31 @@ std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t ra
   return out;
 }
 
+namespace {
+thread_local SymbolEqualities* t_equalities = nullptr;
+}  // namespace
+
+RecordSymbolEqualities::RecordSymbolEqualities(SymbolEqualities& into) : previous_(t_equalities) {
+  t_equalities = &into;
+}
+RecordSymbolEqualities::~RecordSymbolEqualities() { t_equalities = previous_; }
+
+bool unify_dims(int64_t a, int64_t b, int64_t& out) {
+  if (a == b || b == -1) {
+    out = a;
+  } else if (a == -1) {
+    out = b;
+  } else if (a >= 0 && b >= 0) {
+    return false;
+  } else if (a >= 0 || b >= 0) {
+    out = a >= 0 ? a : b;  // a symbol and a size: the size (the symbol's value is checked per run)
+  } else {
+    out = std::max(a, b);
+    if (t_equalities) t_equalities->pairs.emplace_back(a, b);
+  }
+  return true;
+}
+
 Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op) {
   size_t r = std::max(a.size(), b.size());
   Shape out(r);
@@ -80,11 +105,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op) {
       out[i] = db;
     } else if (db == 1) {
       out[i] = da;
-    } else if (da == -1) {
-      out[i] = db;
-    } else if (db == -1) {
-      out[i] = da;
-    } else {
+    } else if (!unify_dims(da, db, out[i])) {
       fail(ErrorCode::shape_mismatch, op, "shapes {} and {} do not broadcast", str(a), str(b));
     }
   }

@@ -56,7 +56,7 @@ std::vector<TensorType> param_types(const ir::Region& r, size_t begin, size_t co
 bool fits(const TensorType& t, const TensorType& slot) {
   if (t.dtype != slot.dtype || t.rank() != slot.rank()) return false;
   for (size_t i = 0; i < t.shape.size(); ++i) {
-    if (slot.shape[i] != -1 && t.shape[i] != slot.shape[i]) return false;
+    if (slot.shape[i] >= 0 && t.shape[i] != slot.shape[i]) return false;
   }
   return true;
 }
@@ -79,7 +79,7 @@ void check_scalar(const TensorType& t, std::string_view op, std::string_view wha
 
 void check_one_element(const TensorType& t, std::string_view op, std::string_view what) {
   for (int64_t d : t.shape) {
-    if (d != 1 && d != -1) {
+    if (d != 1 && d >= 0) {
       fail(ErrorCode::shape_mismatch, op, "{} must have exactly one element (shape [], [1], [1, 1]...), got {}", what,
            t.to_string());
     }

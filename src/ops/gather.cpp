@@ -14,10 +14,14 @@ void check_index_dtype(const TensorType& indices, Op op) {
   }
 }
 
-// Dims a and b agree unless both are known and differ.
-bool dims_agree(int64_t a, int64_t b) { return a == -1 || b == -1 || a == b; }
-// The known one of two agreeing dims (-1 when neither is known).
-int64_t merge_dim(int64_t a, int64_t b) { return a == -1 ? b : a; }
+// Dims a and b agree unless both are sizes and differ (symbols are checked once bound).
+bool dims_agree(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
+// The merged dim of two agreeing dims (a size over a symbol over -1; see unify_dims).
+int64_t merge_dim(int64_t a, int64_t b) {
+  int64_t out = a;
+  ops::unify_dims(a, b, out);
+  return out;
+}
 
 // Checks that the first `batch_dims` dims of x and indices agree; returns the merged dims.
 Shape check_batch_dims(const TensorType& x, const TensorType& indices, int64_t batch_dims, Op op) {
@@ -44,7 +48,7 @@ void check_elements_shapes(const TensorType& x, const TensorType& indices, int64
   }
   for (int64_t d = 0; d < x.rank(); ++d) {
     int64_t xd = x.shape[static_cast<size_t>(d)], id = indices.shape[static_cast<size_t>(d)];
-    if (d != axis && xd != -1 && id != -1 && id > xd) {
+    if (d != axis && xd >= 0 && id >= 0 && id > xd) {
       fail(ErrorCode::shape_mismatch, op,
            "dim {} of indices is {}, larger than {} of {} ({} {}, indices {})", d, id, xd, x_name,
            x_name, str(x.shape), str(indices.shape));
@@ -64,7 +68,7 @@ int64_t index_depth(const TensorType& indices, Op op) {
     fail(ErrorCode::shape_mismatch, op, "indices must have rank >= 1, got {}", indices.to_string());
   }
   int64_t k = indices.shape.back();
-  if (k == -1) {
+  if (k < 0) {
     fail(ErrorCode::invalid_argument, op, "the last dim of indices must be static, got {}",
          indices.to_string());
   }

@@ -44,7 +44,8 @@ std::vector<TensorType> infer_matmul(const ir::Node& node, std::span<const Tenso
   check_operands(a, b);
   MatrixDims ma = matrix_dims(a, desc.transpose_a, false);
   MatrixDims mb = matrix_dims(b, desc.transpose_b, true);
-  if (ma.cols >= 0 && mb.rows >= 0 && ma.cols != mb.rows) {
+  int64_t k = 0;
+  if (!ops::unify_dims(ma.cols, mb.rows, k)) {  // symbols: noted equal, checked per signature
     fail(ErrorCode::shape_mismatch, kOp,
          "contraction dims differ: a gives K={}, b gives K={} (a {}, b {}, transpose_a={}, "
          "transpose_b={})",

@@ -4,6 +4,7 @@
 #include <limits>
 #include <numeric>
 
+#include "ir/symbolic_count.h"
 #include "ops/builder.h"
 
 namespace tg {
@@ -58,8 +59,12 @@ int64_t checked_add(int64_t a, int64_t b, std::string_view op) {
   return r;
 }
 
-/// "[2,-1]": a shape as the user wrote it (str() would print -1 as "?").
-std::string raw(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
+/// "[2,-1,seq]": a shape as the user wrote it (str() would print -1 as "?"; symbols by name).
+std::string raw(const Shape& s) {
+  std::vector<std::string> dims;
+  for (int64_t d : s) dims.push_back(d >= -1 ? std::to_string(d) : dim_name(d));
+  return fmt::format("[{}]", fmt::join(dims, ","));
+}
 
 /// The type of a builder's tensor argument; raises tg::Error(invalid_argument) naming `op` for an
 /// empty Tensor (before the builder reads its rank).
@@ -82,7 +87,7 @@ std::vector<TensorType> infer_broadcast_to(const ir::Node& node, std::span<const
   Shape out = target;
   for (size_t i = 0; i < target.size(); ++i) {
     int64_t t = target[i];
-    if (t < -1 || (t == -1 && i < lead)) {
+    if ((t < -1 && !is_symbolic_dim(t)) || (t == -1 && i < lead)) {
       fail(ErrorCode::invalid_argument, "broadcast_to",
            "target shape {} has an invalid dim {} at {} (-1 only where x has a dim)", raw(target),
            t, i);
@@ -91,8 +96,10 @@ std::vector<TensorType> infer_broadcast_to(const ir::Node& node, std::span<const
     int64_t d = x[i - lead];
     if (t == -1) {
       out[i] = d;
-    } else if (d != -1 && d != 1 && d != t) {
+    } else if (d != 1 && !ops::unify_dims(t, d, out[i])) {
       mismatch();
+    } else if (d == 1) {
+      out[i] = t;
     }
   }
   return {{out, in[0].dtype}};
@@ -101,38 +108,53 @@ std::vector<TensorType> infer_broadcast_to(const ir::Node& node, std::span<const
 std::vector<TensorType> infer_reshape(const ir::Node& node, std::span<const TensorType> in) {
   const Shape& target = std::get<ir::ReshapeAttrs>(node.attrs).shape;
   const Shape& x = in[0].shape;
-  int64_t infer_at = -1, known = 1;
+  int64_t infer_at = -1;
   for (size_t i = 0; i < target.size(); ++i) {
-    if (target[i] == -1) {
-      if (infer_at >= 0) {
-        fail(ErrorCode::invalid_argument, "reshape", "shape {} has more than one -1", raw(target));
-      }
-      infer_at = static_cast<int64_t>(i);
-    } else if (target[i] < 0) {
-      fail(ErrorCode::invalid_argument, "reshape", "shape {} has an invalid dim {}", raw(target),
-           target[i]);
-    } else {
-      known = checked_mul(known, target[i], "reshape");
+    if (target[i] < -1 && !is_symbolic_dim(target[i])) {
+      fail(ErrorCode::invalid_argument, "reshape", "shape {} has an invalid dim {}", raw(target), target[i]);
     }
+    if (target[i] != -1) continue;
+    if (infer_at >= 0) {
+      fail(ErrorCode::invalid_argument, "reshape", "shape {} has more than one -1", raw(target));
+    }
+    infer_at = static_cast<int64_t>(i);
   }
-  const int64_t n = num_elements(x);  // -1 when x is dynamic
+  // Symbols (tg::symbolic_dim) in the target stand for their sizes; -1 is the one dim to infer.
+  const ir::SymbolicCount known = ir::symbolic_count(target, infer_at);
+  const ir::SymbolicCount n = ir::symbolic_count(x);
+  if (known.coef == INT64_MAX) fail(ErrorCode::invalid_argument, "reshape", "shape {} overflows", raw(target));
   Shape out = target;
-  if (infer_at < 0) {
-    if (n >= 0 && n != known) {
-      fail(ErrorCode::shape_mismatch, "reshape",
-           "cannot reshape {} ({} elements) to {} ({} elements)", str(x), n, raw(target), known);
+  if (n.is_static() && known.is_static()) {
+    if (infer_at < 0) {
+      if (n.coef != known.coef) {
+        fail(ErrorCode::shape_mismatch, "reshape",
+             "cannot reshape {} ({} elements) to {} ({} elements)", str(x), n.coef, raw(target), known.coef);
+      }
+    } else {
+      if (known.coef == 0) {
+        fail(ErrorCode::invalid_argument, "reshape",
+             "cannot infer the -1 of {} for {}: the other dims have no elements", raw(target), str(x));
+      }
+      if (n.coef % known.coef != 0) {
+        fail(ErrorCode::shape_mismatch, "reshape", "cannot reshape {} ({} elements) to {}", str(x), n.coef,
+             raw(target));
+      }
+      out[static_cast<size_t>(infer_at)] = n.coef / known.coef;
     }
-  } else if (n >= 0) {
-    if (known == 0) {
-      fail(ErrorCode::invalid_argument, "reshape",
-           "cannot infer the -1 of {} for {}: the other dims have no elements", raw(target),
-           str(x));
-    }
-    if (n % known != 0) {
-      fail(ErrorCode::shape_mismatch, "reshape", "cannot reshape {} ({} elements) to {}", str(x), n,
-           raw(target));
-    }
-    out[static_cast<size_t>(infer_at)] = n / known;
+  } else if (infer_at < 0 && !n.unknown && n.symbols == known.symbols && n.coef != known.coef) {
+    // Symbols are sizes >= 1 (as in JAX's shape polymorphism): 12 x b x s never equals 5 x b x s.
+    fail(ErrorCode::shape_mismatch, "reshape", "cannot reshape {} to {}: {} elements against {}", str(x), raw(target),
+         n.coef, known.coef);
+  } else if (infer_at >= 0 && !n.unknown && known.coef != 0 && n.coef % known.coef == 0 &&
+             std::includes(n.symbols.begin(), n.symbols.end(), known.symbols.begin(), known.symbols.end())) {
+    // Symbolic: [b, s, 768] to [-1, s, 12, 64] infers b. A rest of several symbols, or of a
+    // symbol times a size, stays -1 (known at run time).
+    std::vector<int64_t> rest;
+    std::set_difference(n.symbols.begin(), n.symbols.end(), known.symbols.begin(), known.symbols.end(),
+                        std::back_inserter(rest));
+    const int64_t coef = n.coef / known.coef;
+    int64_t& d = out[static_cast<size_t>(infer_at)];
+    d = rest.empty() ? coef : (rest.size() == 1 && coef == 1 ? rest[0] : -1);
   }
   return {{out, in[0].dtype}};
 }
@@ -241,9 +263,7 @@ std::vector<TensorType> infer_concat(const ir::Node& node, std::span<const Tenso
       int64_t& o = out[static_cast<size_t>(i)];
       if (i == axis) {
         o = (o < 0 || d < 0) ? -1 : checked_add(o, d, "concat");
-      } else if (o == -1) {
-        o = d;
-      } else if (d != -1 && d != o) {
+      } else if (!ops::unify_dims(o, d, o)) {
         fail(ErrorCode::shape_mismatch, "concat",
              "dim {} of input {} is {}, expected {} (inputs {})", i, k, d, o, types_str(in));
       }
@@ -485,7 +505,7 @@ Tensor squeeze(Tensor x, std::vector<int64_t> axes) {
   } else {
     for (int64_t a : ops::normalize_axes(axes, rank, "squeeze")) {
       int64_t d = in[static_cast<size_t>(a)];
-      if (d != 1 && d != -1) {
+      if (d != 1 && d >= 0) {
         fail(ErrorCode::invalid_argument, "squeeze", "dim {} of {} is {}, not 1", a, str(in), d);
       }
       if (d == -1 && std::count(in.begin(), in.end(), int64_t{-1}) > 1) {

@@ -14,9 +14,12 @@ std::vector<TensorType> infer_constant(const ir::Node& node, std::span<const Ten
   return {std::get<ir::ConstantAttrs>(node.attrs).value.type()};
 }
 
+// Sizes, named symbols (tg::symbolic_dim: bound per run of a compile-once executable), and
+// with allow_dynamic -1.
 void check_shape(const Shape& shape, std::string_view op, bool allow_dynamic) {
   for (int64_t d : shape) {
-    if (d < (allow_dynamic ? -1 : 0)) {
+    const bool symbol = is_symbolic_dim(d);
+    if (d < (allow_dynamic ? -1 : 0) && !symbol) {
       fail(ErrorCode::invalid_argument, op, "shape {} has an invalid dim {}", str(shape), d);
     }
   }

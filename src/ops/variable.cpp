@@ -16,7 +16,7 @@ std::vector<TensorType> infer_read(const ir::Node& node, std::span<const TensorT
 bool compatible(const Shape& a, const Shape& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] != b[i] && a[i] != -1 && b[i] != -1) return false;
+    if (a[i] != b[i] && a[i] >= 0 && b[i] >= 0) return false;
   }
   return true;
 }

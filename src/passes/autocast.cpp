@@ -33,13 +33,13 @@ bool is_tensor_core_op(ir::OpKind k) {
          k == ir::OpKind::conv2d_backward_weights || k == ir::OpKind::matmul;
 }
 
-/// Float32 operands and result of static shapes, no regions.
+/// Float32 operands and result of known shapes (sizes and symbols), no regions.
 bool all_f32(const ir::Graph& g, const ir::Node& n) {
   if (n.outputs.size() != 1 || !n.regions.empty()) return false;
-  if (n.outputs[0].dtype != DType::f32 || !is_static(n.outputs[0].shape)) return false;
+  if (n.outputs[0].dtype != DType::f32 || !is_known(n.outputs[0].shape)) return false;
   for (const ir::ValueRef& in : n.inputs) {
     const TensorType& t = g.type(in);
-    if (t.dtype != DType::f32 || !is_static(t.shape)) return false;
+    if (t.dtype != DType::f32 || !is_known(t.shape)) return false;
   }
   return true;
 }

@@ -39,7 +39,7 @@ bool is_fusible_elementwise(const ir::Node& n) {
     return false;
   }
   if (!ir::has_trait(n.kind, ir::kElementwise) || !n.regions.empty()) return false;
-  return n.outputs.size() == 1 && is_static(n.outputs[0].shape);
+  return n.outputs.size() == 1 && is_known(n.outputs[0].shape);  // symbols: equal when the same
 }
 
 namespace {

@@ -39,6 +39,7 @@
 #include <set>
 #include <tuple>
 
+#include "ir/symbolic_count.h"
 #include "passes/passes.h"
 #include "passes/program_builder.h"
 
@@ -51,7 +52,8 @@ constexpr size_t kMaxSmallSteps = 8;
 constexpr int64_t kSmallProgram = 1 << 16;  // elements: launch-bound rather than memory-bound
 constexpr int64_t kRepeatLimit = 1 << 20;   // elements up to which any small producer is repeated
 
-int64_t numel(const Shape& s) { return num_elements(s); }
+// Element counts compared as count_key (symbolic shapes: equal keys for equal counts; < 0).
+int64_t numel(const Shape& s) { return ir::count_key(s); }
 
 Shape strip_leading_ones(const Shape& s) {
   size_t k = 0;
@@ -125,7 +127,7 @@ class Rewriter {
       ir::Node& n = g_.node(id);
       if (n.kind == ir::OpKind::reduce_sum) {
         reduce_to_fused(n);
-      } else if (program_of(n) && is_static(n.outputs[0].shape)) {
+      } else if (program_of(n) && is_known(n.outputs[0].shape)) {
         inline_producers(n);
         if (n.kind == ir::OpKind::fused_elementwise) candidates_.push_back(n.id);
       }
@@ -189,7 +191,7 @@ class Rewriter {
       }
       const bool programs = std::all_of(rd.begin(), rd.end(), [&](int r) {
         const ir::Node& n = g_.node(r);
-        return program_of(n).has_value() && n.kind != ir::OpKind::fused_reduce && is_static(n.outputs[0].shape);
+        return program_of(n).has_value() && n.kind != ir::OpKind::fused_reduce && is_known(n.outputs[0].shape);
       });
       if (!programs) continue;
       f.outputs[0].shape = {};
@@ -209,7 +211,7 @@ class Rewriter {
     for (ir::ValueRef& in : p.inputs) {
       for (;;) {
         const ir::Node& src = g_.node(in.node);
-        if (src.inputs.empty() || !is_static(type_of(src.inputs[0]).shape)) break;
+        if (src.inputs.empty() || !is_known(type_of(src.inputs[0]).shape)) break;
         const Shape& u = type_of(src.inputs[0]).shape;
         // u must broadcast to the program's shape: not of higher rank.
         if (u.size() > p.attrs.shape.size()) break;
@@ -243,12 +245,12 @@ class Rewriter {
         const ir::Node& a = g_.node(u.node);
         if (a.kind == ir::OpKind::fused_reduce) continue;
         std::optional<Prog> pa = program_of(a);
-        if (!pa || !is_static(a.outputs[0].shape) || has_int_division(pa->attrs)) continue;
+        if (!pa || !is_known(a.outputs[0].shape) || has_int_division(pa->attrs)) continue;
         const int va = pa->attrs.outputs[static_cast<size_t>(u.index)];
         std::set<int> leaves, steps;
         cone(*pa, va, leaves, steps);
         const bool full = numel(type_of(u).shape) == size;
-        if (!full && (steps.size() > kMaxSmallSteps || (size > kRepeatLimit && !cheap(*pa, steps)))) continue;
+        if (!full && (steps.size() > kMaxSmallSteps || ((size < 0 || size > kRepeatLimit) && !cheap(*pa, steps)))) continue;
         if (full) {
           int added = 0;
           for (int l : leaves) {
@@ -279,10 +281,10 @@ class Rewriter {
     const auto& d = std::get<ReduceDesc>(n.attrs);
     const ir::ValueRef u = n.inputs[0];
     const TensorType& t = type_of(u);
-    if (d.axes.empty() || !is_floating(t.dtype) || !is_static(t.shape) || numel(t.shape) == 0) return;
+    if (d.axes.empty() || !is_floating(t.dtype) || !is_known(t.shape) || numel(t.shape) == 0) return;
     const ir::Node& a = g_.node(u.node);
     std::optional<Prog> pa = a.kind == ir::OpKind::fused_reduce ? std::nullopt : program_of(a);
-    if (!pa || !is_static(a.outputs[0].shape) || has_int_division(pa->attrs)) {
+    if (!pa || !is_known(a.outputs[0].shape) || has_int_division(pa->attrs)) {
       candidates_.push_back(n.id);  // may still merge with a sibling
       return;
     }
@@ -346,7 +348,7 @@ class Rewriter {
         const int64_t size = numel(pe.attrs.shape);
         bool shared = false;
         for (const ir::ValueRef& v : pe.inputs) {
-          const bool counts = numel(type_of(v).shape) == size || (elementwise && size <= kSmallProgram);
+          const bool counts = numel(type_of(v).shape) == size || (elementwise && size >= 0 && size <= kSmallProgram);
           shared = shared || (counts && std::find(pl.inputs.begin(), pl.inputs.end(), v) != pl.inputs.end());
         }
         // The merged node takes the late one's place when every reader of the early one comes

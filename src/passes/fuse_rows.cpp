@@ -20,6 +20,7 @@
 #include <set>
 
 #include "ir/fused_rows.h"
+#include "ir/symbolic_count.h"
 #include "passes/passes.h"
 #include "passes/program_builder.h"
 
@@ -79,8 +80,9 @@ class RowFuser {
 
   static bool rows_ok(const ir::FusedAttrs& a) {
     const Shape& s = a.shape;
-    return is_static(s) && !s.empty() && s.size() <= kMaxRank && s.back() >= 2 && s.back() <= ir::kMaxFusedRowLength &&
-           num_elements(s) > 0 && !has_int_division(a);
+    // Rows of a static length; leading dims may be symbolic (a batch, a sequence length).
+    return is_known(s) && !s.empty() && s.size() <= kMaxRank && s.back() >= 2 && s.back() <= ir::kMaxFusedRowLength &&
+           ir::count_key(s) != 0 && !has_int_division(a);
   }
 
   /// The program of a row-reduction producer (see the top) ending in row-reduction steps, one an
@@ -159,7 +161,7 @@ class RowFuser {
       if (!seen.insert(x).second) continue;
       if (x < p.num_inputs()) {
         const ir::ValueRef in = p.inputs[static_cast<size_t>(x)];
-        if (num_elements(type_of(in).shape) == size) out.insert(in);
+        if (ir::count_key(type_of(in).shape) == size) out.insert(in);
         continue;
       }
       for (int a : p.attrs.steps[static_cast<size_t>(x - p.num_inputs())].args) stack.push_back(a);
@@ -205,7 +207,7 @@ class RowFuser {
   int resolve(ir::ValueRef v) {
     if (auto it = known_.find(v); it != known_.end()) return it->second;
     const ir::Node& a = g_.node(v.node);
-    const int64_t size = num_elements(shape_);
+    const int64_t size = ir::count_key(shape_);
     const TensorType& t = type_of(v);
     const bool row_shaped = t.shape.size() <= shape_.size() && same_rows(t.shape, row_shape(shape_));
     const bool full_shaped = t.shape.size() <= shape_.size() && same_rows(t.shape, shape_);
@@ -220,7 +222,7 @@ class RowFuser {
     } else if (std::optional<Prog> pe = elementwise_program(a); pe && (row_shaped || full_shaped)) {
       const int va = pe->attrs.outputs[static_cast<size_t>(v.index)];
       bool ok = false;
-      if (full_shaped && num_elements(t.shape) == size) {
+      if (full_shaped && ir::count_key(t.shape) == size) {
         int added = 0;
         for (const ir::ValueRef& l : full_leaves(*pe, va, size)) added += read_inputs_.count(l) == 0 ? 1 : 0;
         ok = added <= 1;

@@ -8,6 +8,7 @@
 #include "core/stats.h"
 #include "passes/passes.h"
 #include "runtime/specialize.h"
+#include "runtime/symbols.h"
 
 namespace tg::runtime {
 namespace {
@@ -36,8 +37,10 @@ void check_feed_type(const ir::Node& ph, const TensorType& fed, std::string_view
   }
   bool ok = fed.shape.size() == declared.shape.size();
   for (size_t i = 0; ok && i < fed.shape.size(); ++i) {
-    ok = (fed.shape[i] >= 0 || (varying && fed.shape[i] == -1)) &&
-         (declared.shape[i] == -1 || declared.shape[i] == fed.shape[i]);
+    // Varying: -1 or a symbol (tg::symbolic_dim; a declared symbol accepts any fed dim).
+    const bool symbol = is_symbolic_dim(fed.shape[i]);
+    ok = (fed.shape[i] >= 0 || (varying && (fed.shape[i] == -1 || symbol))) &&
+         (declared.shape[i] < 0 || declared.shape[i] == fed.shape[i]);
   }
   if (!ok) {
     fail(ErrorCode::shape_mismatch, op, "placeholder '{}' is {}, fed {}", ph.name,
@@ -139,6 +142,10 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     check_ref(*g, o.node_id(), 0, "a target operation");
     root_ops.push_back(o.node_id());
   }
+  // Placeholders declaring symbols (tg::symbolic_dim, an ONNX dim_param) get them bound to the
+  // fed dims: sizes, or with disable_type_inference symbols (symbols.h).
+  std::vector<TensorType> declared, fed;
+  std::vector<std::string> fed_names;
   for (const auto& [t, type] : feed_types) {
     check_owner(graph, t.graph_impl(), t.valid(), "a feed");
     check_ref(*g, t.node_id(), t.index(), "a feed");
@@ -151,7 +158,12 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
       fail(ErrorCode::invalid_argument, "compile", "placeholder '{}' is fed twice", ph.name);
     }
     check_feed_type(ph, type, "compile", options.disable_type_inference);
-    ph.outputs[0] = type;
+    declared.push_back(ph.outputs[0]);
+    // Compile once: each -1 becomes the declared symbol, or one named after the placeholder and
+    // axis (symbols.h).
+    ph.outputs[0] = options.disable_type_inference ? name_varying_dims(type, ph.name, ph.outputs[0]) : type;
+    fed.push_back(ph.outputs[0]);
+    fed_names.push_back(ph.name);
     feeds.push_back(t.node_id());
   }
 
@@ -169,6 +181,7 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     ph.outputs[0] = value.type();
   }
 
+  substitute_symbols(*g, bind_symbols(declared, fed_names, fed, {}, "compile"), /*drop_unbound=*/false);
   passes::eliminate_dead_code(*g, roots, root_ops, feeds);
   for (const ir::Node& n : g->nodes()) {
     if (n.kind == ir::OpKind::placeholder &&
@@ -180,7 +193,12 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
   // Backends that fuse (CUDA; any with TG_FUSION=1) also get branch inlining and CSE.
   const bool fuse = env::fusion_override().value_or(backend.fuses_elementwise());
   if (fuse) passes::inline_constant_branches(*g, roots, root_ops, feeds);
-  passes::infer_types(*g);
+  bool varying = false;
+  for (int f : feeds) varying = varying || !is_static(g->node(f).outputs[0].shape);
+  // Symbolic feeds: inference unifies the symbols that must name one size (symbols.h).
+  SymbolAliases aliases;
+  if (varying) aliases = unify_symbols(*g, feeds);
+  else passes::infer_types(*g);
   passes::simplify(*g, roots, root_ops, feeds, evaluate_on_cpu);
   if (layout_pass_pays(*g, device) && passes::convert_to_channels_last(*g, roots, root_ops, feeds)) {
     passes::infer_types(*g);  // checks the rewritten ops' types
@@ -207,11 +225,9 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     if (!arena) arena = std::make_shared<runtime::SharedArena>();
     shared = arena;
   }
-  bool varying = false;
-  for (int f : feeds) varying = varying || !is_static(g->node(f).outputs[0].shape);
   std::shared_ptr<CompiledProgram> compiled;
   if (varying) {
-    compiled = specialize_later(g, feeds, roots, root_ops, device, options, std::move(shared));
+    compiled = specialize_later(g, feeds, roots, root_ops, device, options, std::move(shared), std::move(aliases));
   } else {
     compiled = lower_graph(g, feeds, roots, root_ops, device, options, std::move(shared));
   }
@@ -265,11 +281,12 @@ std::shared_ptr<CompiledProgram> lower_graph(std::shared_ptr<ir::Graph> g, const
 std::shared_ptr<CompiledProgram> specialize_later(std::shared_ptr<ir::Graph> g, const std::vector<int>& feeds,
                                                   const std::vector<ir::ValueRef>& roots,
                                                   const std::vector<int>& root_ops, Device device,
-                                                  const CompileOptions& options, std::shared_ptr<SharedArena> shared) {
+                                                  const CompileOptions& options, std::shared_ptr<SharedArena> shared,
+                                                  SymbolAliases aliases) {
   // Backend support is checked now, not at the first run; types are checked per signature.
   std::shared_ptr<CompiledProgram> compiled = describe(g, feeds, roots, root_ops, device, options, false);
   compiled->specializations = std::make_shared<Specializations>(g, feeds, roots, root_ops, device, options,
-                                                                 std::move(shared));
+                                                                 std::move(shared), std::move(aliases));
   return compiled;
 }
 

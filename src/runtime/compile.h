@@ -1,5 +1,6 @@
 // Graph -> Executable: the pass pipeline and lowering.
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,11 +56,13 @@ std::shared_ptr<CompiledProgram> lower_graph(std::shared_ptr<ir::Graph> g, const
 
 /// compile_graph's result for a graph with varying feed dims (disable_type_inference): the
 /// optimized graph `g`, checked for backend support now, lowered per input signature at run time
-/// (runtime::Specializations, runtime/specialize.h).
+/// (runtime::Specializations, runtime/specialize.h); `aliases`: symbol -> representative
+/// (runtime/symbols.h).
 std::shared_ptr<CompiledProgram> specialize_later(std::shared_ptr<ir::Graph> g, const std::vector<int>& feeds,
                                                   const std::vector<ir::ValueRef>& roots,
                                                   const std::vector<int>& root_ops, Device device,
-                                                  const CompileOptions& options, std::shared_ptr<SharedArena> shared);
+                                                  const CompileOptions& options, std::shared_ptr<SharedArena> shared,
+                                                  std::map<int64_t, int64_t> aliases = {});
 
 /// Whether compile runs the channels-last layout pass (passes::convert_to_channels_last) on `g`
 /// (typed with the feeds' shapes) for `device`: TG_CHANNELS_LAST=1 / 0 forces it; otherwise

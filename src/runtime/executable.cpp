@@ -29,7 +29,7 @@ std::vector<TensorData> Executable::run(const std::vector<TensorData>& inputs, c
     const Shape& want = p.feed_types[i].shape;
     const Shape& got = inputs[i].shape();
     bool ok = got.size() == want.size();
-    for (size_t d = 0; ok && d < got.size(); ++d) ok = want[d] == -1 || want[d] == got[d];
+    for (size_t d = 0; ok && d < got.size(); ++d) ok = want[d] < 0 || want[d] == got[d];  // symbols: per signature
     if (!ok) {
       fail(ErrorCode::shape_mismatch, "run", "placeholder '{}' expects {}, got {}", p.feed_names[i],
            p.feed_types[i].to_string(), inputs[i].type().to_string());

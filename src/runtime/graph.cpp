@@ -39,9 +39,9 @@ Graph::Graph() : impl_(std::make_shared<ir::Graph>()) {}
 
 Tensor Graph::placeholder(Shape shape, DType dtype, std::string name) {
   for (int64_t d : shape) {
-    if (d < -1) {
-      fail(ErrorCode::invalid_argument, "placeholder", "'{}' has invalid dim {} in {} (use -1 for dynamic)",
-           name, d, str(shape));
+    if (d < -1 && !is_symbolic_dim(d)) {  // symbols: tg::symbolic_dim
+      fail(ErrorCode::invalid_argument, "placeholder", "'{}' has invalid dim {} in {} (use -1 for dynamic)", name,
+           d, str(shape));
     }
   }
   if (name.empty()) name = "placeholder_" + std::to_string(impl_->size());

@@ -10,7 +10,7 @@ namespace tg::runtime {
 
 Specializations::Specializations(std::shared_ptr<const ir::Graph> graph, std::vector<int> feeds,
                                  std::vector<ir::ValueRef> roots, std::vector<int> root_ops, Device device,
-                                 CompileOptions options, std::shared_ptr<SharedArena> shared)
+                                 CompileOptions options, std::shared_ptr<SharedArena> shared, SymbolAliases aliases)
     : graph_(std::move(graph)),
       feeds_(std::move(feeds)),
       roots_(std::move(roots)),
@@ -18,6 +18,7 @@ Specializations::Specializations(std::shared_ptr<const ir::Graph> graph, std::ve
       device_(device),
       options_(std::move(options)),
       shared_(std::move(shared)),
+      aliases_(std::move(aliases)),
       capacity_(static_cast<size_t>(env::specialization_cache_size())) {}
 
 std::shared_ptr<const CompiledProgram> Specializations::get(const std::vector<TensorType>& types) const {
@@ -33,6 +34,13 @@ std::shared_ptr<const CompiledProgram> Specializations::get(const std::vector<Te
     }
   }
   auto g = std::make_shared<ir::Graph>(*graph_);
+  std::vector<TensorType> symbolic;
+  std::vector<std::string> names;
+  for (int f : feeds_) {
+    symbolic.push_back(graph_->node(f).outputs[0]);
+    names.push_back(graph_->node(f).name);
+  }
+  substitute_symbols(*g, bind_symbols(symbolic, names, types, aliases_));
   for (size_t i = 0; i < feeds_.size(); ++i) g->node(feeds_[i]).outputs[0] = types[i];
   passes::infer_types(*g);
   std::shared_ptr<const CompiledProgram> p = lower_graph(g, feeds_, roots_, root_ops_, device_, options_, shared_);

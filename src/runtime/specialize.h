@@ -1,8 +1,8 @@
 // Compile once for inputs whose sizes vary (CompileOptions::disable_type_inference, issue 17;
 // docs/design/0009-compile-once.md). Graph::compile runs the pass pipeline once on the graph
-// with the fed dims of -1 left dynamic (passes leave values of dynamic shape unfused and
-// un-autocast); each new input signature (the fed shapes) then gets its own lowered program:
-// the optimized graph copied, its types inferred for the fed shapes (passes::infer_types; a
+// with the fed dims symbolic (runtime/symbols.h); each new input signature (the fed shapes) then
+// gets its own lowered program: the optimized graph copied, its symbols bound and substituted,
+// its types inferred for the fed shapes (passes::infer_types; a
 // contradiction raises there, before any kernel runs), and lowered (runtime::lower_graph: memory
 // plan, CUDA graph capture after its first run) — no pass pipeline, so runtime_stats().compiles
 // counts the compile only. Programs are kept per signature in a bounded LRU cache
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/compile.h"
+#include "runtime/symbols.h"
 
 namespace tg::runtime {
 
@@ -23,11 +24,13 @@ class Specializations {
  public:
   Specializations(std::shared_ptr<const ir::Graph> graph, std::vector<int> feeds, std::vector<ir::ValueRef> roots,
                   std::vector<int> root_ops, Device device, CompileOptions options,
-                  std::shared_ptr<SharedArena> shared);
+                  std::shared_ptr<SharedArena> shared, SymbolAliases aliases = {});
   /// The program for inputs of `types` (feed order; each checked against the feed types by the
   /// caller): the cached one, or one lowered now (outside the lock: a run never waits for another
-  /// signature's lowering). Raises what passes::infer_types raises for shapes the graph
-  /// contradicts (tg::Error naming the op and the shapes).
+  /// signature's lowering): symbols bound from the fed shapes (bind_symbols: two sizes for one
+  /// symbol raise tg::Error(shape_mismatch) naming both placeholders, the symbol and the sizes),
+  /// substituted, types inferred (raising what passes::infer_types raises for shapes the graph
+  /// contradicts, naming the op and the shapes), then lowered.
   std::shared_ptr<const CompiledProgram> get(const std::vector<TensorType>& types) const;
   /// The largest arena_bytes of the programs kept now (0 before the first run).
   size_t arena_bytes() const;
@@ -45,6 +48,7 @@ class Specializations {
   Device device_;
   CompileOptions options_;
   std::shared_ptr<SharedArena> shared_;
+  SymbolAliases aliases_;
   size_t capacity_;
   mutable std::mutex mu_;
   /// Most recently used first.

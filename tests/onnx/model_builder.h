@@ -63,6 +63,25 @@ inline Msg tensor_type(int elem, const std::vector<int64_t>& dims) {
   return Msg().msg(1, t);
 }
 
+/// TypeProto of a tensor whose dims are strings: digits give a size, anything else a dim_param.
+inline Msg tensor_type_named(int elem, const std::vector<std::string>& dims) {
+  Msg shape;
+  for (const std::string& d : dims) {
+    Msg dim;
+    if (!d.empty() && d.find_first_not_of("0123456789") == std::string::npos) dim.varint(1, std::stoull(d));
+    else dim.bytes(2, d);
+    shape.msg(1, dim);
+  }
+  Msg t;
+  t.varint(1, static_cast<uint64_t>(elem)).msg(2, shape);
+  return Msg().msg(1, t);
+}
+
+/// ValueInfoProto with dims as in tensor_type_named.
+inline Msg value_info_named(const std::string& name, int elem, const std::vector<std::string>& dims) {
+  return Msg().bytes(1, name).msg(2, tensor_type_named(elem, dims));
+}
+
 /// ValueInfoProto.
 inline Msg value_info(const std::string& name, int elem, const std::vector<int64_t>& dims) {
   return Msg().bytes(1, name).msg(2, tensor_type(elem, dims));

@@ -29,7 +29,8 @@ std::vector<Tensor> convert_constant(NodeContext& c) {
 std::vector<Tensor> convert_constant_of_shape(NodeContext& c) {
   std::vector<int64_t> shape = c.ints(0);
   for (int64_t d : shape) {
-    if (d < 0) c.fail(ErrorCode::invalid_argument, "negative dim in shape {}", str(shape));
+    // Symbols (c.symbolic) stand for run-time sizes.
+    if (d < 0 && !(is_symbolic_dim(d) && c.symbolic(0))) c.fail(ErrorCode::invalid_argument, "negative dim in shape {}", str(shape));
   }
   double value = 0;
   DType dtype = DType::f32;
@@ -46,6 +47,17 @@ std::vector<Tensor> convert_constant_of_shape(NodeContext& c) {
 
 std::vector<Tensor> convert_range(NodeContext& c) {
   DType dtype = c.input(0).dtype();
+  if (c.symbolic(1)) {
+    // A limit that is a symbol (arange(sequence)): an iota of that symbolic length.
+    const std::vector<int64_t> limit = c.ints(1);
+    if (limit.size() == 1 && is_symbolic_dim(limit[0])) {
+      if (c.scalar(0) != 0 || c.scalar(2) != 1) {
+        c.fail(ErrorCode::unsupported, "a range up to the run-time size {} must start at 0 with delta 1",
+               dim_name(limit[0]));
+      }
+      return {iota(c.graph(), {limit[0]}, 0, dtype)};
+    }
+  }
   double start = c.scalar(0), limit = c.scalar(1), delta = c.scalar(2);
   if (delta == 0) c.fail(ErrorCode::invalid_argument, "delta is 0");
   return {arange(c.graph(), start, limit, delta, dtype)};

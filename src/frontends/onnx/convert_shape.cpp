@@ -156,6 +156,30 @@ std::vector<Tensor> convert_slice(NodeContext& c) {
     d.axes.resize(d.begin.size());
     std::iota(d.axes.begin(), d.axes.end(), 0);
   }
+  if (c.opset() >= 10 && c.symbolic(2)) {
+    // An end that is a symbol (x[:, :sequence], as exporters slice position ids): the first
+    // `sequence` elements along that axis, gathered by an iota of that symbolic length.
+    for (size_t k = 0; k < d.end.size(); ++k) {
+      if (!is_symbolic_dim(d.end[k])) continue;
+      if (d.begin.size() != d.end.size() || d.axes.size() != d.end.size() ||
+          (!d.strides.empty() && d.strides.size() != d.end.size())) {
+        c.fail(ErrorCode::invalid_argument, "starts, ends, axes and steps must have one entry per sliced axis");
+      }
+      const bool unit = d.begin[k] == 0 && (d.strides.empty() || d.strides[k] == 1);
+      if (!unit) {
+        c.fail(ErrorCode::unsupported, "slice {} ends at the run-time size {}: only starts 0 with step 1 are "
+               "supported", k, dim_name(d.end[k]));
+      }
+      const int64_t axis = c.axis(d.axes[k], x.rank());
+      x = gather(x, iota(c.graph(), {d.end[k]}, 0, DType::i64), {.axis = axis});
+      d.begin.erase(d.begin.begin() + static_cast<std::ptrdiff_t>(k));
+      d.end.erase(d.end.begin() + static_cast<std::ptrdiff_t>(k));
+      d.axes.erase(d.axes.begin() + static_cast<std::ptrdiff_t>(k));
+      if (!d.strides.empty()) d.strides.erase(d.strides.begin() + static_cast<std::ptrdiff_t>(k));
+      --k;
+    }
+    if (d.axes.empty()) return {x};
+  }
   return {slice(x, d)};
 }
 
@@ -236,13 +260,16 @@ std::vector<Tensor> convert_shape(NodeContext& c) {
   start = std::clamp<int64_t>(start, 0, rank);
   end = std::clamp<int64_t>(end, start, rank);
   std::vector<int64_t> dims(x.shape().begin() + start, x.shape().begin() + end);
+  bool symbols = false;
   for (int64_t d : dims) {
-    if (d < 0) {
+    if (d == -1) {
       c.fail(ErrorCode::unsupported, "the shape {} of input 0 has dynamic dims (fix them with "
-             "ImportOptions::input_shapes)", str(x.shape()));
+             "ImportOptions::input_shapes, or name them: a dim_param)", str(x.shape()));
     }
+    symbols = symbols || is_symbolic_dim(d);
   }
-  return {c.ints_constant(dims)};
+  // Named symbols (an input's dim_param, propagated) stand for their run-time sizes.
+  return {symbols ? c.symbolic_ints_constant(dims) : c.ints_constant(dims)};
 }
 
 std::vector<Tensor> convert_size(NodeContext& c) {

@@ -86,6 +86,13 @@ class NodeContext {
   Tensor scalar_constant(double v, DType dtype);
   /// A 1-d i64 constant.
   Tensor ints_constant(const std::vector<int64_t>& v);
+  /// A 1-d i64 constant holding dims of which some are symbols (tg::symbolic_dim values <= -2:
+  /// Shape of a tensor of symbolic shape). Its value flows through the ops that move elements
+  /// without computing on them (Gather, Concat, Unsqueeze, Where...; see importer.cpp) to the
+  /// ops that take a shape (Reshape, Expand, ConstantOfShape, a Slice's ends, a Range's limit).
+  Tensor symbolic_ints_constant(const std::vector<int64_t>& v);
+  /// Whether input i's import-time value may hold symbols (see symbolic_ints_constant).
+  bool symbolic(int i) const;
 
   /// Raises tg::Error(code) "[onnx] node 'name' (Op, opset N): message".
   [[noreturn]] void fail(ErrorCode code, const std::string& message) const;

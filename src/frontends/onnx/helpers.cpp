@@ -34,6 +34,8 @@ Shape broadcast_shape(const NodeContext& ctx, const Shape& a, const Shape& b) {
     if (da == 1) out[i] = db;
     else if (db == 1) out[i] = da;
     else if (da == db) out[i] = da;
+    else if (da == -1) out[i] = db;  // -1 (unknown) takes the other; a size beats a symbol
+    else if (db == -1) out[i] = da;
     else if (da < 0 || db < 0) out[i] = std::max(da, db);
     else ctx.fail(ErrorCode::shape_mismatch, "shapes {} and {} do not broadcast", str(a), str(b));
   }

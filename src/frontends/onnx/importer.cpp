@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <set>
 
@@ -31,12 +32,26 @@ void merge_deps(std::vector<std::string>& into, const std::vector<std::string>& 
   into = std::move(out);
 }
 
-// The shape of a graph input/output's declared type; dims that are symbolic or absent are -1.
+// The shape of a graph input/output's declared type: a dim_param that is a valid symbol name
+// (tg::symbolic_dim: letters, digits, '_.:[]', at most 64) becomes that named symbol, so that
+// inputs declaring one "sequence" share one size; other symbolic or absent dims are -1.
 // nullopt when the type declares no shape.
 std::optional<Shape> declared_shape(const pb::TypeProto_Tensor& t) {
   if (!t.has_shape()) return std::nullopt;
   Shape s;
-  for (const auto& d : t.shape().dim()) s.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  for (const auto& d : t.shape().dim()) {
+    int64_t v = -1;
+    if (d.has_dim_value()) {
+      v = d.dim_value();
+    } else if (d.has_dim_param() && !d.dim_param().empty() && d.dim_param().size() <= 64 &&
+               std::all_of(d.dim_param().begin(), d.dim_param().end(), [](char c) {
+                 return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' ||
+                        c == '[' || c == ']';
+               })) {
+      v = symbolic_dim(d.dim_param());
+    }
+    s.push_back(v);
+  }
   return s;
 }
 
@@ -46,6 +61,46 @@ std::string value_kind(const pb::TypeProto& t) {
   if (t.has_map_type()) return "a map";
   if (t.has_sparse_tensor_type()) return "a sparse tensor";
   return "not a tensor";
+}
+
+// How a node reads input `i` when that input's import-time value holds symbols (Value::symbolic).
+enum class SymbolicUse {
+  moves,        // moves elements without computing on them: the output holds the symbols too
+  takes_shape,  // the converter reads the symbols as sizes (Reshape's shape, Expand's shape...)
+  compares,     // Equal against -1 (exporters' "replace -1 by 1" before Expand): decided exactly
+  computes,     // anything else: only if the value holds no symbol after all
+};
+
+SymbolicUse symbolic_use(const pb::NodeProto& node, int i) {
+  const std::string& op = node.op_type();
+  if (op == "Concat") return SymbolicUse::moves;
+  if ((op == "Gather" || op == "Unsqueeze" || op == "Squeeze" || op == "Identity" || op == "Flatten" ||
+       op == "Slice" || op == "Reshape" || op == "Expand") && i == 0) {
+    return SymbolicUse::moves;
+  }
+  if (op == "Where" && (i == 1 || i == 2)) return SymbolicUse::moves;
+  if (op == "Cast" && i == 0) {
+    for (const auto& a : node.attribute()) {
+      if (a.name() == "to" && (a.i() == 6 || a.i() == 7)) return SymbolicUse::moves;  // int32, int64
+    }
+  }
+  if ((op == "Reshape" || op == "Expand") && i == 1) return SymbolicUse::takes_shape;
+  if ((op == "ConstantOfShape" && i == 0) || (op == "Slice" && i == 2) || (op == "Range" && i == 1)) {
+    return SymbolicUse::takes_shape;
+  }
+  if (op == "Equal") return SymbolicUse::compares;
+  return SymbolicUse::computes;
+}
+
+// The symbols among an integer value's elements ("batch, sequence"); empty when none.
+std::string symbols_in(const TensorData& v) {
+  std::string names;
+  if (!is_integer(v.dtype())) return names;
+  for (int64_t k = 0; k < v.num_elements(); ++k) {
+    const double e = v.element_as_double(k);
+    if (e < -1 && is_symbolic_dim(static_cast<int64_t>(e))) names += (names.empty() ? "" : ", ") + dim_name(static_cast<int64_t>(e));
+  }
+  return names;
 }
 
 }  // namespace
@@ -309,6 +364,31 @@ void Importer::convert_node(const pb::NodeProto& node, int index) {
   }
   merged.random |= is_random_op(node.op_type());
   merged.producer = ctx.describe();
+  // Values holding symbols (sizes known at run time) may only be moved, read as shapes, or
+  // compared with -1 (symbols are sizes, never -1); computing on them needs fixed input shapes.
+  bool moves_symbols = false;
+  for (int i = 0; i < node.input_size(); ++i) {
+    const Value* in = node.input(i).empty() ? nullptr : find(node.input(i));
+    if (!in || !in->symbolic) continue;
+    const SymbolicUse use = symbolic_use(node, i);
+    if (use == SymbolicUse::moves) moves_symbols = true;
+    if (use == SymbolicUse::moves || use == SymbolicUse::takes_shape) continue;
+    const std::optional<TensorData> v = try_value_of(ctx, i);
+    const std::string names = v ? symbols_in(*v) : std::string();
+    if (names.empty()) continue;  // no symbol reached this input after all
+    bool decided = false;
+    if (use == SymbolicUse::compares && node.input_size() == 2) {
+      const std::optional<TensorData> other = try_value_of(ctx, 1 - i);
+      decided = other.has_value() && symbols_in(*other).empty();
+      for (int64_t k = 0; decided && k < other->num_elements(); ++k) decided = other->element_as_double(k) == -1;
+    }
+    if (!decided) {
+      ctx.fail(ErrorCode::unsupported,
+               "input {} ('{}') holds the run-time sizes {} (Shape of a tensor of symbolic shape), which {} "
+               "cannot compute on; fix the input dims with ImportOptions::input_shapes",
+               i, node.input(i), names, node.op_type());
+    }
+  }
   std::vector<Tensor> outs;
   Value outer_pending = std::move(pending_);
   pending_ = Value();
@@ -333,6 +413,7 @@ void Importer::convert_node(const pb::NodeProto& node, int index) {
     }
     Value v = merged;
     v.tensor = outs[i];
+    v.symbolic = moves_symbols || symbolic_by_tensor_.count({outs[i].node_id(), outs[i].index()}) > 0;
     auto k = known_by_tensor_.find({outs[i].node_id(), outs[i].index()});
     if (k != known_by_tensor_.end()) {
       v.known = k->second;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -23,6 +24,10 @@ struct Value {
   bool variable_dep = false;        ///< depends on a variable (an initializer made variable)
   bool random = false;              ///< depends on random numbers drawn at run time
   std::string producer;             ///< NodeContext::describe() of the node that made it
+  /// Its import-time value may hold symbols (dims <= -2, tg::symbolic_dim) standing for sizes
+  /// known at run time: made by Shape of a tensor of symbolic shape, then moved by ops that do
+  /// not compute on elements (see NodeContext::symbolic_ints_constant).
+  bool symbolic = false;
 };
 
 /// Thrown (internally) when a node needs the import-time value of graph inputs; import() asks
@@ -51,6 +56,8 @@ class Importer {
   std::optional<TensorData> known_of(const Tensor& t) const;
   /// Records that `t` holds `v` (for constants made by converters).
   void note_known(const Tensor& t, const TensorData& v);
+  /// Records that `t`'s value holds symbols (NodeContext::symbolic_ints_constant).
+  void note_symbolic(const Tensor& t) { symbolic_by_tensor_.insert({t.node_id(), t.index()}); }
   /// Converts the nodes of `body` (an If branch, a Loop or Scan body) with its graph inputs bound
   /// to `inputs`; names of the enclosing graphs stay visible, names defined inside do not leak
   /// out. Returns the body's outputs.
@@ -73,6 +80,7 @@ class Importer {
   std::map<std::string, int64_t> opsets_;
   std::unordered_map<std::string, Value> values_;
   std::map<std::pair<int, int>, TensorData> known_by_tensor_;
+  std::set<std::pair<int, int>> symbolic_by_tensor_;
   /// What the subgraphs converted for the current node depend on through outer-scope names
   /// (merged into the node's outputs; saved and restored around nested nodes).
   Value pending_;

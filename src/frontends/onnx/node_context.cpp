@@ -176,6 +176,18 @@ Tensor NodeContext::constant(const TensorData& v) {
   return t;
 }
 
+Tensor NodeContext::symbolic_ints_constant(const std::vector<int64_t>& v) {
+  Tensor t = ints_constant(v);
+  importer_.note_symbolic(t);
+  return t;
+}
+
+bool NodeContext::symbolic(int i) const {
+  if (!has_input(i)) return false;
+  const Value* v = importer_.find(node_.input(i));
+  return v != nullptr && v->symbolic;
+}
+
 Tensor NodeContext::scalar_constant(double v, DType dtype) {
   return constant(TensorData::full({}, dtype, v));
 }

@@ -1,0 +1,127 @@
+#include "runtime/symbols.h"
+
+#include <type_traits>
+#include <variant>
+
+#include "core/error_util.h"
+#include "ops/builder.h"
+#include "passes/passes.h"
+
+namespace tg::runtime {
+namespace {
+
+// Symbol -> dim (a symbol or a size). Symbols not in `to` stay, or become -1 with `drop_unbound`.
+void substitute(ir::Graph& g, const std::map<int64_t, int64_t>& to, bool drop_unbound) {
+  auto dim = [&](int64_t& d) {
+    if (!is_symbolic_dim(d)) return;
+    auto it = to.find(d);
+    if (it != to.end()) d = it->second;
+    else if (drop_unbound) d = -1;
+  };
+  auto shape = [&](Shape& s) {
+    for (int64_t& d : s) dim(d);
+  };
+  for (ir::Node& n : g.nodes()) {
+    std::visit(
+        [&](auto& a) {
+          if constexpr (requires { a.shape; }) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(a.shape)>, Shape>) shape(a.shape);
+          }
+        },
+        n.attrs);
+    for (TensorType& t : n.outputs) shape(t.shape);
+    for (ir::Region& r : n.regions) {
+      if (!r.body) continue;
+      r.body = std::make_shared<ir::Graph>(*r.body);  // bodies may be shared with the cached graph
+      substitute(*r.body, to, drop_unbound);
+    }
+  }
+}
+
+std::string symbol_safe(const std::string& name) {
+  std::string out;
+  for (char c : name.substr(0, 48)) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '.' || c == ':' || c == '[' || c == ']';
+    out += ok ? c : '_';
+  }
+  return out.empty() ? std::string("input") : out;
+}
+
+}  // namespace
+
+TensorType name_varying_dims(const TensorType& type, const std::string& placeholder, const TensorType& declared) {
+  TensorType out = type;
+  for (size_t i = 0; i < out.shape.size(); ++i) {
+    if (out.shape[i] != -1) continue;
+    const bool named = i < declared.shape.size() && is_symbolic_dim(declared.shape[i]);
+    out.shape[i] = named ? declared.shape[i] : symbolic_dim(symbol_safe(placeholder) + "." + std::to_string(i));
+  }
+  return out;
+}
+
+SymbolAliases unify_symbols(ir::Graph& g, const std::vector<int>& feeds) {
+  std::map<int64_t, int64_t> parent;
+  auto find = [&](int64_t s) {
+    while (true) {
+      auto it = parent.find(s);
+      if (it == parent.end()) return s;
+      s = it->second;
+    }
+  };
+  for (int round = 0;; ++round) {
+    ops::SymbolEqualities eq;
+    {
+      ops::RecordSymbolEqualities record(eq);
+      passes::infer_types(g);
+    }
+    bool merged = false;
+    for (const auto& [a, b] : eq.pairs) {
+      const int64_t ra = find(a), rb = find(b);
+      if (ra == rb) continue;
+      parent[std::min(ra, rb)] = std::max(ra, rb);  // the symbol interned first represents the class
+      merged = true;
+    }
+    if (!merged) break;
+    TG_CHECK_INTERNAL(round < 64, "symbol unification does not converge");
+    std::map<int64_t, int64_t> to;
+    for (const auto& [s, p] : parent) to[s] = find(s);
+    substitute(g, to, false);
+    (void)feeds;  // the feed nodes' types are among the substituted values
+  }
+  SymbolAliases aliases;
+  for (const auto& [s, p] : parent) aliases[s] = find(s);
+  return aliases;
+}
+
+SymbolBinding bind_symbols(const std::vector<TensorType>& symbolic, const std::vector<std::string>& names,
+                           const std::vector<TensorType>& fed, const SymbolAliases& aliases, std::string_view op) {
+  SymbolBinding binding;
+  std::map<int64_t, std::pair<size_t, size_t>> bound_by;  // symbol -> (feed, dim) that bound it
+  for (size_t i = 0; i < symbolic.size(); ++i) {
+    const Shape& s = symbolic[i].shape;
+    for (size_t j = 0; j < s.size() && j < fed[i].shape.size(); ++j) {
+      if (!is_symbolic_dim(s[j]) || fed[i].shape[j] == s[j]) continue;
+      const int64_t size = fed[i].shape[j];
+      auto [it, added] = binding.emplace(s[j], size);
+      if (added) {
+        bound_by[s[j]] = {i, j};
+      } else if (it->second != size) {
+        const auto [fi, fj] = bound_by[s[j]];
+        fail(ErrorCode::shape_mismatch, op, "placeholder '{}' dim {} is {}, but symbol {} is {} (placeholder '{}' dim {})",
+             names[i], j, dim_name(size), dim_name(s[j]), dim_name(it->second), names[fi], fj);
+      }
+    }
+  }
+  for (const auto& [member, rep] : aliases) {
+    auto it = binding.find(rep);
+    if (it != binding.end()) binding[member] = it->second;
+  }
+  return binding;
+}
+
+void substitute_symbols(ir::Graph& g, const SymbolBinding& binding, bool drop_unbound) {
+  if (!binding.empty() || drop_unbound) substitute(g, binding, drop_unbound);
+}
+
+}  // namespace tg::runtime

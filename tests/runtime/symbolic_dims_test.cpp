@@ -1,0 +1,136 @@
+// Symbolic dims (issue 17): named sizes that propagate through shape inference, unify where an op
+// needs two of them equal, are reported by Executable::input_types(), let the passes fuse values
+// of symbolic shape, and are bound per input signature (a contradiction names both placeholders,
+// the symbol and the sizes before any kernel runs).
+#include "passes/fusion_test_util.h"
+#include "test_util.h"
+#include "tg/nn.h"
+
+namespace tg {
+namespace {
+
+const CompileOptions kOnce{.disable_type_inference = true};
+
+TensorData ramp(const Shape& shape, double scale) {
+  TensorData t(shape, DType::f32);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = static_cast<float>(scale * (i % 17) - 3.0);
+  return t;
+}
+
+TEST(SymbolicDims, NamesAreInternedAndPrinted) {
+  const int64_t seq = symbolic_dim("seq");
+  EXPECT_LE(seq, -(int64_t{1} << 40));
+  EXPECT_TRUE(is_symbolic_dim(seq));
+  EXPECT_FALSE(is_symbolic_dim(-1));
+  EXPECT_FALSE(is_symbolic_dim(-2));  // small negatives stay invalid dims
+  EXPECT_FALSE(is_symbolic_dim(seq - (int64_t{1} << 19)));  // in the range, but no name yet
+  EXPECT_EQ(symbolic_dim("seq"), seq);
+  EXPECT_NE(symbolic_dim("batch"), seq);
+  EXPECT_EQ(dim_name(seq), "seq");
+  EXPECT_EQ(shape_to_string({1, seq, 768}), "[1,seq,768]");
+  EXPECT_EQ(shape_to_string({-1, 2}), "[?,2]");
+  EXPECT_EQ((TensorType{{seq, 4}, DType::f16}).to_string(), "f16[seq,4]");
+  EXPECT_EQ(num_elements({seq, 4}), -1);
+  EXPECT_FALSE(is_static({seq, 4}));
+  EXPECT_TRUE(is_known({seq, 4}));
+  EXPECT_FALSE(is_known({-1, 4}));
+  EXPECT_TG_ERROR(symbolic_dim(""), ErrorCode::invalid_argument, "[symbolic_dim]");
+  EXPECT_TG_ERROR(symbolic_dim("a b"), ErrorCode::invalid_argument, "'a b'");
+  EXPECT_TG_ERROR(symbolic_dim(std::string(65, 'x')), ErrorCode::invalid_argument, "1 to 64");
+}
+
+TEST(SymbolicDims, ShapesPropagateThroughOpsWhenBuilt) {
+  Graph g;
+  const int64_t b = symbolic_dim("batch"), s = symbolic_dim("seq");
+  Tensor x = g.placeholder({b, s, 12}, DType::f32, "x");
+  Tensor w = g.constant(TensorData::full({12, 8}, DType::f32, 0.5));
+  EXPECT_EQ(matmul(x, w).shape(), (Shape{b, s, 8}));
+  EXPECT_EQ(relu(matmul(x, w) * 2.0 + 1.0).shape(), (Shape{b, s, 8}));
+  Tensor heads = reshape(x, {b, s, 3, 4});
+  EXPECT_EQ(heads.shape(), (Shape{b, s, 3, 4}));
+  EXPECT_EQ(reshape(heads, {-1, s, 12}).shape(), (Shape{b, s, 12}));  // the -1 inferred as b
+  EXPECT_EQ(reshape(heads, {b, s, -1}).shape(), (Shape{b, s, 12}));
+  EXPECT_EQ(reshape(x, {-1, 12}).shape(), (Shape{-1, 12}));  // b * s: known at run time
+  Tensor xt = transpose(x, {0, 2, 1});
+  EXPECT_EQ(xt.shape(), (Shape{b, 12, s}));
+  EXPECT_EQ(softmax(matmul(x, xt), -1).shape(), (Shape{b, s, s}));
+  EXPECT_EQ(reduce_sum(x, {.axes = {1}}).shape(), (Shape{b, 12}));
+  EXPECT_EQ(reduce_sum(x, {.axes = {2}, .keep_dims = true}).shape(), (Shape{b, s, 1}));
+  EXPECT_EQ(concat({x, x}, 2).shape(), (Shape{b, s, 24}));
+  EXPECT_EQ(concat({x, x}, 1).shape(), (Shape{b, -1, 12}));  // s + s
+  EXPECT_EQ(expand_dims(x, 1).shape(), (Shape{b, 1, s, 12}));
+  // A size against a symbol gives the size (the symbol's value is checked once bound).
+  EXPECT_EQ((x + g.placeholder({2, 1, 12}, DType::f32, "y")).shape(), (Shape{2, s, 12}));
+  EXPECT_TG_ERROR(reshape(x, {b, s, 5}), ErrorCode::shape_mismatch, "reshape");
+}
+
+TEST(SymbolicDims, BroadcastingUnifiesSymbolsAndAContradictingFeedNamesBoth) {
+  Graph g;
+  Tensor a = g.placeholder({-1, 4}, DType::f32, "a");
+  Tensor b = g.placeholder({-1, 4}, DType::f32, "b");
+  Tensor y = a * 2.0 + b;
+  Executable e = g.compile(Device::cpu(), {{a, {{-1, 4}, DType::f32}}, {b, {{-1, 4}, DType::f32}}}, {y}, {}, kOnce);
+  const std::vector<TensorType> in = e.input_types();
+  ASSERT_EQ(in.size(), 2u);
+  EXPECT_TRUE(is_symbolic_dim(in[0].shape[0]));
+  EXPECT_EQ(dim_name(in[0].shape[0]), "a.0");  // b.0 was unified into a.0 by the add
+  EXPECT_EQ(in[1].shape, in[0].shape);
+  EXPECT_EQ(e.output_types()[0].shape, in[0].shape);
+  for (int64_t n : {3, 1, 6}) {
+    const TensorData va = ramp({n, 4}, 0.5), vb = ramp({n, 4}, -1.0);
+    const TensorData got = e.run({va, vb})[0];
+    ASSERT_EQ(got.shape(), (Shape{n, 4}));
+    for (int64_t i = 0; i < n * 4; ++i) {
+      EXPECT_FLOAT_EQ(got.data<float>()[i], 2 * va.data<float>()[i] + vb.data<float>()[i]) << "n " << n;
+    }
+  }
+  EXPECT_TG_ERROR(e.run({ramp({3, 4}, 1), ramp({5, 4}, 1)}), ErrorCode::shape_mismatch,
+                  "placeholder 'b' dim 0 is 5, but symbol a.0 is 3 (placeholder 'a' dim 0)");
+  EXPECT_TG_ERROR(e.run({ramp({3, 4}, 1), ramp({3, 5}, 1)}), ErrorCode::shape_mismatch, "placeholder 'b'");
+}
+
+TEST(SymbolicDims, NamedSymbolsInReshapeTargetsAreBoundPerSignature) {
+  Graph g;
+  const int64_t b = symbolic_dim("batch"), s = symbolic_dim("seq");
+  Tensor x = g.placeholder({b, s, 8}, DType::f32, "x");
+  // Split into 2 heads of 4 and back, as attention does, scaling on the way.
+  Tensor heads = transpose(reshape(x, {b, s, 2, 4}), {0, 2, 1, 3});  // [b, 2, s, 4]
+  Tensor y = reshape(transpose(heads * 3.0, {0, 2, 1, 3}), {b, s, 8});
+  Executable e = g.compile(Device::cpu(), {{x, {{b, s, 8}, DType::f32}}}, {y}, {}, kOnce);
+  EXPECT_EQ(e.input_types()[0].shape, (Shape{b, s, 8}));
+  EXPECT_EQ(e.output_types()[0].shape, (Shape{b, s, 8}));
+  const RuntimeStats before = runtime_stats();
+  for (const Shape& shape : {Shape{1, 3, 8}, Shape{2, 5, 8}, Shape{1, 3, 8}}) {
+    const TensorData vx = ramp(shape, 0.25);
+    const TensorData got = e.run({vx})[0];
+    ASSERT_EQ(got.shape(), shape);
+    for (int64_t i = 0; i < vx.num_elements(); ++i) EXPECT_FLOAT_EQ(got.data<float>()[i], 3 * vx.data<float>()[i]);
+  }
+  EXPECT_EQ(runtime_stats().compiles - before.compiles, 0);
+}
+
+// With fusion on (TG_FUSION=1 fuses on the CPU too), a graph of symbolic shape fuses as the same
+// graph of a fixed shape does: a chain of elementwise ops, and a layer normalization's row program.
+TEST(SymbolicDims, ValuesOfSymbolicShapeFuseLikeFixedShapes) {
+  testing::ScopedFusion fusion("1");
+  Graph g;
+  const int64_t s = symbolic_dim("seq");
+  Tensor x = g.placeholder({s, 16}, DType::f32, "x");
+  Tensor gamma = g.constant(ramp({16}, 0.125)), beta = g.constant(ramp({16}, 0.0625));
+  Tensor h = relu(x * 2.0 + 1.0) * x;
+  Tensor y = layer_norm(h, gamma, beta);
+  Executable once = g.compile(Device::cpu(), {{x, {{s, 16}, DType::f32}}}, {y}, {}, kOnce);
+  for (int64_t n : {5, 2}) {
+    const TensorData vx = ramp({n, 16}, 0.3);
+    Executable fixed = g.compile(Device::cpu(), {{x, vx.type()}}, {y});
+    for (const char* op : {"fused_elementwise", "fused_reduce", "reduce_", " add", " mul", " relu"}) {
+      EXPECT_EQ(testing::count(once.to_string(), op), testing::count(fixed.to_string(), op))
+          << op << "\nsymbolic:\n" << once.to_string() << "\nfixed:\n" << fixed.to_string();
+    }
+    testing::expect_all_near(fixed.run({vx}), once.run({vx}), 1e-6);
+  }
+  EXPECT_GE(testing::count(once.to_string(), "fused_elementwise"), 1) << once.to_string();
+}
+
+}  // namespace
+}  // namespace tg
