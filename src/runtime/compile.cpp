@@ -180,6 +180,7 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
   // Backends that fuse (CUDA; any with TG_FUSION=1) also get branch inlining and CSE.
   const bool fuse = env::fusion_override().value_or(backend.fuses_elementwise());
   if (fuse) passes::inline_constant_branches(*g, roots, root_ops, feeds);
+  if (fuse && env::branch_select()) passes::select_cheap_branches(*g, roots, root_ops, feeds);
   passes::infer_types(*g);
   passes::simplify(*g, roots, root_ops, feeds, evaluate_on_cpu);
   if (layout_pass_pays(*g, device) && passes::convert_to_channels_last(*g, roots, root_ops, feeds)) {
