@@ -97,23 +97,21 @@ std::string harness(const std::string& id, const FusedProgramSource& prog, const
         k, O, rounded16 ? 1e-2 : 1e-5);
   }
   h += compare;
-  // The launch whose last block finishes the split sums (fused_reduce_kernel's choice when
-  // O * lanes <= kThreads): the same outputs bit for bit, and the counter back at zero.
-  const int lanes = pow2_ceil(l.splits, kFinishThreads / 32);
-  if (l.splits > 1 && O * lanes <= kThreads) {
-    for (size_t k = 0; k < nout; ++k) h += fmt::format("  const std::vector<{0}> first{1} = y{1};\n  std::fill(y{1}.begin(), y{1}.end(), {0}{{}});\n", device_type(prog.outputs[k]), k);
+  // The launch whose last block finishes the split sums (fused_reduce_kernel's choice for few
+  // outputs; the finish kernel is checked above): the outputs within the same tolerance, and the
+  // counter back at zero.
+  const bool last_block = finishes_in_last_block(O, l.splits);
+  if (last_block) {
+    for (size_t k = 0; k < nout; ++k) h += fmt::format("  std::fill(y{0}.begin(), y{0}.end(), {1}{{}});\n", k, device_type(prog.outputs[k]));
     h += "  unsigned cnt = 0;\n";
     h += fmt::format("  tg_emu::launch(dim3({}, {}), dim3({}, {}), [&] {{ tg_fr_32({}d, &cnt); }});\n", l.blocks,
                      l.splits, l.block.x, l.block.y, args);
     h += "  if (cnt != 0) { ++bad; std::printf(\"last block: counter %u after the launch\\n\", cnt); }\n";
-    for (size_t k = 0; k < nout; ++k) {
-      h += fmt::format("  if (std::memcmp(first{0}.data(), y{0}.data(), y{0}.size() * sizeof(y{0}[0])) != 0) {{ ++bad; "
-                       "std::printf(\"last block: output {0} differs from the finish kernel's\\n\"); }}\n", k);
-    }
+    h += compare;
   }
   h += fmt::format("  std::printf(\"k{}: %s (mode {} vec {} block {}x{} grid {}x{}, {} outputs{})\\n\", bad ? \"MISMATCH\" : \"ok\");\n",
                    id, pl.mode, pl.vec, l.block.x, l.block.y, l.blocks, l.splits, nout,
-                   l.splits > 1 && O * lanes <= kThreads ? ", last-block finish too" : "");
+                   last_block ? ", last-block finish too" : "");
   h += "  return bad ? 1 : 0;\n}\n";
   return h;
 }
@@ -162,8 +160,8 @@ std::vector<std::string> normalize_graph(const Shape& shape, const Shape& scale_
 
 /// --selftest: the fused reductions of NHWC statistics (40 channels: vector loads, a partial
 /// block of outputs; f32 and bf16 with 128 splits, so the finish kernel's lanes run their unrolled
-/// loop; f16 with 8), of NCHW ones (row mode, 4 splits) and of a whole vector (32 splits); the
-/// last two also through the last-block finish. Written for run.sh.
+/// loop; f16 with 8), of NCHW ones (row mode, 4 splits) and of a whole vector (4 splits, also
+/// through the last-block finish). Written for run.sh.
 void selftest(const std::string& out_dir) {
   struct Case {
     std::string name;
@@ -175,9 +173,9 @@ void selftest(const std::string& out_dir) {
                         {"nhwc_bf16", {32, 32, 32, 40}, {40}, DType::bf16, {0, 1, 2}},
                         {"nhwc_f16", {8, 16, 16, 40}, {40}, DType::f16, {0, 1, 2}},
                         {"nchw_f32", {16, 12, 32, 32}, {12, 1, 1}, DType::f32, {0, 2, 3}},
-                        // A full reduction (one output, 32 splits): the last-block finish of a
-                        // loop condition such as mean(y) > t.
-                        {"full_f32", {131072}, {1}, DType::f32, {0}}};
+                        // A full reduction (one output, 4 splits): the last-block finish of a
+                        // loop condition such as mean(y) > t (small: the emulation is slow).
+                        {"full_f32", {16384}, {1}, DType::f32, {0}}};
   for (const Case& c : cases) {
     const std::vector<std::string> lines = normalize_graph(c.shape, c.scale, c.dtype, c.axes);
     int count = 0;

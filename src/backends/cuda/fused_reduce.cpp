@@ -26,15 +26,16 @@
 //     layout allows (vector_width: 16-bit data of 64 channels would otherwise load 64 bytes a warp).
 // A thread loads kUnroll elements before using them (memory-level parallelism), same order.
 // blockIdx.x strides over output groups; gridDim.y splits r so that the grid has ~8 blocks per SM
-// while each thread still runs >= ~16 iterations. With one split the block stores the outputs;
-// otherwise it writes partials [split][O] (accumulator type) to scratch, and when O times the
-// finish's split lanes fits a block (full reductions: a loop's mean(y) > t) the last block to
-// finish sums them (a counter: atomicAdd after a fence, set back to zero by that block; a recorded
-// launch owns a counter for good, an unrecorded one zeroes one in its workspace), else
-// tg_fr_finish does, both in the same fixed order: 32 outputs a block times up to 32 split lanes, kUnroll loads in flight a lane,
-// a tree over the lanes (a thread per output walking every split was latency-bound: ~95 us a call
-// at 1056 splits by the profile's times at two sizes, more than the main kernel's time at 64
-// channels). 32-bit index math when the shape has < 2^31 elements, else 64-bit.
+// while each thread still runs >= ~16 iterations (>= kUnroll for long sums of few outputs, whose
+// splits the last block finishes). With one split the block stores the outputs;
+// otherwise it writes partials [split][O] (accumulator type) to scratch, and for few outputs
+// (O <= 8: full reductions, a loop's mean(y) > t) the last block to finish sums them (a counter:
+// atomicAdd after a fence, set back to zero by that block; a recorded launch owns a counter for
+// good, an unrecorded one zeroes one in its workspace; up to 256 lanes an output), else
+// tg_fr_finish does, both in a fixed order: tg_fr_finish with 32 outputs a block times up to 32
+// split lanes, kUnroll loads in flight a lane, a tree over the lanes (a thread per output walking
+// every split was latency-bound: ~95 us a call at 1056 splits by the profile's times at two
+// sizes, more than the main kernel's time at 64 channels). 32-bit index math when the shape has < 2^31 elements, else 64-bit.
 // Zero-size: O == 0 launches nothing, R == 0 stores zeros.
 // Limits: 4 kept and 4 reduced merged dims; outputs' shared memory <= 48 KiB (24 f32/f64 sums);
 // no integer-division steps (the fusion pass never makes them): tg::Error(unsupported).
@@ -61,6 +62,7 @@ constexpr int kUnroll = 4;      // elements a thread loads before using them (4:
 constexpr int kFinishThreads = 1024;  // tg_fr_finish: 32 outputs times up to 32 split lanes
 constexpr int kBlocksPerSm = 8;  // target resident blocks (256 threads each) per SM
 constexpr size_t kMaxShared = 48 * 1024;
+constexpr int64_t kStreamedSum = 1 << 16;  // elements a sum from which few outputs split finer
 
 /// Mirrors of tg_fr_dims and tg_fr_st of the generated source, passed by value.
 struct Dims {
@@ -155,10 +157,12 @@ std::string block_reduce(const Plan& pl, size_t k, DType out) {
 }
 
 /// With a counter (tg_cnt, zero before the launch), the block that finishes last sums the
-/// partials into the outputs, as tg_fr_finish does (same lanes, loads and tree: the same sums bit
-/// for bit), in its outputs' shared arrays (O * lanes <= kThreads slots, checked by the launch),
-/// and sets the counter back to zero (a graph replays the launch with the same counter). Every
-/// block's partial stores are fenced before it counts itself; the last block reads them from L2.
+/// partials into the outputs as tg_fr_finish does (kUnroll loads in flight a lane, then a tree over
+/// the lanes, a fixed order), with as many power-of-two lanes an output as its outputs' shared
+/// arrays hold (O * lanes <= kThreads; up to 256 lanes for one output, so a lane reads a few
+/// partials), and sets the counter back to zero (a graph replays the launch with the same
+/// counter). Every block's partial stores are fenced before it counts itself; the last block
+/// reads them from L2.
 std::string last_block_finish(const FusedProgramSource& p) {
   const size_t nout = p.outputs.size();
   std::string s =
@@ -170,7 +174,7 @@ std::string last_block_finish(const FusedProgramSource& p) {
       "    if (tg_last) {\n      __threadfence();\n"
       "      const long long splits = gridDim.y, nslot = static_cast<long long>(O);\n"
       "      long long lanes = 1;\n";
-  s += fmt::format("      while (lanes < splits && lanes < {}) lanes *= 2;\n", kFinishThreads / 32);
+  s += fmt::format("      while (lanes < splits && 2 * lanes * nslot <= {}) lanes *= 2;\n", kThreads);
   s += "      const unsigned T = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;\n"
        "      for (long long slot = tid; slot < nslot * lanes; slot += T) {\n"
        "        const long long o = slot % nslot, lane = slot / nslot;\n";
@@ -503,8 +507,16 @@ struct Launch {
   int64_t splits = 1;  ///< gridDim.y
 };
 
+/// Whether the main kernel's last block finishes split sums (few outputs: O * 32 <= kThreads, so
+/// an output gets 32 or more lanes there), else tg_fr_finish does.
+bool finishes_in_last_block(int64_t O, int64_t splits) { return splits > 1 && O * 32 <= kThreads; }
+
 /// Block shape (see the top): row mode 32..256 r-lanes (>= ~16 elements each) times outputs;
-/// column mode up to 32 outputs times power-of-two r-lanes. Splits of r for ~kBlocksPerSm blocks per SM.
+/// column mode up to 32 outputs times power-of-two r-lanes. Splits of r for ~kBlocksPerSm blocks
+/// per SM, a thread summing >= 16 elements, or >= kUnroll when the outputs are few enough for the
+/// last block to finish them and a sum has >= kStreamedSum elements (a full sum of 2^20 floats:
+/// 1024 blocks instead of 256, so enough loads are in flight to stream the input; the last
+/// block's lanes then read ~4 partials each).
 Launch launch_shape(const Plan& pl, int64_t sms) {
   const int64_t O = pl.dims.O / pl.vec, R = pl.dims.R;  // column mode: output groups
   Launch l;
@@ -522,7 +534,8 @@ Launch launch_shape(const Plan& pl, int64_t sms) {
   }
   l.blocks = std::min<int64_t>((O + oc - 1) / oc, 65535LL * 32);
   if (l.blocks < kBlocksPerSm * sms) {
-    l.splits = std::clamp<int64_t>(std::min((kBlocksPerSm * sms + l.blocks - 1) / l.blocks, R / (rc * 16)), 1, 65535);
+    const int64_t per_thread = pl.dims.O * 32 <= kThreads && R >= kStreamedSum ? kUnroll : 16;
+    l.splits = std::clamp<int64_t>(std::min((kBlocksPerSm * sms + l.blocks - 1) / l.blocks, R / (rc * per_thread)), 1, 65535);
   }
   return l;
 }
@@ -603,10 +616,9 @@ void fused_reduce_kernel(KernelContext& ctx) {
   const Launch l = launch_shape(pl, dc.sm_count > 0 ? dc.sm_count : 132);
   const int64_t splits = l.splits;
 
-  // Split sums are finished by the main kernel's last block when few partials remain (one kernel),
-  // else by tg_fr_finish.
-  const int lanes = pow2_ceil(splits, kFinishThreads / 32);
-  const bool last_block = splits > 1 && O * lanes <= kThreads;
+  // Split sums of few outputs are finished by the main kernel's last block (one kernel), others by
+  // tg_fr_finish.
+  const bool last_block = finishes_in_last_block(O, splits);
   // Partials [splits][O] per output, 256-byte aligned, in the run's workspace (and the last
   // block's counter, unless a recorded launch gets its own).
   std::vector<void*> q(nout, nullptr);
@@ -654,6 +666,7 @@ void fused_reduce_kernel(KernelContext& ctx) {
     long long o_arg = O, s_arg = splits;
     fargs.push_back(&o_arg);
     fargs.push_back(&s_arg);
+    const int lanes = pow2_ceil(splits, kFinishThreads / 32);
     nvrtc::launch(e.finish, dim3(static_cast<unsigned>((O + 31) / 32)), dim3(32, lanes), fargs.data(), stream_of(ctx), op);
   }
 }
