@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string_view>
 
 namespace tg::env {
 
@@ -40,6 +41,11 @@ int loop_unroll() {
   if (v == nullptr || *v == 0) return 4;
   const int k = std::atoi(v);
   return k < 1 ? 1 : k > 8 ? 8 : k;
+}
+
+bool branch_select() {
+  const char* v = std::getenv("TG_BRANCH_SELECT");
+  return v == nullptr || std::string_view(v) != "0";
 }
 
 int64_t unroll_limit() {

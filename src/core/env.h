@@ -38,6 +38,10 @@ int loop_unroll();
 /// its trip count times its body's node count (constants and parameters aside) is at most this
 /// (default 8192; 0: never). Read at every recording.
 int64_t unroll_limit();
+/// TG_BRANCH_SELECT=0: every if_else stays a conditional branch (otherwise, on backends that fuse,
+/// an if_else of a few elementwise ops a branch and a bool predicate becomes a select of both
+/// sides: passes::select_cheap_branches). Read at every compile.
+bool branch_select();
 /// TG_DETERMINISTIC=1: every executable compiles as with CompileOptions::deterministic. Read at
 /// every compile.
 bool deterministic();

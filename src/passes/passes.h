@@ -54,6 +54,15 @@ bool fold_constants(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<
 bool inline_constant_branches(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
                               std::vector<int>& keep);
 
+/// Cheap branches as selects (passes/select_branches.cpp), on backends that fuse, before
+/// infer_types: an if_else whose predicate is a one-element bool and whose two branches hold at
+/// most 16 fusible elementwise ops each (no control inputs, no integer division) becomes both
+/// branches inlined and select(reshape(predicate, []), then, else) per result; the values are the
+/// taken branch's, computed by the same ops. Region bodies too. Then dead-code elimination.
+/// Remaps `roots`, `root_ops`, `keep`; true when it rewrote an if_else.
+bool select_cheap_branches(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                           std::vector<int>& keep);
+
 /// Common-subexpression elimination (passes/cse.cpp) of pure nodes without regions whose
 /// attributes compare exactly (small constants, fills, elementwise, reductions, views, casts,
 /// variable values): a node is replaced by an earlier equal one whose control inputs are among its

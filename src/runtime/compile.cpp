@@ -193,6 +193,7 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
   // Backends that fuse (CUDA; any with TG_FUSION=1) also get branch inlining and CSE.
   const bool fuse = env::fusion_override().value_or(backend.fuses_elementwise());
   if (fuse) passes::inline_constant_branches(*g, roots, root_ops, feeds);
+  if (fuse && env::branch_select()) passes::select_cheap_branches(*g, roots, root_ops, feeds);
   bool varying = false;
   for (int f : feeds) varying = varying || !is_static(g->node(f).outputs[0].shape);
   // Symbolic feeds: inference unifies the symbols that must name one size (symbols.h).

@@ -257,9 +257,9 @@ void RunState::record_for(const ir::Node& node, std::span<const TensorData> inpu
   const std::span<const TensorData> captures = inputs.subspan(1 + k);
   std::vector<TensorData> values(inputs.begin() + 1, inputs.begin() + 1 + static_cast<ptrdiff_t>(k));
   const ir::Region& region = node.regions[0];
-  auto iterate = [&](const TensorData& index, std::vector<TensorData> vals) {
+  auto iterate = [&](const TensorData& index, std::vector<TensorData> vals, std::span<const TensorData> dests = {}) {
     vals.insert(vals.begin(), index);
-    return run_region(region, joined(std::move(vals), captures));
+    return run_region(region, joined(std::move(vals), captures), dests);
   };
   // An index scalar per slot of `indices` (16 bytes apart).
   auto index_at = [&](const TensorData& indices, int64_t j) {
@@ -326,8 +326,13 @@ void RunState::record_for(const ir::Node& node, std::span<const TensorData> inpu
     next.index_count = static_cast<int>(copies);
     next.index_base = static_cast<int32_t>(rest);
     b.set_condition(handle, next, stream_);
+    // The last of several copies writes its results straight into the fixed buffers (it reads
+    // the previous copy's, never them): copy_values then copies only what it could not write.
     std::vector<TensorData> vals = carried;
-    for (int64_t j = 0; j < copies; ++j) vals = iterate(index_at(indices, j), std::move(vals));
+    for (int64_t j = 0; j < copies; ++j) {
+      const bool into = copies > 1 && j + 1 == copies;
+      vals = iterate(index_at(indices, j), std::move(vals), into ? std::span<const TensorData>(carried) : std::span<const TensorData>());
+    }
     copy_values(carried, vals);
     settle_variables(pinned);
   });
@@ -346,7 +351,9 @@ void RunState::record_while(const ir::Node& node, std::span<const TensorData> in
     require_one_element(r[0], "while_loop", "the condition");
     return r;
   };
-  auto run_after = [&](std::vector<TensorData> vals) { return run_region(after, joined(std::move(vals), captures)); };
+  auto run_after = [&](std::vector<TensorData> vals, std::span<const TensorData> dests = {}) {
+    return run_region(after, joined(std::move(vals), captures), dests);
+  };
 
   std::vector<TensorData> first = run_before(std::vector<TensorData>(inputs.begin(), inputs.begin() + static_cast<ptrdiff_t>(k)));
   const Pinned pinned = pin_variables(node);  // after the first `before`: the body reads them there
@@ -389,9 +396,18 @@ void RunState::record_while(const ir::Node& node, std::span<const TensorData> in
       state[v].dst = const_cast<void*>(passed[v].storage_ptr());
       state[v].bytes = passed[v].nbytes();
     }
+    // The last iteration writes `after`'s results straight into the fixed buffers where `before`
+    // passes them on unchanged: when the loop goes on, the select kernel then copies nothing.
+    std::vector<TensorData> last_dests;
+    for (size_t v = 0; v < passed.size(); ++v) {
+      const bool through = param_of(before, before.results[1 + v]) == static_cast<int>(v) &&
+                           before.body->node(before.results[1 + v].node).kind == ir::OpKind::placeholder;
+      last_dests.push_back(through ? passed[v] : fresh(passed[v].type()));
+    }
     std::vector<TensorData> vals = passed;
     for (int j = 0; j < unroll; ++j) {
-      std::vector<TensorData> r = run_before(run_after(vals));
+      std::vector<TensorData> r =
+          run_before(run_after(vals, j + 1 == unroll ? std::span<const TensorData>(last_dests) : std::span<const TensorData>()));
       conds.push_back(r[0].storage_ptr());
       vals.assign(r.begin() + 1, r.end());
       for (size_t v = 0; v < passed.size(); ++v) {

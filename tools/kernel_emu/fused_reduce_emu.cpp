@@ -57,8 +57,8 @@ std::string harness(const std::string& id, const FusedProgramSource& prog, const
   for (size_t m = 0; m < n; ++m) {
     if (pl.kinds[m] != 's') args += fmt::format("s{}, ", m);
   }
-  h += fmt::format("  tg_emu::launch(dim3({}, {}), dim3({}, {}), [&] {{ tg_fr_32({}d); }});\n", l.blocks, l.splits,
-                   l.block.x, l.block.y, args);
+  h += fmt::format("  tg_emu::launch(dim3({}, {}), dim3({}, {}), [&] {{ tg_fr_32({}d, nullptr); }});\n", l.blocks,
+                   l.splits, l.block.x, l.block.y, args);
   if (l.splits > 1) {
     std::string fargs;
     for (size_t k = 0; k < nout; ++k) fargs += fmt::format("y{}.data(), ", k);
@@ -84,10 +84,11 @@ std::string harness(const std::string& id, const FusedProgramSource& prog, const
   h += call + "nullptr);\n";
   for (size_t k = 0; k < nout; ++k) h += fmt::format("    ref{0}[o] += static_cast<double>(tg_dev::cv(f.o{0}));\n", k);
   h += "  }\n  int bad = 0;\n";
+  std::string compare;
   for (size_t k = 0; k < nout; ++k) {
     // The kernel rounds its sum once to the output dtype; the sums' order differs.
     const bool rounded16 = prog.outputs[k] == DType::f16 || prog.outputs[k] == DType::bf16;
-    h += fmt::format(
+    compare += fmt::format(
         "  for (long long o = 0; o < {1}; ++o) {{\n"
         "    const double got = tg_dev::cv(y{0}[o]), want = ref{0}[o];\n"
         "    if (!(std::fabs(got - want) <= {2} * (1 + std::fabs(want))) && !(got != got && want != want)) {{\n"
@@ -95,8 +96,22 @@ std::string harness(const std::string& id, const FusedProgramSource& prog, const
         "    }}\n  }}\n",
         k, O, rounded16 ? 1e-2 : 1e-5);
   }
-  h += fmt::format("  std::printf(\"k{}: %s (mode {} vec {} block {}x{} grid {}x{}, {} outputs)\\n\", bad ? \"MISMATCH\" : \"ok\");\n",
-                   id, pl.mode, pl.vec, l.block.x, l.block.y, l.blocks, l.splits, nout);
+  h += compare;
+  // The launch whose last block finishes the split sums (fused_reduce_kernel's choice for few
+  // outputs; the finish kernel is checked above): the outputs within the same tolerance, and the
+  // counter back at zero.
+  const bool last_block = finishes_in_last_block(O, l.splits);
+  if (last_block) {
+    for (size_t k = 0; k < nout; ++k) h += fmt::format("  std::fill(y{0}.begin(), y{0}.end(), {1}{{}});\n", k, device_type(prog.outputs[k]));
+    h += "  unsigned cnt = 0;\n";
+    h += fmt::format("  tg_emu::launch(dim3({}, {}), dim3({}, {}), [&] {{ tg_fr_32({}d, &cnt); }});\n", l.blocks,
+                     l.splits, l.block.x, l.block.y, args);
+    h += "  if (cnt != 0) { ++bad; std::printf(\"last block: counter %u after the launch\\n\", cnt); }\n";
+    h += compare;
+  }
+  h += fmt::format("  std::printf(\"k{}: %s (mode {} vec {} block {}x{} grid {}x{}, {} outputs{})\\n\", bad ? \"MISMATCH\" : \"ok\");\n",
+                   id, pl.mode, pl.vec, l.block.x, l.block.y, l.blocks, l.splits, nout,
+                   last_block ? ", last-block finish too" : "");
   h += "  return bad ? 1 : 0;\n}\n";
   return h;
 }
@@ -145,7 +160,8 @@ std::vector<std::string> normalize_graph(const Shape& shape, const Shape& scale_
 
 /// --selftest: the fused reductions of NHWC statistics (40 channels: vector loads, a partial
 /// block of outputs; f32 and bf16 with 128 splits, so the finish kernel's lanes run their unrolled
-/// loop; f16 with 8) and of NCHW ones (row mode, 4 splits), written for run.sh.
+/// loop; f16 with 8), of NCHW ones (row mode, 4 splits) and of a whole vector (4 splits, also
+/// through the last-block finish). Written for run.sh.
 void selftest(const std::string& out_dir) {
   struct Case {
     std::string name;
@@ -156,7 +172,10 @@ void selftest(const std::string& out_dir) {
   const Case cases[] = {{"nhwc_f32", {16, 32, 32, 40}, {40}, DType::f32, {0, 1, 2}},
                         {"nhwc_bf16", {32, 32, 32, 40}, {40}, DType::bf16, {0, 1, 2}},
                         {"nhwc_f16", {8, 16, 16, 40}, {40}, DType::f16, {0, 1, 2}},
-                        {"nchw_f32", {16, 12, 32, 32}, {12, 1, 1}, DType::f32, {0, 2, 3}}};
+                        {"nchw_f32", {16, 12, 32, 32}, {12, 1, 1}, DType::f32, {0, 2, 3}},
+                        // A full reduction (one output, 4 splits): the last-block finish of a
+                        // loop condition such as mean(y) > t (small: the emulation is slow).
+                        {"full_f32", {16384}, {1}, DType::f32, {0}}};
   for (const Case& c : cases) {
     const std::vector<std::string> lines = normalize_graph(c.shape, c.scale, c.dtype, c.axes);
     int count = 0;

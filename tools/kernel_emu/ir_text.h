@@ -70,6 +70,7 @@ inline ir::FusedAttrs fused_attrs(const std::string& l) {
   attrs.keep_dims = l.find("keep_dims=true") != std::string::npos;
   static const std::regex step(R"((\w+)\(([\d,]*)\):(\w+))");
   for (const std::string& s : split(field(l, "steps", '{', '}'), "; ")) {
+    if (s.empty()) continue;  // steps={}: an identity program (a plain sum)
     std::smatch m;
     ir::FusedStep st;
     if (!std::regex_match(s, m, step) || !ir::op_kind_from_name(m[1].str(), &st.kind)) {

@@ -8,6 +8,7 @@
 // software) and `-include shim.h`; see tools/kernel_emu/README.md.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -72,6 +73,12 @@ inline void launch(dim3 grid, dim3 block, const std::function<void()>& body) {
 }  // namespace tg_emu
 
 inline void __syncthreads() { tg_emu::block_barrier->arrive_and_wait(); }
+// A block's threads are OS threads (real atomics); blocks run one after another (fences order
+// nothing more).
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+template <class T>
+inline T __ldcg(const T* p) { return *p; }
 inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
 inline unsigned __umulhi(unsigned a, unsigned b) { return static_cast<unsigned>((uint64_t{a} * b) >> 32); }

@@ -6,7 +6,8 @@
 // fused_elementwise does) and adds each output value o<k> to its sum, so sibling sums (a batch
 // norm's sum(x) and sum(x*x)) share the loads. Sums accumulate as reduce_sum's (f32 and f64 in
 // double, f16/bf16 in float) and are rounded once to the output dtype (floating dtypes only). The
-// combination order is fixed by the shapes and the device's SM count: no atomics, deterministic.
+// combination order is fixed by the shapes and the device's SM count: deterministic (the one
+// atomic only elects the block that finishes).
 //
 // Host planning: per input, element strides over the shape (0 on broadcast dims); size-1 dims
 // dropped, adjacent dims merged when both are reduced or both kept and every input's strides allow
@@ -25,12 +26,16 @@
 //     layout allows (vector_width: 16-bit data of 64 channels would otherwise load 64 bytes a warp).
 // A thread loads kUnroll elements before using them (memory-level parallelism), same order.
 // blockIdx.x strides over output groups; gridDim.y splits r so that the grid has ~8 blocks per SM
-// while each thread still runs >= ~16 iterations. With one split the block stores the outputs;
-// otherwise it writes partials [split][O] (accumulator type) to scratch and tg_fr_finish sums them
-// in a fixed order: 32 outputs a block times up to 32 split lanes, kUnroll loads in flight a lane,
-// a tree over the lanes (a thread per output walking every split was latency-bound: ~95 us a call
-// at 1056 splits by the profile's times at two sizes, more than the main kernel's time at 64
-// channels). 32-bit index math when the shape has < 2^31 elements, else 64-bit.
+// while each thread still runs >= ~16 iterations (>= kUnroll for long sums of few outputs, whose
+// splits the last block finishes). With one split the block stores the outputs;
+// otherwise it writes partials [split][O] (accumulator type) to scratch, and for few outputs
+// (O <= 8: full reductions, a loop's mean(y) > t) the last block to finish sums them (a counter:
+// atomicAdd after a fence, set back to zero by that block; a recorded launch owns a counter for
+// good, an unrecorded one zeroes one in its workspace; up to 256 lanes an output), else
+// tg_fr_finish does, both in a fixed order: tg_fr_finish with 32 outputs a block times up to 32
+// split lanes, kUnroll loads in flight a lane, a tree over the lanes (a thread per output walking
+// every split was latency-bound: ~95 us a call at 1056 splits by the profile's times at two
+// sizes, more than the main kernel's time at 64 channels). 32-bit index math when the shape has < 2^31 elements, else 64-bit.
 // Zero-size: O == 0 launches nothing, R == 0 stores zeros.
 // Limits: 4 kept and 4 reduced merged dims; outputs' shared memory <= 48 KiB (24 f32/f64 sums);
 // no integer-division steps (the fusion pass never makes them): tg::Error(unsupported).
@@ -57,6 +62,7 @@ constexpr int kUnroll = 4;      // elements a thread loads before using them (4:
 constexpr int kFinishThreads = 1024;  // tg_fr_finish: 32 outputs times up to 32 split lanes
 constexpr int kBlocksPerSm = 8;  // target resident blocks (256 threads each) per SM
 constexpr size_t kMaxShared = 48 * 1024;
+constexpr int64_t kStreamedSum = 1 << 16;  // elements a sum from which few outputs split finer
 
 /// Mirrors of tg_fr_dims and tg_fr_st of the generated source, passed by value.
 struct Dims {
@@ -107,6 +113,7 @@ std::string param_list(const FusedProgramSource& p, std::span<const DType> in, c
     if (pl.kinds[m] != 's') add(fmt::format("const tg_fr_st{} s{}", ref, m), fmt::format("s{}", m));
   }
   add(fmt::format("const tg_fr_dims{} d", ref), "d");
+  add("unsigned int* __restrict__ tg_cnt", "tg_cnt");
   *args = a;
   return s;
 }
@@ -146,6 +153,52 @@ std::string block_reduce(const Plan& pl, size_t k, DType out) {
     s += "      {\n" + store + "      }\n    }\n";
     if (j + 1 < pl.vec) s += "    __syncthreads();\n";  // before the slot is written again
   }
+  return s;
+}
+
+/// With a counter (tg_cnt, zero before the launch), the block that finishes last sums the
+/// partials into the outputs as tg_fr_finish does (kUnroll loads in flight a lane, then a tree over
+/// the lanes, a fixed order), with as many power-of-two lanes an output as its outputs' shared
+/// arrays hold (O * lanes <= kThreads; up to 256 lanes for one output, so a lane reads a few
+/// partials), and sets the counter back to zero (a graph replays the launch with the same
+/// counter). Every block's partial stores are fenced before it counts itself; the last block
+/// reads them from L2.
+std::string last_block_finish(const FusedProgramSource& p) {
+  const size_t nout = p.outputs.size();
+  std::string s =
+      "  if (tg_cnt != nullptr) {  // the last block to finish sums the partials\n"
+      "    __shared__ unsigned int tg_last;\n"
+      "    __threadfence();\n    __syncthreads();\n"
+      "    if (threadIdx.x == 0 && threadIdx.y == 0) tg_last = atomicAdd(tg_cnt, 1u) + 1u == gridDim.x * gridDim.y;\n"
+      "    __syncthreads();\n"
+      "    if (tg_last) {\n      __threadfence();\n"
+      "      const long long splits = gridDim.y, nslot = static_cast<long long>(O);\n"
+      "      long long lanes = 1;\n";
+  s += fmt::format("      while (lanes < splits && 2 * lanes * nslot <= {}) lanes *= 2;\n", kThreads);
+  s += "      const unsigned T = blockDim.x * blockDim.y, tid = threadIdx.y * blockDim.x + threadIdx.x;\n"
+       "      for (long long slot = tid; slot < nslot * lanes; slot += T) {\n"
+       "        const long long o = slot % nslot, lane = slot / nslot;\n";
+  for (size_t k = 0; k < nout; ++k) {
+    const char* acc = acc_type(p.outputs[k]);
+    s += "        {\n";
+    for (int u = 0; u < kUnroll; ++u) s += fmt::format("          {} w{} = 0;\n", acc, u);
+    s += "          long long j = lane;\n";
+    s += fmt::format("          for (; j + {} * lanes < splits; j += {} * lanes) {{\n", kUnroll - 1, kUnroll);
+    for (int u = 0; u < kUnroll; ++u) s += fmt::format("            w{0} += __ldcg(&q{1}[(j + {0} * lanes) * nslot + o]);\n", u, k);
+    s += fmt::format("          }}\n          for (; j < splits; j += lanes) w0 += __ldcg(&q{}[j * nslot + o]);\n", k);
+    s += fmt::format("          tg_sh{}[slot] = (w0 + w1) + (w2 + w3);\n        }}\n", k);
+  }
+  s += "      }\n      __syncthreads();\n"
+       "      for (long long h = lanes >> 1; h > 0; h >>= 1) {\n"
+       "        for (long long slot = tid; slot < nslot * h; slot += T) {\n";
+  for (size_t k = 0; k < nout; ++k) s += fmt::format("          tg_sh{0}[slot] += tg_sh{0}[slot + h * nslot];\n", k);
+  s += "        }\n        __syncthreads();\n      }\n"
+       "      for (long long o = tid; o < nslot; o += T) {\n";
+  for (size_t k = 0; k < nout; ++k) {
+    s += fmt::format("        y{0}[o] = tg_dev::st<{1}>(static_cast<{2}>(tg_sh{0}[o]));\n", k, device_type(p.outputs[k]),
+                     compute_type(p.outputs[k]));
+  }
+  s += "      }\n      if (tid == 0) *tg_cnt = 0u;\n    }\n  }\n";
   return s;
 }
 
@@ -272,7 +325,9 @@ std::string reduce_source(const FusedProgramSource& p, std::span<const DType> in
   src += "      for (; r < R; r += step) {\n" + loads("") + accumulate("") + advance;
   src += "      }\n    }\n";
   for (size_t k = 0; k < nout; ++k) src += block_reduce(pl, k, p.outputs[k]);
-  src += "    __syncthreads();\n  }\n}\n\n";
+  src += "    __syncthreads();\n  }\n";
+  src += last_block_finish(p);
+  src += "}\n\n";
   // Entry points by index type: 32-bit when the shape has < 2^31 elements.
   const std::pair<const char*, const char*> entries[] = {{"tg_fr_32", "unsigned int"}, {"tg_fr_64", "long long"}};
   for (const auto& [name, index] : entries) {
@@ -452,8 +507,16 @@ struct Launch {
   int64_t splits = 1;  ///< gridDim.y
 };
 
+/// Whether the main kernel's last block finishes split sums (few outputs: O * 32 <= kThreads, so
+/// an output gets 32 or more lanes there), else tg_fr_finish does.
+bool finishes_in_last_block(int64_t O, int64_t splits) { return splits > 1 && O * 32 <= kThreads; }
+
 /// Block shape (see the top): row mode 32..256 r-lanes (>= ~16 elements each) times outputs;
-/// column mode up to 32 outputs times power-of-two r-lanes. Splits of r for ~kBlocksPerSm blocks per SM.
+/// column mode up to 32 outputs times power-of-two r-lanes. Splits of r for ~kBlocksPerSm blocks
+/// per SM, a thread summing >= 16 elements, or >= kUnroll when the outputs are few enough for the
+/// last block to finish them and a sum has >= kStreamedSum elements (a full sum of 2^20 floats:
+/// 1024 blocks instead of 256, so enough loads are in flight to stream the input; the last
+/// block's lanes then read ~4 partials each).
 Launch launch_shape(const Plan& pl, int64_t sms) {
   const int64_t O = pl.dims.O / pl.vec, R = pl.dims.R;  // column mode: output groups
   Launch l;
@@ -471,9 +534,34 @@ Launch launch_shape(const Plan& pl, int64_t sms) {
   }
   l.blocks = std::min<int64_t>((O + oc - 1) / oc, 65535LL * 32);
   if (l.blocks < kBlocksPerSm * sms) {
-    l.splits = std::clamp<int64_t>(std::min((kBlocksPerSm * sms + l.blocks - 1) / l.blocks, R / (rc * 16)), 1, 65535);
+    const int64_t per_thread = pl.dims.O * 32 <= kThreads && R >= kStreamedSum ? kUnroll : 16;
+    l.splits = std::clamp<int64_t>(std::min((kBlocksPerSm * sms + l.blocks - 1) / l.blocks, R / (rc * per_thread)), 1, 65535);
   }
   return l;
+}
+
+/// A counter of a recorded launch's last block: zero, and set back to zero by every execution,
+/// so each recorded kernel node owns one for good (replays of one graph never overlap). From a
+/// per-device slab of kCounters; null when the slab is used up (the launch then zeroes one in
+/// its workspace, one memset node more).
+constexpr size_t kCounters = 1 << 18;
+unsigned int* recorded_counter(DeviceContext& dc, std::string_view op) {
+  struct Slab {
+    unsigned int* base = nullptr;
+    size_t used = 0;
+  };
+  static std::mutex mu;
+  static auto* slabs = new std::unordered_map<int, Slab>();
+  std::lock_guard lock(mu);
+  Slab& s = (*slabs)[dc.device];
+  if (s.base == nullptr) {
+    // A recording captures in relaxed mode, which allows the allocation; the memset runs on the
+    // legacy stream, which the (non-blocking) capturing streams do not wait for.
+    check(cudaMalloc(&s.base, kCounters * sizeof(unsigned int)), op, "cudaMalloc");
+    check(cudaMemset(s.base, 0, kCounters * sizeof(unsigned int)), op, "cudaMemset");
+    check(cudaStreamSynchronize(cudaStreamLegacy), op, "cudaStreamSynchronize");
+  }
+  return s.used < kCounters ? s.base + s.used++ : nullptr;
 }
 
 }  // namespace
@@ -528,8 +616,18 @@ void fused_reduce_kernel(KernelContext& ctx) {
   const Launch l = launch_shape(pl, dc.sm_count > 0 ? dc.sm_count : 132);
   const int64_t splits = l.splits;
 
-  // Partials [splits][O] per output, 256-byte aligned, in the run's workspace.
+  // Split sums of few outputs are finished by the main kernel's last block (one kernel), others by
+  // tg_fr_finish.
+  const bool last_block = finishes_in_last_block(O, splits);
+  // Partials [splits][O] per output, 256-byte aligned, in the run's workspace (and the last
+  // block's counter, unless a recorded launch gets its own).
   std::vector<void*> q(nout, nullptr);
+  unsigned int* counter = nullptr;
+  if (last_block) {
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    check(cudaStreamIsCapturing(stream_of(ctx), &capturing), op, "cudaStreamIsCapturing");
+    if (capturing == cudaStreamCaptureStatusActive) counter = recorded_counter(dc, op);
+  }
   if (splits > 1) {
     std::vector<size_t> offset(nout);
     size_t bytes = 0;
@@ -537,8 +635,13 @@ void fused_reduce_kernel(KernelContext& ctx) {
       offset[k] = bytes;
       bytes += (static_cast<size_t>(splits * O) * acc_size(prog.outputs[k]) + 255) / 256 * 256;
     }
-    char* scratch = static_cast<char*>(workspace_of(ctx, bytes));
+    const bool own_counter = last_block && counter == nullptr;
+    char* scratch = static_cast<char*>(workspace_of(ctx, bytes + (own_counter ? 256 : 0)));
     for (size_t k = 0; k < nout; ++k) q[k] = scratch + offset[k];
+    if (own_counter) {
+      counter = reinterpret_cast<unsigned int*>(scratch + bytes);
+      check(cudaMemsetAsync(counter, 0, sizeof(unsigned int), stream_of(ctx)), op, "cudaMemsetAsync");
+    }
   }
 
   // Arguments in param_list's order.
@@ -552,10 +655,11 @@ void fused_reduce_kernel(KernelContext& ctx) {
     if (pl.kinds[m] != 's') args.push_back(&pl.strides[m]);
   }
   args.push_back(&pl.dims);
+  args.push_back(&counter);
   const bool small = O * R < (int64_t{1} << 31);
   nvrtc::launch(small ? e.main32 : e.main64, dim3(static_cast<unsigned>(l.blocks), static_cast<unsigned>(splits)),
                 l.block, args.data(), stream_of(ctx), op);
-  if (splits > 1) {
+  if (splits > 1 && !last_block) {
     std::vector<void*> fargs;
     for (size_t k = 0; k < nout; ++k) fargs.push_back(&ptrs[k]);
     for (size_t k = 0; k < nout; ++k) fargs.push_back(&ptrs[nout + k]);

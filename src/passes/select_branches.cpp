@@ -1,0 +1,172 @@
+// Cheap branches as selects: an if_else whose two branches are a few elementwise ops (no side
+// effects, nothing that can fail on the device, no regions) and whose predicate is a one-element
+// bool becomes both branches inlined and one select per result:
+//   if_else(p, then: f(x), else: g(x))  ->  select(reshape(p, []), f(x), g(x))
+// Every element of a result is the taken branch's value computed by the same ops (a select never
+// mixes the two), so values do not change; what changes is the cost on a GPU: the IF node of a
+// recorded run costs ~9.5 us an execution on the H200 (CUDA 13.0, the control-flow benchmark's
+// forif against forsel), far more than computing both sides of an elementwise branch, which
+// elementwise fusion then folds into one kernel with the select and the predicate's small program.
+// Run on backends that fuse, before type inference (which checks the rewritten nodes); region
+// bodies too (an if_else in a loop body). TG_BRANCH_SELECT=0 keeps every if_else.
+#include <algorithm>
+
+#include "ir/regions.h"
+#include "passes/passes.h"
+
+namespace tg::passes {
+namespace {
+
+constexpr int kMaxBranchOps = 16;  // elementwise ops a branch may hold
+
+bool int_division(const ir::Node& n) {
+  const bool division = n.kind == ir::OpKind::div || n.kind == ir::OpKind::mod ||
+                        n.kind == ir::OpKind::floor_mod || n.kind == ir::OpKind::floor_div;
+  return division && !n.outputs.empty() && is_integer(n.outputs[0].dtype);
+}
+
+/// Whether every node of the branch is a parameter, a constant or a fusible elementwise op (at
+/// most kMaxBranchOps, no control inputs, no integer division: its device check could fail on
+/// the side not taken).
+bool cheap_branch(const ir::Region& r) {
+  int ops = 0;
+  for (const ir::Node& n : r.body->nodes()) {
+    if (n.kind == ir::OpKind::placeholder || n.kind == ir::OpKind::constant) continue;
+    if (!is_fusible_elementwise(n) || !n.control_inputs.empty() || int_division(n)) return false;
+    if (++ops > kMaxBranchOps) return false;
+  }
+  return true;
+}
+
+bool selectable(const ir::Graph& g, const ir::Node& n) {
+  if (n.kind != ir::OpKind::if_else || n.regions.size() != 2 || n.inputs.empty()) return false;
+  const TensorType& p = g.type(n.inputs[0]);
+  if (p.dtype != DType::bool_ || !is_static(p.shape) || num_elements(p.shape) != 1) return false;
+  for (const TensorType& t : n.outputs) {
+    if (!is_static(t.shape)) return false;
+  }
+  for (const ir::Region& r : n.regions) {
+    if (r.results.size() != n.outputs.size() || !cheap_branch(r)) return false;
+  }
+  return true;
+}
+
+void to_select(ir::Graph& g, int target, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+               std::vector<int>& keep) {
+  const ir::Node ifn = g.node(target);  // a copy: the node list is rebuilt below
+  const int n = g.size();
+  std::deque<ir::Node> out;
+  std::vector<int> remap(static_cast<size_t>(n), -1);  // outer node -> new node (not target)
+  auto outer = [&](ir::ValueRef v) { return ir::ValueRef{remap[static_cast<size_t>(v.node)], v.index}; };
+  for (int id = 0; id < target; ++id) {
+    ir::Node node = std::move(g.node(id));
+    node.id = static_cast<int>(out.size());
+    remap[static_cast<size_t>(id)] = node.id;
+    for (ir::ValueRef& in : node.inputs) in = outer(in);
+    for (int& c : node.control_inputs) c = remap[static_cast<size_t>(c)];
+    out.push_back(std::move(node));
+  }
+  std::vector<int> order_after;  // the if_else's control inputs order everything it becomes
+  for (int c : ifn.control_inputs) order_after.push_back(remap[static_cast<size_t>(c)]);
+  auto append = [&](ir::Node node) {
+    node.id = static_cast<int>(out.size());
+    for (int c : order_after) {
+      if (std::find(node.control_inputs.begin(), node.control_inputs.end(), c) == node.control_inputs.end()) {
+        node.control_inputs.push_back(c);
+      }
+    }
+    out.push_back(std::move(node));
+    return out.back().id;
+  };
+
+  // Both branches: parameters bound to the if_else's inputs, other nodes appended.
+  std::vector<ir::ValueRef> results[2];
+  for (size_t branch = 0; branch < 2; ++branch) {
+    const ir::Region& region = ifn.regions[branch];
+    const ir::Graph& body = *region.body;
+    std::vector<ir::ValueRef> param_value(static_cast<size_t>(body.size()), ir::ValueRef{-1, 0});
+    for (size_t p = 0; p < region.params.size(); ++p) {
+      const int src = ir::param_source(ifn, branch, p);
+      param_value[static_cast<size_t>(region.params[p])] = outer(ifn.inputs.at(static_cast<size_t>(src)));
+    }
+    std::vector<int> body_remap(static_cast<size_t>(body.size()), -1);
+    auto inner = [&](ir::ValueRef v) {
+      const ir::ValueRef pv = param_value[static_cast<size_t>(v.node)];
+      if (pv.node >= 0) return ir::ValueRef{pv.node, pv.index + v.index};
+      return ir::ValueRef{body_remap[static_cast<size_t>(v.node)], v.index};
+    };
+    for (const ir::Node& bn : body.nodes()) {
+      if (param_value[static_cast<size_t>(bn.id)].node >= 0) continue;
+      ir::Node node = bn;
+      for (ir::ValueRef& in : node.inputs) in = inner(in);
+      body_remap[static_cast<size_t>(bn.id)] = append(std::move(node));
+    }
+    for (const ir::ValueRef& r : region.results) results[branch].push_back(inner(r));
+  }
+
+  // The predicate as a scalar (a [1, 1] predicate would broadcast the results to a higher rank).
+  ir::ValueRef pred = outer(ifn.inputs[0]);
+  if (!out[static_cast<size_t>(pred.node)].outputs[static_cast<size_t>(pred.index)].shape.empty()) {
+    ir::Node r;
+    r.kind = ir::OpKind::reshape;
+    r.attrs = ir::ReshapeAttrs{Shape{}};
+    r.inputs = {pred};
+    r.outputs = {TensorType{Shape{}, DType::bool_}};
+    pred = ir::ValueRef{append(std::move(r)), 0};
+  }
+  std::vector<ir::ValueRef> selects;
+  std::vector<int> done;  // what a control edge on the if_else waits for
+  for (size_t i = 0; i < ifn.outputs.size(); ++i) {
+    ir::Node s;
+    s.kind = ir::OpKind::select;
+    s.inputs = {pred, results[0][i], results[1][i]};
+    s.outputs = {ifn.outputs[i]};
+    s.name = ifn.name;
+    selects.push_back(ir::ValueRef{append(std::move(s)), 0});
+    done.push_back(selects.back().node);
+  }
+
+  auto mapped = [&](ir::ValueRef v) { return v.node == target ? selects.at(static_cast<size_t>(v.index)) : outer(v); };
+  auto mapped_ops = [&](const std::vector<int>& ops) {
+    std::vector<int> r;
+    for (int c : ops) {
+      const std::vector<int> to = c == target ? done : std::vector<int>{remap[static_cast<size_t>(c)]};
+      for (int t : to) {
+        if (std::find(r.begin(), r.end(), t) == r.end()) r.push_back(t);
+      }
+    }
+    return r;
+  };
+  for (int id = target + 1; id < n; ++id) {
+    ir::Node node = std::move(g.node(id));
+    node.id = static_cast<int>(out.size());
+    remap[static_cast<size_t>(id)] = node.id;
+    for (ir::ValueRef& in : node.inputs) in = mapped(in);
+    node.control_inputs = mapped_ops(node.control_inputs);
+    out.push_back(std::move(node));
+  }
+  g.nodes() = std::move(out);
+  for (ir::ValueRef& r : roots) r = mapped(r);
+  root_ops = mapped_ops(root_ops);
+  for (int& k : keep) k = remap[static_cast<size_t>(k)];
+}
+
+}  // namespace
+
+bool select_cheap_branches(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                           std::vector<int>& keep) {
+  bool changed = run_on_region_bodies(g, select_cheap_branches);
+  for (bool again = true; again;) {
+    again = false;
+    for (const ir::Node& node : g.nodes()) {
+      if (!selectable(g, node)) continue;
+      to_select(g, node.id, roots, root_ops, keep);
+      changed = again = true;
+      break;
+    }
+  }
+  if (changed) eliminate_dead_code(g, roots, root_ops, keep);
+  return changed;
+}
+
+}  // namespace tg::passes
