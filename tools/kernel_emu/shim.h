@@ -8,6 +8,7 @@
 // software) and `-include shim.h`; see tools/kernel_emu/README.md.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -72,6 +73,19 @@ inline void launch(dim3 grid, dim3 block, const std::function<void()>& body) {
 }  // namespace tg_emu
 
 inline void __syncthreads() { tg_emu::block_barrier->arrive_and_wait(); }
+namespace tg_emu {
+inline std::atomic<int> or_flag{0};
+}
+/// __syncthreads, returning whether `p` was non-zero for any thread of the block.
+inline int __syncthreads_or(int p) {
+  __syncthreads();  // readers of the previous call are done
+  if (p) tg_emu::or_flag.store(1);
+  __syncthreads();
+  const int r = tg_emu::or_flag.load();
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0) tg_emu::or_flag.store(0);  // before anyone's next call
+  return r;
+}
 inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
 inline unsigned __umulhi(unsigned a, unsigned b) { return static_cast<unsigned>((uint64_t{a} * b) >> 32); }
