@@ -8,6 +8,11 @@
 //   gather_nd   [32, 256, 256, 16] by [32, 65536, 2] (y, x) pairs, batch_dims 1 (PyTorch:
 //               advanced indexing x[b, y, x])
 //   gather      1M rows of 64 floats from a 256 MB table (PyTorch: index_select)
+//   laplacian_const, stencil3d_const
+//               the same with the weights a graph constant: what a compiled
+//               `stencil(x, g.constant(w))` runs, the fused_stencil kernel with the weights
+//               folded into the code (passes/fuse_stencil.cpp; its zero taps skipped). PyTorch: the
+//               row without the suffix.
 //   lrn         sum of squares over a 5-channel window of [16, 64, 128, 128] NCHW: the window
 //               sum of x*x (tg::stencil, [5, 1, 1] window, zero boundary; PyTorch: avg_pool3d of
 //               the same squares, i.e. the sum / 5 in one kernel), on a tensor standing
@@ -21,7 +26,8 @@
 // rounds. Effective TB/s = (bytes the op must read once + bytes it writes) / time. Each row
 // also checks 4096 random outputs against a float64 evaluation on the host.
 //
-// Usage: tg_bench_stencil_cuda [--jobs laplacian,stencil3d,maxpool,gather_nd,gather,lrn] [--no-peer]
+// Usage: tg_bench_stencil_cuda [--jobs laplacian,laplacian_const,stencil3d,stencil3d_const,maxpool,gather_nd,
+//                               gather,lrn] [--no-peer] [--tiles "by,ry,rz,min_blocks;..."]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -48,9 +54,13 @@ using tg::Shape;
 using tg::TensorData;
 
 struct Args {
-  std::string jobs = "laplacian,stencil3d,maxpool,gather_nd,gather,lrn";
+  std::string jobs = "laplacian,laplacian_const,stencil3d,stencil3d_const,maxpool,gather_nd,gather,lrn";
   bool peer = true;
+  std::string tiles;  ///< --tiles "by,ry,rz,min_blocks;...": stencil rows also timed under each
 };
+
+/// Tile shapes (TG_STENCIL_TILE values) the stencil and max-pool rows are also timed under.
+std::vector<std::string> g_tiles;
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -58,6 +68,7 @@ Args parse(int argc, char** argv) {
   while (f.next()) {
     if (f.is("--jobs")) a.jobs = f.value();
     else if (f.is("--no-peer")) a.peer = false;
+    else if (f.is("--tiles")) a.tiles = f.value();
     else f.unknown();
   }
   return a;
@@ -154,6 +165,17 @@ double time_ms(KernelCall& call) {
   return tg::bench::median(rounds);
 }
 
+/// time_ms of the planner's tile shape, after printing the time under each of g_tiles (tuning:
+/// TG_STENCIL_TILE, read at each call; the generated kernels are cached per tile shape).
+double time_tiles(KernelCall& call) {
+  for (const std::string& t : g_tiles) {
+    setenv("TG_STENCIL_TILE", t.c_str(), 1);
+    std::printf("  tile %s: %.4f ms\n", t.c_str(), time_ms(call));
+  }
+  unsetenv("TG_STENCIL_TILE");
+  return time_ms(call);
+}
+
 /// Uniform floats in [-1, 1) on the GPU (Philox on the host, uploaded).
 TensorData device_uniform(Shape shape, uint64_t seed) {
   return TensorData::random_uniform(std::move(shape), -1.f, 1.f, seed).to(tg::Device::cuda(0));
@@ -226,7 +248,8 @@ double window_sum(const std::vector<float>& x, const Shape& xs, const Shape& ys,
   return acc;
 }
 
-Result stencil_job(BenchRun& run, Shape xs, Shape ws, std::vector<double> weights, tg::BoundaryMode mode) {
+Result stencil_job(BenchRun& run, Shape xs, Shape ws, std::vector<double> weights, tg::BoundaryMode mode,
+                   bool constant_weights = false) {
   const size_t k = ws.size();
   TensorData x = device_uniform(xs, 1);
   std::vector<float> wf(weights.begin(), weights.end());
@@ -243,8 +266,19 @@ Result stencil_job(BenchRun& run, Shape xs, Shape ws, std::vector<double> weight
   }
   d.boundary_mode = mode;
   KernelCall call = make_call(tg::ir::OpKind::stencil, d, {x, w}, {xs, DType::f32}, run);
+  if (constant_weights) {
+    tg::ir::FusedStencilAttrs f;
+    f.stencil = d;
+    f.window = ws;
+    f.weights = weights;
+    f.prologue.shape = xs;
+    f.prologue.outputs = {0};
+    f.epilogue.shape = xs;
+    f.epilogue.outputs = {0};
+    call = make_call(tg::ir::OpKind::fused_stencil, f, {x}, {xs, DType::f32}, run);
+  }
   Result r;
-  r.ms = time_ms(call);
+  r.ms = time_tiles(call);
   r.bytes = 2.0 * static_cast<double>(x.nbytes());
   const std::vector<float> xh = x.to(tg::Device::cpu()).to_vector<float>();
   r.mismatches = check_samples(call.outputs[0].to(tg::Device::cpu()), [&](int64_t i) {
@@ -265,7 +299,7 @@ Result maxpool_job(BenchRun& run) {
   d.data_layout = tg::Layout::nchw;
   KernelCall call = make_call(tg::ir::OpKind::max_pool2d, d, {x}, {xs, DType::f32}, run);
   Result r;
-  r.ms = time_ms(call);
+  r.ms = time_tiles(call);
   r.bytes = 2.0 * static_cast<double>(x.nbytes());
   const std::vector<float> xh = x.to(tg::Device::cpu()).to_vector<float>();
   r.mismatches = check_samples(call.outputs[0].to(tg::Device::cpu()), [&](int64_t i) {
@@ -345,6 +379,12 @@ std::map<std::string, double> peer_times(const std::string& out) {
 
 int main(int argc, char** argv) {
   Args a = parse(argc, argv);
+  {
+    std::stringstream ts(a.tiles);
+    for (std::string t; std::getline(ts, t, ';');) {
+      if (!t.empty()) g_tiles.push_back(t);
+    }
+  }
   if (tg::Device::cuda_device_count() == 0) {
     std::fprintf(stderr, "tg_bench_stencil_cuda: no CUDA GPU usable here\n");
     return 1;
@@ -358,13 +398,13 @@ int main(int argc, char** argv) {
     try {
       Result r;
       using B = tg::BoundaryMode;
-      if (job == "laplacian") {
-        r = stencil_job(run, {8192, 8192}, {3, 3}, {0, 1, 0, 1, -4, 1, 0, 1, 0}, B::reflect);
-      } else if (job == "stencil3d") {
+      if (job == "laplacian" || job == "laplacian_const") {
+        r = stencil_job(run, {8192, 8192}, {3, 3}, {0, 1, 0, 1, -4, 1, 0, 1, 0}, B::reflect, job != "laplacian");
+      } else if (job == "stencil3d" || job == "stencil3d_const") {
         std::vector<double> w(27, 0.0);
         for (int i : {4, 10, 12, 14, 16, 22}) w[static_cast<size_t>(i)] = 1;
         w[13] = -6;
-        r = stencil_job(run, {512, 512, 512}, {3, 3, 3}, w, B::zero);
+        r = stencil_job(run, {512, 512, 512}, {3, 3, 3}, w, B::zero, job != "stencil3d");
       } else if (job == "maxpool") {
         r = maxpool_job(run);
       } else if (job == "gather_nd") {
@@ -390,11 +430,22 @@ int main(int argc, char** argv) {
     }
   }
   if (!a.peer) return failures ? 1 : 0;
-  const std::map<std::string, double> peer = peer_times(python(a.jobs));
+  // The _const rows compare with PyTorch's row of the same job.
+  auto base = [](const std::string& job) {
+    const size_t at = job.find("_const");
+    return at == std::string::npos ? job : job.substr(0, at);
+  };
+  std::string peer_jobs;
+  for (const std::string& job : order) {
+    if (("," + peer_jobs + ",").find("," + base(job) + ",") == std::string::npos) {
+      peer_jobs += (peer_jobs.empty() ? "" : ",") + base(job);
+    }
+  }
+  const std::map<std::string, double> peer = peer_times(python(peer_jobs));
   std::printf("\n| job | tg ms | tg TB/s | PyTorch ms | PyTorch TB/s | PyTorch / tg |\n|---|---|---|---|---|---|\n");
   for (const std::string& job : order) {
     const Result& r = ours[job];
-    auto it = peer.find(job);
+    auto it = peer.find(base(job));
     const double p = it == peer.end() ? 0 : it->second;
     std::printf("| %s | %.4f | %.2f | %.4f | %.2f | %.2f |\n", job.c_str(), r.ms, r.bytes / (r.ms * 1e-3) / 1e12, p,
                 p > 0 ? r.bytes / (p * 1e-3) / 1e12 : 0.0, p > 0 ? p / r.ms : 0.0);

@@ -89,4 +89,71 @@ void run_fused_reduce_stepwise(KernelContext& ctx, const KernelTable& table) {
   }
 }
 
+namespace {
+
+// A fused_stencil stage (prologue or epilogue) on `args`: the value itself when it has no steps,
+// else the program run by run_fused_stepwise.
+TensorData run_stage(KernelContext& ctx, const KernelTable& table, const ir::FusedAttrs& program,
+                     std::vector<TensorData> args, DType dtype) {
+  if (program.steps.empty()) return std::move(args.at(0));
+  ir::Node p;
+  p.id = ctx.node.id;
+  p.kind = ir::OpKind::fused_elementwise;
+  p.attrs = program;
+  p.outputs = {TensorType{program.shape, dtype}};
+  p.name = ctx.node.name;
+  std::vector<TensorData> outs{TensorData(program.shape, dtype, ctx.device)};
+  KernelContext sub{p, args, outs, ctx.device, ctx.precision, ctx.run};
+  run_fused_stepwise(sub, table);
+  return std::move(outs[0]);
+}
+
+// Output dtype of `program` (one output) on values of `dtypes` (its inputs).
+DType stage_dtype(const ir::FusedAttrs& program, std::vector<DType> dtypes) {
+  for (const ir::FusedStep& s : program.steps) dtypes.push_back(s.dtype);
+  return dtypes.at(static_cast<size_t>(program.outputs.at(0)));
+}
+
+}  // namespace
+
+void run_fused_stencil_stepwise(KernelContext& ctx, const KernelTable& table) {
+  const auto& a = std::get<ir::FusedStencilAttrs>(ctx.node.attrs);
+  const size_t np = static_cast<size_t>(a.num_prologue_inputs), nw = a.weights.empty() ? 1 : 0;
+  std::vector<TensorData> pro(ctx.inputs.begin(), ctx.inputs.begin() + static_cast<std::ptrdiff_t>(np));
+  std::vector<DType> pro_types;
+  for (const TensorData& t : pro) pro_types.push_back(t.dtype());
+  const DType source_dtype = stage_dtype(a.prologue, pro_types);
+  TensorData source = run_stage(ctx, table, a.prologue, std::move(pro), source_dtype);
+  TensorData weights;
+  if (nw == 1) {
+    weights = ctx.inputs[np];
+  } else {
+    // Constant weights: exact in float64, cast to the source's (floating) dtype.
+    TensorData w64 = TensorData::from_vector<double>(a.weights, a.window).to(ctx.device);
+    weights = source_dtype == DType::f64
+                  ? w64
+                  : run_step(ctx, table, ir::FusedStep{ir::OpKind::cast, {0}, source_dtype}, {w64}, a.window);
+  }
+  // The stencil, then the epilogue on its result.
+  ir::Node st;
+  st.id = ctx.node.id;
+  st.kind = ir::OpKind::stencil;
+  st.attrs = a.stencil;
+  const bool arg = a.stencil.reduction == StencilReduction::argmin || a.stencil.reduction == StencilReduction::argmax;
+  const DType result_dtype = arg ? DType::i32 : source_dtype;
+  st.outputs = {TensorType{a.epilogue.shape, result_dtype}};
+  st.name = ctx.node.name;
+  std::vector<TensorData> st_args{source, weights};
+  std::vector<TensorData> st_outs{TensorData(a.epilogue.shape, result_dtype, ctx.device)};
+  KernelContext sub{st, st_args, st_outs, ctx.device, ctx.precision, ctx.run};
+  kernel_of(table, st.kind, ctx)(sub);
+  std::vector<TensorData> epi{std::move(st_outs[0])};
+  std::vector<DType> epi_types{result_dtype};
+  for (size_t i = np + nw; i < ctx.inputs.size(); ++i) {
+    epi.push_back(ctx.inputs[i]);
+    epi_types.push_back(ctx.inputs[i].dtype());
+  }
+  ctx.outputs[0] = run_stage(ctx, table, a.epilogue, std::move(epi), stage_dtype(a.epilogue, epi_types));
+}
+
 }  // namespace tg::backends

@@ -12,5 +12,9 @@ void run_fused_stepwise(KernelContext& ctx, const KernelTable& table);
 /// Runs ctx's fused_reduce node: the program as run_fused_stepwise, then `table`'s reduce_sum
 /// kernel on each output value.
 void run_fused_reduce_stepwise(KernelContext& ctx, const KernelTable& table);
+/// Runs ctx's fused_stencil node (ir::FusedStencilAttrs) stage by stage: the prologue as
+/// run_fused_stepwise, `table`'s stencil kernel (constant weights cast from float64 by its cast
+/// kernel), then the epilogue. Each stage's temporary is a new tensor on ctx.device.
+void run_fused_stencil_stepwise(KernelContext& ctx, const KernelTable& table);
 
 }  // namespace tg::backends

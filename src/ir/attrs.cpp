@@ -187,6 +187,13 @@ struct Printer {
     }
     return out;
   }
+  // "stencil={...}, window=[3,3], weights=[...], prologue={...}, epilogue={...}"
+  std::string operator()(const FusedStencilAttrs& a) const {
+    std::string out = fmt::format("stencil={{{}}}, window=[{}]", (*this)(a.stencil), fmt::join(a.window, ","));
+    if (!a.weights.empty()) out += fmt::format(", weights=[{}]", fmt::join(a.weights, ","));
+    return out + fmt::format(", prologue_inputs={}, prologue={{{}}}, epilogue={{{}}}", a.num_prologue_inputs,
+                             (*this)(a.prologue), (*this)(a.epilogue));
+  }
 };
 
 }  // namespace

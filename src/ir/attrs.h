@@ -90,6 +90,30 @@ struct FusedAttrs {
   bool keep_dims = false;            ///< fused_reduce only
 };
 
+/// Attributes of fused_stencil (passes/fuse_stencil.cpp): y = epilogue(stencil(prologue(...), w)),
+/// each stage with its own op's semantics (the stencil's source rounded to its dtype, the
+/// stencil's result rounded to its dtype before the epilogue reads it).
+/// Node inputs: the prologue's `num_prologue_inputs` inputs, then the weights (of shape `window`
+/// and the source's dtype) unless `weights` holds them, then the epilogue's other inputs.
+/// - prologue: a fused_elementwise program of shape prologue.shape (the stencil's source shape)
+///   with exactly one output, the stencil's source (no steps and outputs {0}: input 0 itself).
+///   Its inputs have that shape or one element.
+/// - stencil, window: the stencil's descriptor and window shape (the weights' shape).
+/// - weights: constant weights, row-major over `window`, as float64 (floating dtypes only, whose
+///   values float64 holds exactly); folded into the kernel, taps of weight +0 are skipped where
+///   that keeps the results (finite sources). Empty: the weights are a node input.
+/// - epilogue: a program of shape epilogue.shape (the stencil's result shape) with one output;
+///   program value 0 is the stencil's result, values 1.. the node's inputs after the weights (of
+///   that shape or one element), then the steps. No steps and outputs {0}: the result itself.
+struct FusedStencilAttrs {
+  StencilDesc stencil;
+  Shape window;
+  std::vector<double> weights;
+  int num_prologue_inputs = 1;
+  FusedAttrs prologue;
+  FusedAttrs epilogue;
+};
+
 /// Every attribute type a node can carry. Reduce/Gather/... reuse the public descriptor structs
 /// with axes normalized to non-negative values by the builder.
 using Attrs = std::variant<NoAttrs, ConstantAttrs, FillAttrs, IotaAttrs, RandomAttrs, VariableAttrs, CastAttrs,
@@ -97,7 +121,8 @@ using Attrs = std::variant<NoAttrs, ConstantAttrs, FillAttrs, IotaAttrs, RandomA
                            ConcatAttrs, ReverseAttrs, TileAttrs, ReduceDesc, ArgReduceDesc,
                            MatmulDesc, GatherDesc, GatherNdDesc, GatherElementsDesc, ScatterNdDesc,
                            ScatterElementsDesc, StencilDesc, Conv2dDesc, ConvBackwardAttrs,
-                           Pool2dDesc, RandomLikeAttrs, LoopAttrs, FusedAttrs>;
+                           Pool2dDesc, RandomLikeAttrs, LoopAttrs, FusedAttrs,
+                           FusedStencilAttrs>;
 
 /// "axes=[0,1], keep_dims=true" (empty for NoAttrs). Used by the printer and DOT export.
 std::string attrs_to_string(const Attrs& attrs);

@@ -62,32 +62,6 @@ Shape strip_leading_ones(const Shape& s) {
   return Shape(s.begin() + static_cast<std::ptrdiff_t>(k), s.end());
 }
 
-/// The program of a fused_elementwise / fused_reduce node, or of a single fusible elementwise
-/// node (one step); nullopt for other nodes.
-std::optional<Prog> program_of(const ir::Node& n) {
-  if (n.kind == ir::OpKind::fused_elementwise || n.kind == ir::OpKind::fused_reduce) {
-    return Prog{n.inputs, std::get<ir::FusedAttrs>(n.attrs)};
-  }
-  if (!is_fusible_elementwise(n)) return std::nullopt;
-  Prog p{n.inputs, {}};
-  p.attrs.shape = n.outputs[0].shape;
-  ir::FusedStep s{n.kind, {}, n.outputs[0].dtype};
-  for (int i = 0; i < p.num_inputs(); ++i) s.args.push_back(i);
-  p.attrs.steps.push_back(std::move(s));
-  p.attrs.outputs.push_back(p.num_inputs());
-  return p;
-}
-
-/// Steps whose kernels check the integer-division flag.
-bool has_int_division(const ir::FusedAttrs& a) {
-  for (const ir::FusedStep& s : a.steps) {
-    const bool division = s.kind == ir::OpKind::div || s.kind == ir::OpKind::mod ||
-                          s.kind == ir::OpKind::floor_mod || s.kind == ir::OpKind::floor_div;
-    if (division && is_integer(s.dtype)) return true;
-  }
-  return false;
-}
-
 /// Whether every step of `steps` (program values of p) is cheap enough to repeat per element of
 /// a larger program: no division, roots, transcendental functions or powers (a batch norm's
 /// rsqrt(var + eps) * gamma is computed once per channel by its own small kernel, not per element).

@@ -107,6 +107,14 @@ bool fuse_reductions(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector
 /// dead-code elimination. Remaps `roots`, `root_ops` and `keep`; true when it fused anything.
 bool fuse_rows(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops, std::vector<int>& keep);
 
+/// Stencil fusion (passes/fuse_stencil.cpp), after fuse_rows: a stencil node with an elementwise
+/// producer of its source (recomputed per source element), constant floating weights (folded into
+/// the attributes), or an elementwise program as the only reader of its result becomes one
+/// fused_stencil node (ir::FusedStencilAttrs). Then dead-code elimination. Remaps `roots`,
+/// `root_ops` and `keep`; true when it fused anything.
+bool fuse_stencils(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                   std::vector<int>& keep);
+
 /// Activation storage (passes/demote_storage.cpp), for CompileOptions::precision bf16 (`low`;
 /// nothing for other dtypes), after the fusion passes: a float32 activation or activation
 /// gradient that one fused_elementwise writes and only fused programs read is stored in bf16 (the

@@ -1,13 +1,15 @@
 // Programs of the fused ops (ir::FusedAttrs with the graph values they read) and a builder that
 // assembles one from pieces of others, shared by the fusion passes (fuse_reduce.cpp,
-// fuse_rows.cpp).
+// fuse_rows.cpp, fuse_stencil.cpp).
 #pragma once
 #include <functional>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <vector>
 
 #include "ir/graph.h"
+#include "passes/passes.h"
 
 namespace tg::passes {
 
@@ -17,6 +19,32 @@ struct Prog {
   ir::FusedAttrs attrs;
   int num_inputs() const { return static_cast<int>(inputs.size()); }
 };
+
+/// The program of a fused_elementwise / fused_reduce node, or of a single fusible elementwise
+/// node (one step); nullopt for other nodes.
+inline std::optional<Prog> program_of(const ir::Node& n) {
+  if (n.kind == ir::OpKind::fused_elementwise || n.kind == ir::OpKind::fused_reduce) {
+    return Prog{n.inputs, std::get<ir::FusedAttrs>(n.attrs)};
+  }
+  if (!is_fusible_elementwise(n)) return std::nullopt;
+  Prog p{n.inputs, {}};
+  p.attrs.shape = n.outputs[0].shape;
+  ir::FusedStep s{n.kind, {}, n.outputs[0].dtype};
+  for (int i = 0; i < p.num_inputs(); ++i) s.args.push_back(i);
+  p.attrs.steps.push_back(std::move(s));
+  p.attrs.outputs.push_back(p.num_inputs());
+  return p;
+}
+
+/// Steps whose kernels check the integer-division flag.
+inline bool has_int_division(const ir::FusedAttrs& a) {
+  for (const ir::FusedStep& s : a.steps) {
+    const bool division = s.kind == ir::OpKind::div || s.kind == ir::OpKind::mod ||
+                          s.kind == ir::OpKind::floor_mod || s.kind == ir::OpKind::floor_div;
+    if (division && is_integer(s.dtype)) return true;
+  }
+  return false;
+}
 
 /// Builds a program from pieces of others. Values are tagged while building: input i is
 /// -(i + 1), step j is j; identical steps are shared.

@@ -214,6 +214,7 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     passes::fuse_elementwise(*g, roots, root_ops, feeds);
     passes::fuse_reductions(*g, roots, root_ops, feeds);
     passes::fuse_rows(*g, roots, root_ops, feeds);
+    passes::fuse_stencils(*g, roots, root_ops, feeds);
     if (options.precision == ComputePrecision::bf16) {
       passes::demote_activation_storage(*g, DType::bf16, roots, root_ops, feeds);
     }

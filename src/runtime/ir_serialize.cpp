@@ -17,7 +17,7 @@ constexpr const char* kAttrNames[] = {
     "broadcast", "reshape",  "transpose", "slice",    "pad",            "concat",           "reverse",
     "tile",      "reduce",   "arg_reduce", "matmul",  "gather",         "gather_nd",        "gather_elements",
     "scatter_nd", "scatter_elements", "stencil", "conv2d", "conv_backward", "pool2d", "random_like",
-    "loop",      "fused"};
+    "loop",      "fused",    "fused_stencil"};
 static_assert(std::size(kAttrNames) == std::variant_size_v<ir::Attrs>, "one name per ir::Attrs alternative");
 
 // One description of each struct's fields serves both directions: Out writes, In reads.
@@ -174,6 +174,17 @@ template <typename A> void fields(A& a, ir::FusedAttrs& x) {
   }
   for (ir::FusedStep& s : x.steps) a(s.kind), a(s.args), a(s.dtype);
   a(x.outputs), a(x.reduce_axes), a(x.keep_dims);
+}
+
+template <typename A> void fields(A& a, ir::FusedStencilAttrs& x) {
+  fields(a, x.stencil), a(x.window);
+  if constexpr (std::is_same_v<A, In>) {
+    x.weights.resize(a.r.count(8));
+  } else {
+    a.w.u32(static_cast<uint32_t>(x.weights.size()));
+  }
+  for (double& v : x.weights) a(v);
+  a(x.num_prologue_inputs), fields(a, x.prologue), fields(a, x.epilogue);
 }
 
 template <size_t... I>

@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
+#include <string>
 
 #include "test_util.h"
+#include "tg/nn.h"
 #include "tg/tg.h"
 
 namespace tg {
@@ -18,8 +21,9 @@ namespace {
 
 // Runs `build` on placeholders fed with `inputs` on `device` (twice: the second run replays the
 // recorded CUDA graph) and returns the second run's results on the host.
-std::vector<TensorData> run_on(Device device, const std::vector<TensorData>& inputs,
-                               const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& build) {
+using GraphBuild = std::function<std::vector<Tensor>(Graph&, const std::vector<Tensor>&)>;
+
+std::vector<TensorData> run_on(Device device, const std::vector<TensorData>& inputs, const GraphBuild& build) {
   Graph g;
   std::vector<Tensor> in;
   FeedTypes feeds;
@@ -27,11 +31,16 @@ std::vector<TensorData> run_on(Device device, const std::vector<TensorData>& inp
     in.push_back(g.placeholder(inputs[i].shape(), inputs[i].dtype(), "in" + std::to_string(i)));
     feeds.push_back({in.back(), inputs[i].type()});
   }
-  Executable exe = g.compile(device, feeds, build(in));
+  Executable exe = g.compile(device, feeds, build(g, in));
   exe.run(inputs);
   std::vector<TensorData> out;
   for (TensorData& t : exe.run(inputs)) out.push_back(t.to(Device::cpu()));
   return out;
+}
+
+std::vector<TensorData> run_on(Device device, const std::vector<TensorData>& inputs,
+                               const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& build) {
+  return run_on(device, inputs, GraphBuild([&](Graph&, const std::vector<Tensor>& in) { return build(in); }));
 }
 
 void expect_bitwise_equal(const TensorData& a, const TensorData& b) {
@@ -51,12 +60,16 @@ void expect_bitwise_equal(const TensorData& a, const TensorData& b) {
                       << ", cpu " << b.element_as_double(first);
 }
 
-void expect_same_on_cuda_and_cpu(const std::vector<TensorData>& inputs,
-                                 const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& build) {
+void expect_same_on_cuda_and_cpu(const std::vector<TensorData>& inputs, const GraphBuild& build) {
   std::vector<TensorData> gpu = run_on(Device::cuda(0), inputs, build);
   std::vector<TensorData> cpu = run_on(Device::cpu(), inputs, build);
   ASSERT_EQ(gpu.size(), cpu.size());
   for (size_t i = 0; i < gpu.size(); ++i) expect_bitwise_equal(gpu[i], cpu[i]);
+}
+
+void expect_same_on_cuda_and_cpu(const std::vector<TensorData>& inputs,
+                                 const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& build) {
+  expect_same_on_cuda_and_cpu(inputs, GraphBuild([&](Graph&, const std::vector<Tensor>& in) { return build(in); }));
 }
 
 TEST(CudaWindowKernels, LaplacianReflectEqualsTheCpu) {
@@ -128,6 +141,71 @@ TEST(CudaWindowKernels, GatherNdChecksEveryComponent) {
     EXPECT_TG_ERROR(run_on(d, {x, bad}, build), ErrorCode::out_of_range,
                     "[gather_nd] index 30 at indices position [2,7,1] is out of range for dim 2 of x (size 30");
   }
+}
+
+// Occurrences of `what` in `text`.
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(CudaWindowKernels, FusedReluStencilIsOneKernelAndEqualsTheUnfusedGraph) {
+  TG_NEEDS_GPU();
+  // relu(stencil(x * a + b)) with constant weights (zero corners skipped) and with run-time
+  // weights: on CUDA one fused_stencil node, the only kernel of the executable; values bit for bit
+  // the CPU's unfused graph (the CPU backend does not fuse).
+  TensorData x = TensorData::random_uniform({2, 300, 260}, -1, 1, 21);
+  TensorData a = TensorData::scalar<float>(1.75f), b = TensorData::scalar<float>(-0.125f);
+  TensorData w = TensorData::from_vector<float>({0, 1, 0, 1, -4, 1, 0, 1, 0}, {3, 3});
+  for (const bool constant : {true, false}) {
+    SCOPED_TRACE(constant ? "constant weights" : "run-time weights");
+    std::vector<TensorData> inputs{x, a, b};
+    if (!constant) inputs.push_back(w);
+    GraphBuild build = [&](Graph& graph, const std::vector<Tensor>& in) {
+      Tensor weights = constant ? graph.constant(w) : in[3];
+      return std::vector{relu(stencil(in[0] * in[1] + in[2], weights,
+                                          {.explicit_padding = {1, 1, 1, 1}, .boundary_mode = BoundaryMode::reflect}))};
+    };
+    Graph g;
+    std::vector<Tensor> in;
+    FeedTypes feeds;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      in.push_back(g.placeholder(inputs[i].shape(), inputs[i].dtype(), "in" + std::to_string(i)));
+      feeds.push_back({in.back(), inputs[i].type()});
+    }
+    const std::string text = g.compile(Device::cuda(0), feeds, build(g, in)).to_string();
+    EXPECT_EQ(count(text, "= fused_stencil("), 1) << text;
+    // Besides placeholders only relu's scalar 0 (a constant: uploaded once, no kernel) and, with
+    // constant weights, no [3,3] constant: they are folded into the kernel.
+    for (const char* op : {"= stencil(", "= fused_elementwise(", "= maximum(", "= mul(", "= add(", "= select("}) {
+      EXPECT_EQ(count(text, op), 0) << op << " in\n" << text;
+    }
+    EXPECT_EQ(count(text, "= constant() {value=f32[] {0}} : f32[]"), 1) << text;
+    EXPECT_EQ(count(text, "= constant("), 1) << text;
+    EXPECT_EQ(count(text, "weights=[0,1,0,1,-4,1,0,1,0]"), constant ? 1 : 0) << text;
+    expect_same_on_cuda_and_cpu(inputs, build);
+  }
+}
+
+TEST(CudaWindowKernels, SevenPointStencilWithConstantWeightsEqualsTheCpu) {
+  TG_NEEDS_GPU();
+  // A 7-point stencil written as a 3x3x3 window of constants: the fused kernel skips its 20 zero
+  // taps. A block of zeros of random signs makes outputs whose 7 taps give -0, which are folded
+  // again over all 27 taps (the unfused result is +0 unless every term is -0).
+  TensorData x = TensorData::random_uniform({40, 70, 66}, -1, 1, 22);
+  float* v = x.data<float>();
+  std::mt19937 rng(5);
+  for (int64_t z = 0; z < 12; ++z)
+    for (int64_t y = 0; y < 12; ++y)
+      for (int64_t i = 0; i < 12; ++i) v[(z * 70 + y) * 66 + i] = (rng() & 1) ? -0.f : 0.f;
+  std::vector<float> w(27, 0.f);
+  for (int n : {4, 10, 12, 14, 16, 22}) w[static_cast<size_t>(n)] = 0.5f;
+  w[13] = 3.f;  // positive: +0 * 3 = +0, so -0 results need -0 everywhere
+  expect_same_on_cuda_and_cpu({x}, GraphBuild([&](Graph& graph, const std::vector<Tensor>& in) {
+    Tensor c = graph.constant(TensorData::from_vector<float>(w, {3, 3, 3}));
+    return std::vector{stencil(in[0], c, {.explicit_padding = {1, 1, 1, 1, 1, 1}})};
+  }));
 }
 
 }  // namespace

@@ -79,6 +79,19 @@ inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst
 inline unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 template <class T>
 inline T __ldcg(const T* p) { return *p; }
+namespace tg_emu {
+inline std::atomic<int> or_flag{0};
+}
+/// __syncthreads, returning whether `p` was non-zero for any thread of the block.
+inline int __syncthreads_or(int p) {
+  __syncthreads();  // readers of the previous call are done
+  if (p) tg_emu::or_flag.store(1);
+  __syncthreads();
+  const int r = tg_emu::or_flag.load();
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0) tg_emu::or_flag.store(0);  // before anyone's next call
+  return r;
+}
 inline float __uint_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
 inline unsigned __umulhi(unsigned a, unsigned b) { return static_cast<unsigned>((uint64_t{a} * b) >> 32); }

@@ -8,12 +8,17 @@
 // f16, bf16, i8 and i32.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "backends/cpu/cpu_backend.h"
 #include "backends/cuda/stencil_codegen.h"
+#include "backends/fused_stepwise.h"
+#include "ops/registry.h"
 
 namespace {
 
@@ -32,6 +37,154 @@ struct Case {
 
 std::string list(const std::array<int64_t, 4>& v) {
   return std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + "," + std::to_string(v[3]);
+}
+
+/// A fused_stencil node (ir::FusedStencilAttrs) and its inputs: run on the CPU for the expected
+/// result, its generated kernel emulated (fused_stencil_harness.h).
+struct FusedCase {
+  std::string name;
+  tg::ir::FusedStencilAttrs attrs;
+  std::vector<tg::TensorData> inputs;
+};
+
+void write(const std::string& path, const tg::TensorData& t) {
+  std::ofstream(path, std::ios::binary).write(static_cast<const char*>(t.raw_data()),
+                                              static_cast<std::streamsize>(t.nbytes()));
+}
+
+tg::ir::FusedStep step(tg::ir::OpKind k, std::vector<int> args, DType d) { return {k, std::move(args), d}; }
+
+/// Random values in (-2, 2) of dtype d (f32 through a cast); zeros of random sign where the last
+/// three coordinates are all below `zero_block`; +inf at the positions in `inf`.
+tg::TensorData values(const tg::Shape& shape, DType d, uint64_t seed, int64_t zero_block = 0,
+                      std::vector<int64_t> inf = {}) {
+  tg::TensorData f = tg::TensorData::random_uniform(shape, -2.f, 2.f, seed);
+  float* v = f.data<float>();
+  std::mt19937 rng(static_cast<unsigned>(seed));
+  const size_t r = shape.size();
+  for (int64_t i = 0; i < f.num_elements() && zero_block > 0 && r >= 3; ++i) {
+    const int64_t x = i % shape[r - 1], y = i / shape[r - 1] % shape[r - 2],
+                  z = i / (shape[r - 1] * shape[r - 2]) % shape[r - 3];
+    if (x < zero_block && y < zero_block && z < zero_block) v[i] = (rng() & 1) ? -0.f : 0.f;
+  }
+  for (int64_t i : inf) v[i] = INFINITY;
+  if (d == DType::f32) return f;
+  std::vector<tg::TensorData> in{f};
+  std::vector<tg::TensorData> out{tg::TensorData(shape, d, tg::Device::cpu())};
+  tg::ir::Node n;
+  n.kind = tg::ir::OpKind::cast;
+  n.attrs = tg::ir::CastAttrs{d};
+  n.outputs = {tg::TensorType{shape, d}};
+  tg::backends::KernelContext ctx{n, in, out, tg::Device::cpu()};
+  tg::cpu::kernel_table().get(n.kind)(ctx);
+  return out[0];
+}
+
+std::vector<FusedCase> fused_cases() {
+  using tg::ir::OpKind;
+  std::vector<FusedCase> cases;
+  {
+    // relu(laplacian(x * a + b)), reflect, constant weights (zero corners skipped); an inf in x.
+    FusedCase c{"fused_relu_laplacian_reflect_f32", {}, {}};
+    auto& a = c.attrs;
+    a.stencil.strides = {1, 1}, a.stencil.dilations = {1, 1}, a.stencil.explicit_padding = {1, 1, 1, 1};
+    a.stencil.boundary_mode = tg::BoundaryMode::reflect;
+    a.window = {3, 3};
+    a.weights = {0, 1, 0, 1, -4, 1, 0, 1, 0};
+    a.num_prologue_inputs = 3;
+    a.prologue.shape = {2, 70, 45};
+    a.prologue.steps = {step(OpKind::mul, {0, 1}, DType::f32), step(OpKind::add, {3, 2}, DType::f32)};
+    a.prologue.outputs = {4};
+    a.epilogue.shape = {2, 70, 45};
+    a.epilogue.steps = {step(OpKind::maximum, {0, 1}, DType::f32)};
+    a.epilogue.outputs = {2};
+    c.inputs = {values({2, 70, 45}, DType::f32, 1, 0, {3000}), tg::TensorData::from_vector<float>({1.5f}, {}),
+                tg::TensorData::from_vector<float>({-0.25f}, {}), tg::TensorData::from_vector<float>({0.f}, {})};
+    cases.push_back(std::move(c));
+  }
+  {
+    // 7-point stencil as a 3x3x3 window (20 zero taps skipped), zero boundary, times a full-size
+    // input: zeros of both signs (outputs whose 7 taps read -0 refold every tap), infs at corners.
+    FusedCase c{"fused_7point_3d_f32", {}, {}};
+    auto& a = c.attrs;
+    a.stencil.strides = {1, 1, 1}, a.stencil.dilations = {1, 1, 1};
+    a.stencil.explicit_padding = {1, 1, 1, 1, 1, 1};
+    a.window = {3, 3, 3};
+    a.weights.assign(27, 0.0);
+    for (int n : {4, 10, 12, 13, 14, 16, 22}) a.weights[static_cast<size_t>(n)] = n == 13 ? -6.0 : 0.5;
+    a.num_prologue_inputs = 1;
+    a.prologue.shape = {10, 66, 35};
+    a.prologue.outputs = {0};
+    a.epilogue.shape = {10, 66, 35};
+    a.epilogue.steps = {step(OpKind::mul, {0, 1}, DType::f32)};
+    a.epilogue.outputs = {2};
+    c.inputs = {values({10, 66, 35}, DType::f32, 2, 10, {35 * 66 * 5 + 35 * 20 + 17}),
+                values({10, 66, 35}, DType::f32, 3)};
+    cases.push_back(std::move(c));
+  }
+  {
+    // argmax over cast(x) * s in f16 (run-time weights), the index cast to f32 plus a full-size
+    // f32 input: X (f32) differs from T (f16), O (f32) from Y (int).
+    FusedCase c{"fused_argmax_f16_cast_epilogue", {}, {}};
+    auto& a = c.attrs;
+    a.stencil.reduction = tg::StencilReduction::argmax;
+    a.stencil.strides = {1, 2}, a.stencil.dilations = {2, 1}, a.stencil.explicit_padding = {2, 2, 1, 1};
+    a.stencil.boundary_mode = tg::BoundaryMode::constant;
+    a.stencil.padding_constant = 0.5;
+    a.window = {3, 3};
+    a.num_prologue_inputs = 2;
+    a.prologue.shape = {3, 40, 50};
+    a.prologue.steps = {step(OpKind::cast, {0}, DType::f16), step(OpKind::mul, {2, 1}, DType::f16)};
+    a.prologue.outputs = {3};
+    a.epilogue.shape = {3, 40, 25};
+    a.epilogue.steps = {step(OpKind::cast, {0}, DType::f32), step(OpKind::add, {2, 1}, DType::f32)};
+    a.epilogue.outputs = {3};
+    c.inputs = {values({3, 40, 50}, DType::f32, 4), values({}, DType::f16, 5), values({3, 3}, DType::f16, 6),
+                values({3, 40, 25}, DType::f32, 7)};
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+/// Writes case i's kernel, data and harness into dir; false when the planner refused it.
+bool write_fused(const std::string& dir, size_t i, const FusedCase& c) {
+  tg::ir::Node n;
+  n.kind = tg::ir::OpKind::fused_stencil;
+  n.attrs = c.attrs;
+  std::vector<tg::TensorType> types;
+  for (const tg::TensorData& t : c.inputs) types.push_back(t.type());
+  n.outputs = tg::ops::infer_types(n, types);
+  std::vector<tg::TensorData> out{tg::TensorData(n.outputs[0].shape, n.outputs[0].dtype, tg::Device::cpu())};
+  tg::backends::KernelContext ctx{n, c.inputs, out, tg::Device::cpu()};
+  tg::backends::run_fused_stencil_stepwise(ctx, tg::cpu::kernel_table());
+  TiledStencilSpec s;
+  TiledStencilSizes z;
+  bool empty = false;
+  if (!tg::cuda::plan_fused_stencil(c.attrs, types, n.outputs[0], "fused_stencil", s, z, empty) || empty) {
+    return false;
+  }
+  const tg::cuda::TiledStencilLaunch l = tg::cuda::tiled_stencil_launch(s, z, 132);
+  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(l.total_tiles, 3));
+  const std::string id = std::to_string(i);
+  std::ofstream(dir + "/k" + id + ".cu") << tg::cuda::tiled_stencil_source(s);
+  for (size_t m = 0; m < c.inputs.size(); ++m) write(dir + "/d" + id + "_" + std::to_string(m) + ".bin", c.inputs[m]);
+  write(dir + "/e" + id + ".bin", out[0]);
+  const int w_input = c.attrs.weights.empty() ? c.attrs.num_prologue_inputs : -1;
+  std::ofstream h(dir + "/h" + id + ".cpp");
+  h << "#include \"k" << i << ".cu\"\n#include \"" << TG_SOURCE_DIR << "/tools/kernel_emu/fused_stencil_harness.h\"\n"
+    << "int main() {\n  tg_dev::StencilArgs a{};\n  a.batch = " << z.batch << ";\n"
+    << "  const long long in[4] = {" << list(z.in) << "}, out[4] = {" << list(z.out) << "}, before[4] = {"
+    << list(z.before) << "};\n"
+    << "  for (int i = 0; i < 4; ++i) { a.in[i] = in[i]; a.out[i] = out[i]; a.before[i] = before[i]; }\n"
+    << "  a.tiles[0] = " << l.tiles[0] << "; a.tiles[1] = " << l.tiles[1] << "; a.tiles[2] = " << l.tiles[2]
+    << "; a.total_tiles = " << l.total_tiles << ";\n"
+    << "  a.boundary = " << static_cast<long long>(z.boundary_bits) << "LL;\n"
+    << "  std::printf(\"" << c.name << ": tile " << s.bx << "x" << s.by << ", ry " << s.ry << ", rz " << s.rz << ", "
+    << l.total_tiles << " tiles on " << blocks << " blocks\\n\");\n"
+    << "  return tg_emu_fused::run<tg_st_cfg>(a, " << blocks << ", " << l.threads << ", \"" << c.name << "\", \""
+    << dir << "/d" << id << "\", " << c.inputs.size() << ", " << w_input << ", \"" << dir << "/e" << id
+    << ".bin\") != 0;\n}\n";
+  return true;
 }
 
 }  // namespace
@@ -96,6 +249,14 @@ int main(int argc, char** argv) {
       << ", " << l.total_tiles << " tiles on " << blocks << " blocks\\n\");\n"
       << "  return tg_emu_stencil::run<tg_st_cfg>(a, " << blocks << ", " << l.threads << ", \"" << c.name << "\", "
       << i + 1 << ") != 0;\n}\n";
+    ++written;
+  }
+  const std::vector<FusedCase> fused = fused_cases();
+  for (size_t i = 0; i < fused.size(); ++i) {
+    if (!write_fused(dir, cases.size() + i, fused[i])) {
+      std::fprintf(stderr, "%s: the planner refused the case\n", fused[i].name.c_str());
+      return 1;
+    }
     ++written;
   }
   std::printf("%d harnesses written to %s\n", written, dir.c_str());

@@ -72,7 +72,8 @@ int run(tg_dev::StencilArgs a, unsigned blocks, unsigned threads, const char* na
   const T* xp = x.data();
   const T* wp = w.data();
   Y* yp = y.data();
-  tg_emu::launch(dim3(blocks), dim3(threads), [&] { tg_dev::stencil_tiles<G>(xp, wp, yp, a); });
+  const tg_dev::StPtrs P{};
+  tg_emu::launch(dim3(blocks), dim3(threads), [&] { tg_dev::stencil_tiles<G>(xp, wp, yp, P, a); });
   const C boundary = tg_dev::from_bits<C>(a.boundary);
   int bad = 0;
   i64 e = 0;
@@ -91,7 +92,9 @@ int run(tg_dev::StencilArgs a, unsigned blocks, unsigned threads, const char* na
                   for (t[3] = 0; t[3] < G::WX; ++t[3], ++n) {
                     bool outside;
                     C v = Ref<G>::value(x, a, b, o, t, boundary, outside);
-                    if (!G::UNIT_W) v = tg_dev::st_mul(v, tg_dev::cv(w[static_cast<size_t>(n)]));
+                    if (!G::UNIT_W) {
+                      v = tg_dev::st_mul(v, G::CONST_W ? G::weight(n) : tg_dev::cv(w[static_cast<size_t>(n)]));
+                    }
                     tg_dev::st_fold<G::R>(acc, at, v, n);
                   }
             Y want;

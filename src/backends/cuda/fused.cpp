@@ -165,6 +165,7 @@ const FusedProgramSource& cached_fused_program(const ir::FusedAttrs& a, std::spa
 void register_fused_kernels(KernelTable& t) {
   t.set(ir::OpKind::fused_elementwise, fused_kernel);
   t.set(ir::OpKind::fused_reduce, fused_reduce_kernel);
+  t.set(ir::OpKind::fused_stencil, fused_stencil_kernel);
 }
 
 }  // namespace tg::cuda

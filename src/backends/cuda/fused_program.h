@@ -48,5 +48,9 @@ void fused_reduce_kernel(backends::KernelContext& ctx);
 /// The CUDA kernel of a fused_elementwise row program (ir/fused_rows.h; fused_rows.cpp): one
 /// kernel, a warp or block per row. tg::Error(unsupported) for rows over ir::kMaxFusedRowLength.
 void fused_rows_kernel(backends::KernelContext& ctx);
+/// The CUDA kernel of fused_stencil (fused_stencil.cpp): one generated tiled stencil kernel with
+/// the prologue and epilogue programs inside. tg::Error(internal) for a window the tiled kernel
+/// does not take (the fusion pass does not make such nodes).
+void fused_stencil_kernel(backends::KernelContext& ctx);
 
 }  // namespace tg::cuda

@@ -42,11 +42,9 @@ cpu::compute_t<T> boundary_value(const StencilDesc& d) {
   }
 }
 
-void stencil_kernel(KernelContext& ctx) {
-  const auto& d = std::get<StencilDesc>(ctx.node.attrs);
-  const Shape &xs = ctx.inputs[0].shape(), &ws = ctx.inputs[1].shape(),
-              &ys = ctx.outputs[0].shape();
-  kernels::StencilParams p;
+// The geometry (p) and the tiled kernel's spec and sizes; false when the tiled kernel does not fit.
+bool plan(const StencilDesc& d, const Shape& xs, const Shape& ws, const Shape& ys, DType dtype, const char* op,
+          kernels::StencilParams& p, TiledStencilSpec& spec, TiledStencilSizes& sizes) {
   p.mode = static_cast<int>(d.boundary_mode);
   p.reduction = static_cast<int>(d.reduction);
   static_assert(static_cast<int>(BoundaryMode::zero) == 0 &&
@@ -63,31 +61,28 @@ void stencil_kernel(KernelContext& ctx) {
                 static_cast<int>(StencilReduction::argmax) == 5);
   backends::stencil_geometry(p, xs, ws, ys, kernels::kMaxStencilRank);
   const size_t lead = xs.size() - ws.size();
-  if (p.batch * p.out_block == 0) return;
+  if (p.batch * p.out_block == 0) return false;
   for (int i = 0; i < p.k; ++i) {
     const int64_t in = xs[lead + i];
     if (in == 0 && d.boundary_mode != BoundaryMode::zero &&
         d.boundary_mode != BoundaryMode::constant) {
-      fail(ErrorCode::invalid_argument, ctx.op_name(),
-           "window dim {} of the source is empty: nothing to read", i);
+      fail(ErrorCode::invalid_argument, op, "window dim {} of the source is empty: nothing to read", i);
     }
     p.in[i] = in;
     p.stride[i] = d.strides.at(i);
     p.dilation[i] = d.dilations.at(i);
     p.before[i] = ops::stencil_pad_before(d, static_cast<size_t>(i), in, p.out[i], p.win[i]);
   }
-  cpu::dispatch<cpu::DTypeGroup::numeric>(ctx.inputs[0].dtype(), ctx.op_name(), [&](auto tag) {
+  cpu::dispatch<cpu::DTypeGroup::numeric>(dtype, op, [&](auto tag) {
     using T = decltype(tag);
     const cpu::compute_t<T> c = boundary_value<T>(d);
     static_assert(sizeof(c) <= sizeof(p.boundary));
     std::memcpy(&p.boundary, &c, sizeof(c));
   });
   // The tiled kernel: window dims padded to 4 (leading dims of size 1).
-  TiledStencilSpec spec;
-  spec.dtype = ctx.inputs[0].dtype();
+  spec.dtype = dtype;
   spec.reduction = p.reduction;
   spec.mode = p.mode;
-  TiledStencilSizes sizes;
   sizes.batch = p.batch;
   sizes.boundary_bits = p.boundary;
   bool fits = true;
@@ -101,7 +96,18 @@ void stencil_kernel(KernelContext& ctx) {
     sizes.out[j] = p.out[i];
     sizes.before[j] = p.before[i];
   }
-  if (fits && plan_tiled_stencil(spec, p.k, sizes)) {
+  return fits && plan_tiled_stencil(spec, p.k, sizes);
+}
+
+void stencil_kernel(KernelContext& ctx) {
+  const auto& d = std::get<StencilDesc>(ctx.node.attrs);
+  kernels::StencilParams p;
+  TiledStencilSpec spec;
+  TiledStencilSizes sizes;
+  const bool tiled = plan(d, ctx.inputs[0].shape(), ctx.inputs[1].shape(), ctx.outputs[0].shape(),
+                          ctx.inputs[0].dtype(), ctx.op_name(), p, spec, sizes);
+  if (p.batch * p.out_block == 0) return;
+  if (tiled) {
     run_tiled_stencil(ctx, spec, sizes, ptr(ctx.inputs[0]), ptr(ctx.inputs[1]), ptr(ctx.outputs[0]));
     return;
   }
@@ -111,6 +117,14 @@ void stencil_kernel(KernelContext& ctx) {
 }
 
 }  // namespace
+
+bool plan_stencil_op(const StencilDesc& desc, const Shape& xs, const Shape& ws, const Shape& ys, DType dtype,
+                     const char* op, TiledStencilSpec& spec, TiledStencilSizes& sizes, bool& empty) {
+  kernels::StencilParams p;
+  const bool tiled = plan(desc, xs, ws, ys, dtype, op, p, spec, sizes);
+  empty = p.batch * p.out_block == 0;
+  return tiled;
+}
 
 void register_stencil_kernels(KernelTable& t) { t.set(ir::OpKind::stencil, stencil_kernel); }
 

@@ -2,6 +2,7 @@
 #include "backends/cuda/stencil_codegen.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <memory>
@@ -26,6 +27,11 @@ struct StencilArgs {
   long long boundary;
   int small;
   unsigned div_m[4], div_s[4];
+};
+
+/// Host copy of tg_dev::StPtrs.
+struct StPtrs {
+  const void* p[16];
 };
 
 /// Magic numbers (m, s) of a divisor 1 <= d < 2^31 for tg_dev::st_div: s = ceil(log2 d),
@@ -69,6 +75,11 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
     if (window > kMaxTaps) return false;
   }
   s.min_blocks = dtype_size(s.dtype) == 8 ? 2 : 3;
+  // Taps the unrolled fold code has: a sum with constant weights skips its zero taps.
+  if (!s.weights.empty() && s.reduction == 0) {
+    window = std::max<int>(1, static_cast<int>(std::count_if(s.weights.begin(), s.weights.end(),
+                                                             [](double w) { return w != 0; })));
+  }
   if (k <= 1) {
     s.bx = 256, s.by = 1, s.ry = 1, s.rz = 1;
   } else {
@@ -93,6 +104,11 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
       TiledStencilSpec tall = s;
       tall.by = 4, tall.ry = 16;
       tall.min_blocks = dtype_size(s.dtype) == 8 ? 2 : 4;
+      // Max pooling windows up to 3x3 (unit weights, no multiplies): 6 blocks an SM, 80 registers
+      // without spills (ptxas). H200, session 18c (bench_stencil_cuda --tiles, same call): the
+      // 8192^2 3x3 max pool 0.2823 ms with 4 blocks -> 0.2608 ms with 6; the Laplacian's kernel
+      // spills at 80 registers and keeps 4.
+      if (s.unit_weights && window <= 9 && dtype_size(s.dtype) <= 4) tall.min_blocks = 6;
       if (tall.ry * window <= kMaxUnrolledFolds && tile_bytes(tall) <= kMaxTileBytes) s = tall;
     }
     // Tuning (TG_STENCIL_TILE="by,ry,rz,min_blocks"; 0 keeps the choice above, and so does an
@@ -110,11 +126,34 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
 
 std::string tiled_stencil_source(const TiledStencilSpec& s) {
   const bool arg = s.reduction >= 4;
-  std::string src = "#include \"stencil.cuh\"\nstruct tg_st_cfg {\n";
+  const bool fused = !s.load.empty() || !s.store.empty();
+  const std::string y_type = arg ? "int" : device_type(s.dtype);
+  std::string src = "#include \"stencil.cuh\"\n" + s.prelude + "struct tg_st_cfg {\n";
   src += fmt::format("  typedef {} T;\n  typedef {} C;\n  typedef {} Y;\n", device_type(s.dtype),
-                     compute_type(s.dtype), arg ? "int" : device_type(s.dtype));
-  src += fmt::format("  static constexpr int R = {}, M = {};\n  static constexpr bool UNIT_W = {};\n", s.reduction,
-                     s.mode, s.unit_weights ? "true" : "false");
+                     compute_type(s.dtype), y_type);
+  src += fmt::format("  typedef {} X;\n  typedef {} O;\n", s.load.empty() ? device_type(s.dtype) : device_type(s.x_dtype),
+                     s.store.empty() ? y_type : device_type(s.out_dtype));
+  const bool const_w = !s.weights.empty();
+  bool zero = false;
+  std::string weight = "    switch (n) {\n", zero_w = "    return false";
+  for (size_t n = 0; n < s.weights.size(); ++n) {
+    weight += fmt::format("      case {}: return C({:a});\n", n, s.weights[n]);
+    if (s.weights[n] == 0) {
+      zero = true;
+      zero_w += fmt::format(" || n == {}", n);
+    }
+  }
+  weight += "    }\n    return C(0);\n";
+  src += fmt::format("  static constexpr int R = {}, M = {};\n  static constexpr bool UNIT_W = {}, CONST_W = {}, SKIP = {};\n",
+                     s.reduction, s.mode, s.unit_weights ? "true" : "false", const_w ? "true" : "false",
+                     const_w && zero && s.reduction == 0 ? "true" : "false");
+  src += "  static TG_DEVICE_INLINE C weight(int n) {\n" + weight + "  }\n";
+  src += "  static TG_DEVICE_INLINE constexpr bool zero_w(int n) {\n" + zero_w + ";\n  }\n";
+  src += "  static TG_DEVICE_INLINE T load(const X* __restrict__ x, const tg_dev::StPtrs& P, tg_dev::i64 i) {\n"
+         "    (void)P;\n" + (s.load.empty() ? std::string("    return x[i];\n") : s.load) + "  }\n";
+  src += "  static TG_DEVICE_INLINE void store(O* __restrict__ y, const tg_dev::StPtrs& P, tg_dev::i64 o, Y v) {\n"
+         "    (void)P;\n" + (s.store.empty() ? std::string("    y[o] = v;\n") : s.store) + "  }\n";
+  (void)fused;
   src += fmt::format("  static constexpr int W0 = {}, WZ = {}, WY = {}, WX = {};\n", s.win[0], s.win[1], s.win[2],
                      s.win[3]);
   src += fmt::format("  static constexpr int S0 = {}, SZ = {}, SY = {}, SX = {};\n", s.stride[0], s.stride[1],
@@ -125,9 +164,9 @@ std::string tiled_stencil_source(const TiledStencilSpec& s) {
   // min_blocks resident blocks of 256 threads (3: <= 85 registers; 2 for 8-byte types): enough
   // warps and loads in flight per SM.
   src += fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({}, {}) tg_stencil(const tg_st_cfg::T* __restrict__ x, "
-      "const tg_st_cfg::T* __restrict__ w, tg_st_cfg::Y* __restrict__ y, tg_dev::StencilArgs a) {{\n"
-      "  tg_dev::stencil_tiles<tg_st_cfg>(x, w, y, a);\n}}\n",
+      "extern \"C\" __global__ void __launch_bounds__({}, {}) tg_stencil(const tg_st_cfg::X* __restrict__ x, "
+      "const tg_st_cfg::T* __restrict__ w, tg_st_cfg::O* __restrict__ y, tg_dev::StPtrs p, tg_dev::StencilArgs a) {{\n"
+      "  tg_dev::stencil_tiles<tg_st_cfg>(x, w, y, p, a);\n}}\n",
       s.bx * s.by, std::max(s.min_blocks, 1));
   return src;
 }
@@ -147,7 +186,7 @@ TiledStencilLaunch tiled_stencil_launch(const TiledStencilSpec& s, const TiledSt
 }
 
 void run_tiled_stencil(const backends::KernelContext& ctx, const TiledStencilSpec& s, const TiledStencilSizes& z,
-                       const void* x, const void* w, void* y) {
+                       const void* x, const void* w, void* y, const std::vector<const void*>& extra) {
   const char* op = ctx.op_name();
   DeviceContext& dc = context_of(ctx);
   // Kernel cache: (device, spec) -> kernel.
@@ -155,7 +194,8 @@ void run_tiled_stencil(const backends::KernelContext& ctx, const TiledStencilSpe
       fmt::format("{}|{}|{}|{}|{}|{},{},{},{}|{},{},{},{}|{},{},{},{}|{},{},{},{},{}", ctx.device.index,
                   static_cast<int>(s.dtype), s.reduction, s.mode, s.unit_weights, s.win[0], s.win[1], s.win[2],
                   s.win[3], s.stride[0], s.stride[1], s.stride[2], s.stride[3], s.dilation[0], s.dilation[1],
-                  s.dilation[2], s.dilation[3], s.bx, s.by, s.ry, s.rz, s.min_blocks);
+                  s.dilation[2], s.dilation[3], s.bx, s.by, s.ry, s.rz, s.min_blocks) +
+      fmt::format("|{:a}|{}", fmt::join(s.weights, ","), s.fusion_key);
   struct Entry {
     std::shared_ptr<const nvrtc::Program> program;
     cudaKernel_t kernel = nullptr;
@@ -205,10 +245,13 @@ void run_tiled_stencil(const backends::KernelContext& ctx, const TiledStencilSpe
   a.small = l.total_tiles < (int64_t{1} << 31) ? 1 : 0;
   const int64_t divisors[4] = {l.tiles[0], l.tiles[1], l.tiles[2], z.out[0]};
   for (int i = 0; i < 4; ++i) magic(divisors[i], a.div_m[i], a.div_s[i]);
+  StPtrs pointers{};
+  if (extra.size() > std::size(pointers.p)) fail(ErrorCode::internal, op, "{} fused inputs; at most 16", extra.size());
+  std::copy(extra.begin(), extra.end(), pointers.p);
   const void* xp = x;
   const void* wp = w;
   void* yp = y;
-  void* args[] = {&xp, &wp, &yp, &a};
+  void* args[] = {&xp, &wp, &yp, &pointers, &a};
   nvrtc::launch(kernel, dim3(l.blocks), dim3(l.threads), args, stream_of(ctx), op);
 }
 

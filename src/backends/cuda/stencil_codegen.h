@@ -13,9 +13,12 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "backends/kernel.h"
+#include "ir/attrs.h"
 #include "tg/tensor_data.h"
 
 namespace tg::cuda {
@@ -29,6 +32,17 @@ struct TiledStencilSpec {
   std::array<int, 4> win{1, 1, 1, 1}, stride{1, 1, 1, 1}, dilation{1, 1, 1, 1};
   int bx = 32, by = 8, ry = 1, rz = 1;  ///< threads (x, y) and outputs per thread along y and z
   int min_blocks = 3;  ///< resident blocks per SM the kernel is compiled for (__launch_bounds__)
+  /// Constant weights (row-major over the window, floating dtypes, finite), folded into the code;
+  /// with the sum reduction taps of weight 0 are skipped (device/stencil.cuh). Empty: weights
+  /// read at run time (or unit_weights).
+  std::vector<double> weights;
+  /// Fusion (fused_stencil.cpp): device code defining what the kernel reads and writes. `load`
+  /// is the body of `T load(const X* x, const tg_dev::StPtrs& P, i64 i)` giving source element i,
+  /// `store` of `void store(O* y, const tg_dev::StPtrs& P, i64 o, Y v)` writing result o; the
+  /// functions they call come in `prelude`; x_dtype and out_dtype are X and O. Empty load/store:
+  /// x[i] and y[o] = v (X = T, O = Y). `fusion_key` stands for all of these in kernel caches.
+  std::string prelude, load, store, fusion_key;
+  DType x_dtype = DType::f32, out_dtype = DType::f32;
 };
 
 /// Sizes of one call (window dims padded to 4 like the spec).
@@ -58,9 +72,24 @@ TiledStencilLaunch tiled_stencil_launch(const TiledStencilSpec& spec, const Tile
                                         int resident_blocks);
 
 /// Runs the kernel on ctx's device and stream: x and y device pointers of spec.dtype (y int32
-/// for argmin/argmax), w the weights (ignored with unit_weights). Raises tg::Error(internal)
-/// naming ctx's op when compiling or launching fails.
+/// for argmin/argmax; X and O with fusion), w the weights (ignored with unit_weights or constant
+/// weights), `extra` the fusion's other input pointers (at most 16, tg_dev::StPtrs). Raises
+/// tg::Error(internal) naming ctx's op when compiling or launching fails.
 void run_tiled_stencil(const backends::KernelContext& ctx, const TiledStencilSpec& spec,
-                       const TiledStencilSizes& sizes, const void* x, const void* w, void* y);
+                       const TiledStencilSizes& sizes, const void* x, const void* w, void* y,
+                       const std::vector<const void*>& extra = {});
+
+/// The stencil op's geometry for source shape xs, window ws and result ys under `desc` (the CPU's
+/// Plan and its errors, raised naming `op`), as the tiled kernel's sizes and spec (reduction, mode,
+/// window, strides, dilations, boundary value of `dtype`, tile shape). False when the tiled
+/// kernel does not fit (see plan_tiled_stencil); `empty` is set when there is nothing to compute.
+bool plan_stencil_op(const StencilDesc& desc, const Shape& xs, const Shape& ws, const Shape& ys, DType dtype,
+                     const char* op, TiledStencilSpec& spec, TiledStencilSizes& sizes, bool& empty);
+
+/// A fused_stencil node's kernel (fused_stencil.cpp): plan_stencil_op for its stencil on the
+/// prologue's dtype, plus the prologue/epilogue device code and constant weights in `spec`, for
+/// node inputs of types `inputs` and result `output`.
+bool plan_fused_stencil(const ir::FusedStencilAttrs& a, std::span<const TensorType> inputs, const TensorType& output,
+                        const char* op, TiledStencilSpec& spec, TiledStencilSizes& sizes, bool& empty);
 
 }  // namespace tg::cuda

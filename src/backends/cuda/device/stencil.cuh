@@ -19,10 +19,27 @@
 // boundary mode and dtype are compile-time constants (the loops unroll, tap conditions fold);
 // sizes come at launch (one kernel serves every size). Unit weights (max pooling) skip the
 // multiply: x * 1 == x exactly.
+//
+// Fusion (fused_stencil): every source element is read through G::load (a fused_stencil's
+// prologue program on its inputs at that index; plain x[i] otherwise) and every result written
+// through G::store (the epilogue program), so the stages' values never go through memory.
+// Constant weights (G::CONST_W) come from G::weight(n). A sum with constant weights skips the taps
+// of weight +-0 (G::zero_w) where that cannot change a result: a left fold of additions ends in -0
+// exactly when every term is -0, and a finite source times 0 is a zero, so skipping changes
+// nothing unless a skipped tap reads a non-finite value (the tile's planes are checked as they
+// are staged: __syncthreads_or, one flag a plane; then every output of the tile is folded again
+// over every tap, reading the source: st_exact) or the result is -0 (that output is folded
+// again). The refolds run after the tile's stores, when the accumulators are dead.
 #pragma once
 #include "elementwise.cuh"
 
 namespace tg_dev {
+
+/// Pointers of a fused_stencil's other inputs (prologue inputs after the first, epilogue inputs),
+/// read by the generated G::load / G::store.
+struct StPtrs {
+  const void* p[16];
+};
 
 /// Sizes of one launch (padded to 4 window dims, index 0 outermost, 3 = x).
 struct StencilArgs {
@@ -63,6 +80,20 @@ TG_DEVICE_INLINE i64 st_boundary_index(i64 p, i64 n) {
   i64 q = p % (2 * n - 2);
   if (q < 0) q += 2 * n - 2;
   return q < n ? q : 2 * n - 2 - q;
+}
+
+template <bool B>
+struct st_bool {
+  static constexpr bool value = B;
+};
+
+template <class C>
+TG_DEVICE_INLINE bool st_signbit(C v) {
+  if constexpr (Num<C>::is_float) {
+    return C(1) / v < C(0);  // v is a zero here: 1 / -0 = -inf
+  } else {
+    return false;
+  }
 }
 
 template <class C>
@@ -107,34 +138,83 @@ TG_DEVICE_INLINE void st_fold(C& acc, int& at, C v, int n) {
   }
 }
 
+/// Whether v is inf or NaN (a skipped zero-weight tap would have made the result NaN).
+template <class C>
+TG_DEVICE_INLINE bool st_nonfinite(C v) {
+  if constexpr (Num<C>::is_float) {
+    return !(v - v == C(0));
+  } else {
+    return false;
+  }
+}
+
 /// Loads the (EY x EX) input tile at rows iy0.., columns ix0.. of plane (c0, cz) of the source
-/// block `src` into `tile` (every thread of the block takes part). Not inlined: the fold loops
-/// around it unroll over the planes.
+/// block starting at element `block` of x into `tile` (every thread of the block takes part);
+/// returns whether this thread stored a non-finite value. Not inlined: the fold loops around it
+/// unroll over the planes.
 template <class G, class T, class C>
-__noinline__ void st_load_tile(T* tile, const T* src, i64 c0, i64 cz, i64 inz, i64 iny, i64 inx, i64 iy0,
-                               i64 ix0, bool plane_inside, C boundary, int tid) {
+__noinline__ bool st_load_tile(T* tile, const typename G::X* __restrict__ x, const StPtrs& P, i64 block, i64 c0,
+                               i64 cz, i64 inz, i64 iny, i64 inx, i64 iy0, i64 ix0, bool plane_inside, C boundary,
+                               int tid) {
   constexpr int TX = G::BX, TY = G::BY * G::RY, NT = G::BX * G::BY;
   constexpr int EX = (TX - 1) * G::SX + (G::WX - 1) * G::DX + 1;
   constexpr int EY = (TY - 1) * G::SY + (G::WY - 1) * G::DY + 1;
+  bool nf = false;
   if (c0 < 0 || cz < 0) {
     for (int e = tid; e < EY * EX; e += NT) tile[e] = st<T>(boundary);
-    return;
+    return st_nonfinite(boundary);
   }
-  const T* plane = src + (c0 * inz + cz) * iny * inx;
+  const i64 plane = block + (c0 * inz + cz) * iny * inx;
   if (plane_inside) {
-    const T* p0 = plane + iy0 * inx + ix0;
+    const i64 p0 = plane + iy0 * inx + ix0;
     for (int e = tid; e < EY * EX; e += NT) {
       const int r = e / EX, c = e - r * EX;
-      tile[e] = p0[r * inx + c];
+      tile[e] = G::load(x, P, p0 + r * inx + c);
+      if (G::SKIP) nf = nf || st_nonfinite(cv(tile[e]));
     }
   } else {
     for (int e = tid; e < EY * EX; e += NT) {
       const int r = e / EX, c = e - r * EX;
       const i64 gy = st_boundary_index<G::M>(iy0 + r, iny);
       const i64 gx = st_boundary_index<G::M>(ix0 + c, inx);
-      tile[e] = (gy < 0 || gx < 0) ? st<T>(boundary) : plane[gy * inx + gx];
+      tile[e] = (gy < 0 || gx < 0) ? st<T>(boundary) : G::load(x, P, plane + gy * inx + gx);
+      if (G::SKIP) nf = nf || st_nonfinite(cv(tile[e]));
     }
   }
+  return nf;
+}
+
+/// Output (b, o0, oz, oy, ox) folded over every tap in order, reading the source through G::load
+/// (the boundary mode applied per tap): the exact result where skipping zero-weight taps may not
+/// be. Inlined (a call would make the caller spill its accumulators).
+template <class G, class C>
+TG_DEVICE_INLINE C st_exact(const typename G::X* __restrict__ x, const StPtrs& P, const StencilArgs& a, i64 b,
+                            i64 o0, i64 oz, i64 oy, i64 ox, C boundary) {
+  const i64 o[4] = {o0, oz, oy, ox};
+  const int W[4] = {G::W0, G::WZ, G::WY, G::WX};
+  const int S[4] = {G::S0, G::SZ, G::SY, G::SX}, D[4] = {G::D0, G::DZ, G::DY, G::DX};
+  const i64 block = b * a.in[0] * a.in[1] * a.in[2] * a.in[3];
+  C acc = C(0);
+  int at = 0;
+  constexpr int WIN = G::W0 * G::WZ * G::WY * G::WX;
+#pragma unroll 1
+  for (int n = 0; n < WIN; ++n) {
+    int rest = n, t[4];
+    for (int i = 3; i >= 0; --i) {
+      t[i] = rest % W[i];
+      rest /= W[i];
+    }
+    i64 off = 0;
+    bool outside = false;
+    for (int i = 0; i < 4; ++i) {
+      const i64 c = st_boundary_index<G::M>(o[i] * S[i] + t[i] * D[i] - a.before[i], a.in[i]);
+      outside = outside || c < 0;
+      off = off * a.in[i] + (c < 0 ? 0 : c);
+    }
+    const C v = outside ? boundary : cv(G::load(x, P, block + off));
+    st_fold<G::R>(acc, at, st_mul(v, G::weight(n)), n);
+  }
+  return acc;
 }
 
 /// Where tile t of a launch lies (see stencil_tiles).
@@ -182,8 +262,10 @@ TG_DEVICE_INLINE StTile st_tile(const StencilArgs& a, i64 t) {
 }
 
 /// The kernel body (see the top). G: the configuration struct the host generates, with
-/// T (storage), C (compute), Y (result storage: int for argmin/argmax), R, M, UNIT_W,
-/// W[4], S[4], D[4] (window, strides, dilations), BX, BY (threads: x, y), RY, RZ.
+/// T (source storage), C (compute), Y (the stencil's result storage: int for argmin/argmax),
+/// X (storage of the kernel input x), O (of the output y), R, M, UNIT_W, CONST_W, SKIP,
+/// W[4], S[4], D[4] (window, strides, dilations), BX, BY (threads: x, y), RY, RZ, and
+/// load(x, P, i) (source element i), store(y, P, o, v) (result o), weight(n), zero_w(n).
 ///
 /// A block walks its tiles (t = blockIdx.x, + gridDim.x, ...) and each tile's planes (tap t0 of
 /// d0, input plane iz of the z chunk) as one stream through two shared buffers: while the block
@@ -192,9 +274,9 @@ TG_DEVICE_INLINE StTile st_tile(const StencilArgs& a, i64 t) {
 /// barrier a plane. Planes whose tile leaves the source, or that read the boundary value, are
 /// loaded by st_load_tile instead (mapped through the boundary mode).
 template <class G>
-TG_DEVICE_INLINE void stencil_tiles(const typename G::T* __restrict__ x,
+TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
                                     const typename G::T* __restrict__ w,
-                                    typename G::Y* __restrict__ y, const StencilArgs& a) {
+                                    typename G::O* __restrict__ y, const StPtrs& P, const StencilArgs& a) {
   typedef typename G::T T;
   typedef typename G::C C;
   constexpr int W0 = G::W0, WZ = G::WZ, WY = G::WY, WX = G::WX;
@@ -219,7 +301,7 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::T* __restrict__ x,
   // Weights in registers (compile-time indices after unrolling).
   C wr[WIN];
 #pragma unroll
-  for (int n = 0; n < WIN; ++n) wr[n] = G::UNIT_W ? C(1) : cv(w[n]);
+  for (int n = 0; n < WIN; ++n) wr[n] = G::UNIT_W ? C(1) : G::CONST_W ? G::weight(n) : cv(w[n]);
 
   const i64 in0 = a.in[0], inz = a.in[1], iny = a.in[2], inx = a.in[3];
   const i64 out0 = a.out[0], outz = a.out[1], outy = a.out[2], outx = a.out[3];
@@ -233,19 +315,31 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::T* __restrict__ x,
   };
   // Start of the tile's input rows in plane (c0, cz) (direct reads: an inside tile, c0, cz >= 0).
   auto origin = [&](const StTile& g, i64 c0, i64 cz) {
-    return x + g.b * block_in + (c0 * inz + cz) * iny * inx + g.iy0 * inx + g.ix0;
+    return g.b * block_in + (c0 * inz + cz) * iny * inx + g.iy0 * inx + g.ix0;
   };
-  // Loads plane (t0, iz) of tile g into buf synchronously (any plane).
+  // Loads plane (t0, iz) of tile g into buf synchronously (any plane); whether this thread stored
+  // a non-finite value.
   auto load_now = [&](T* buf, const StTile& g, int t0, int iz) {
     i64 c0, cz;
     coords(g, t0, iz, c0, cz);
-    st_load_tile<G>(buf, x + g.b * block_in, c0, cz, inz, iny, inx, g.iy0, g.ix0, g.inside, boundary, tid);
+    return st_load_tile<G>(buf, x, P, g.b * block_in, c0, cz, inz, iny, inx, g.iy0, g.ix0, g.inside, boundary,
+                           tid);
+  };
+  // One barrier a plane; with zero-tap skipping it also tells whether the staged plane holds a
+  // non-finite value (then that plane folds every tap).
+  auto barrier = [&](bool nf) {
+    if constexpr (G::SKIP) {
+      return __syncthreads_or(nf ? 1 : 0) != 0;
+    } else {
+      __syncthreads();
+      return false;
+    }
   };
 
   i64 t = blockIdx.x;
   StTile g = st_tile<G>(a, t);
-  load_now(tiles, g, 0, 0);
-  __syncthreads();
+  bool plane_nf = barrier(load_now(tiles, g, 0, 0));
+  bool tile_nf = false;  // some plane of the current tile held an inf or NaN
   int cur = 0;
   for (; t < a.total_tiles; t += step) {
     const bool has_next_tile = t + step < a.total_tiles;
@@ -256,7 +350,7 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::T* __restrict__ x,
     for (int rz = 0; rz < RZ; ++rz) {
 #pragma unroll
       for (int ry = 0; ry < RY; ++ry) {
-        acc[rz][ry] = C(0);
+        acc[rz][ry] = G::SKIP ? C(-0.0) : C(0);  // skipping sums add every tap to -0 (exact)
         at[rz][ry] = 0;
       }
     }
@@ -275,23 +369,37 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::T* __restrict__ x,
         const bool direct = has_next && nx.inside && nc0 >= 0 && ncz >= 0;
         T pre[PER];
         if (direct) {
-          const T* p0 = origin(nx, nc0, ncz);
+          const i64 p0 = origin(nx, nc0, ncz);
 #pragma unroll
           for (int q = 0; q < PER; ++q) {
             const int e = tid + q * NT;
             if (e < TILE) {
               const int r = e / EX, c = e - r * EX;
-              pre[q] = p0[r * inx + c];
+              pre[q] = G::load(x, P, p0 + r * inx + c);
             }
           }
         }
         // Fold the current plane into every (rz, ry) output that reads it, taps in row-major
-        // order.
+        // order (skipping sums leave out the taps of weight 0; see the top).
+        tile_nf = tile_nf || plane_nf;
         const T* base = tiles + cur * TILE + (ty * RY * SY) * EX + tx * SX;
 #pragma unroll
         for (int iy = 0; iy < ERY; ++iy) {
 #pragma unroll
           for (int jx = 0; jx < WX; ++jx) {
+            bool used = false;  // whether any output of this thread folds this value
+#pragma unroll
+            for (int rz = 0; rz < RZ; ++rz) {
+              const int dz = iz - rz * SZ;
+              if (dz < 0 || dz % DZ != 0 || dz / DZ >= WZ) continue;
+#pragma unroll
+              for (int ry = 0; ry < RY; ++ry) {
+                const int dy = iy - ry * SY;
+                if (dy < 0 || dy % DY != 0 || dy / DY >= WY) continue;
+                used = used || !(G::SKIP && G::zero_w(((t0 * WZ + dz / DZ) * WY + dy / DY) * WX + jx));
+              }
+            }
+            if (!used) continue;
             const C v = cv(base[iy * EX + jx * DX]);
 #pragma unroll
             for (int rz = 0; rz < RZ; ++rz) {
@@ -303,8 +411,13 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::T* __restrict__ x,
                 const int dy = iy - ry * SY;
                 if (dy < 0 || dy % DY != 0 || dy / DY >= WY) continue;
                 const int n = ((t0 * WZ + tz) * WY + dy / DY) * WX + jx;
+                if (G::SKIP && G::zero_w(n)) continue;
                 const C p = G::UNIT_W ? v : st_mul(v, wr[n]);
-                st_fold<G::R>(acc[rz][ry], at[rz][ry], p, n);
+                if (G::SKIP) {
+                  acc[rz][ry] = st_add(acc[rz][ry], p);
+                } else {
+                  st_fold<G::R>(acc[rz][ry], at[rz][ry], p, n);
+                }
               }
             }
           }
@@ -312,21 +425,28 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::T* __restrict__ x,
         // Stage the next plane in the other buffer (nobody reads it: the barrier after the
         // previous plane's fold has passed).
         T* other = tiles + (cur ^ 1) * TILE;
+        bool nf = false;
         if (direct) {
 #pragma unroll
           for (int q = 0; q < PER; ++q) {
             const int e = tid + q * NT;
-            if (e < TILE) other[e] = pre[q];
+            if (e < TILE) {
+              other[e] = pre[q];
+              if (G::SKIP) nf = nf || st_nonfinite(cv(pre[q]));
+            }
           }
         } else if (has_next) {
-          load_now(other, nx, nt0, niz);
+          nf = load_now(other, nx, nt0, niz);
         }
-        __syncthreads();
+        plane_nf = barrier(nf);
         cur ^= 1;
       }
     }
-    // Store.
+    // Store. Skipping sums mark the outputs that came out -0 (bit rz * RY + ry) and fold them
+    // again over every tap afterwards (all of the tile's outputs when a plane held an inf or NaN),
+    // once the accumulators are dead.
     const i64 ox = g.ox0 + tx;
+    unsigned long long refold = 0;
     if (ox < outx) {
 #pragma unroll
       for (int rz = 0; rz < RZ; ++rz) {
@@ -338,12 +458,29 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::T* __restrict__ x,
           if (oy >= outy) continue;
           const i64 o = (((g.b * out0 + g.o0) * outz + oz) * outy + oy) * outx + ox;
           if constexpr (G::R >= 4) {
-            y[o] = static_cast<typename G::Y>(at[rz][ry]);
+            G::store(y, P, o, static_cast<typename G::Y>(at[rz][ry]));
           } else {
-            y[o] = st<typename G::Y>(acc[rz][ry]);
+            const C r = acc[rz][ry];
+            if constexpr (G::SKIP) {
+              if (tile_nf || (r == C(0) && st_signbit(r))) refold |= 1ull << (rz * RY + ry);
+            }
+            G::store(y, P, o, st<typename G::Y>(r));
           }
         }
       }
+    }
+    if constexpr (G::SKIP) {
+      static_assert(RZ * RY <= 64, "one refold bit an output");
+      if (refold != 0) {
+#pragma unroll 1
+        for (int k = 0; k < RZ * RY; ++k) {
+          if (!((refold >> k) & 1)) continue;
+          const i64 oz = g.oz0 + k / RY, oy = g.oy0 + ty * RY + k % RY;
+          const i64 o = (((g.b * out0 + g.o0) * outz + oz) * outy + oy) * outx + ox;
+          G::store(y, P, o, st<typename G::Y>(st_exact<G>(x, P, a, g.b, g.o0, oz, oy, ox, boundary)));
+        }
+      }
+      tile_nf = false;
     }
     g = gn;
   }
