@@ -68,6 +68,22 @@ def bert_model(attention=None):
     return BertModel(cfg).eval()
 
 
+def bert_outputs(bert):
+    """A module input_ids -> (last_hidden_state, pooler_output): the exported graph's outputs."""
+    import torch
+
+    class Outputs(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids):
+            o = self.bert(input_ids=input_ids)
+            return o.last_hidden_state, o.pooler_output
+
+    return Outputs()
+
+
 def export_bert(out_dir):
     import onnx
     from onnx import numpy_helper
@@ -77,18 +93,9 @@ def export_bert(out_dir):
     ids = torch.randint(0, 30522, (1, 128), generator=g)
     with torch.no_grad():
         ref = m(input_ids=ids)
-    class Outputs(torch.nn.Module):  # input_ids -> (last_hidden_state, pooler_output)
-        def __init__(self, bert):
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, input_ids):
-            o = self.bert(input_ids=input_ids)
-            return o.last_hidden_state, o.pooler_output
-
     path = os.path.join(out_dir, "bert.onnx")
     with torch.no_grad():
-        torch.onnx.export(Outputs(m), (ids,), path, input_names=["input_ids"],
+        torch.onnx.export(bert_outputs(m), (ids,), path, input_names=["input_ids"],
                           output_names=["last_hidden_state", "pooler_output"], opset_version=17,
                           dynamo=False)
     for name, value in (("input_ids.pb", ids), ("output_0.pb", ref.last_hidden_state)):

@@ -80,9 +80,12 @@ class RowFuser {
 
   static bool rows_ok(const ir::FusedAttrs& a) {
     const Shape& s = a.shape;
-    // Rows of a static length; leading dims may be symbolic (a batch, a sequence length).
-    return is_known(s) && !s.empty() && s.size() <= kMaxRank && s.back() >= 2 && s.back() <= ir::kMaxFusedRowLength &&
-           ir::count_key(s) != 0 && !has_int_division(a);
+    // Rows of 2..kMaxFusedRowLength elements, or of a symbolic length (a softmax over a sequence
+    // compiled once: a signature whose rows are longer raises unsupported when the kernel runs,
+    // before any kernel of the run); leading dims may be symbolic too.
+    if (s.empty() || s.size() > kMaxRank || !is_known(s)) return false;
+    const bool length_ok = is_symbolic_dim(s.back()) || (s.back() >= 2 && s.back() <= ir::kMaxFusedRowLength);
+    return length_ok && ir::count_key(s) != 0 && !has_int_division(a);
   }
 
   /// The program of a row-reduction producer (see the top) ending in row-reduction steps, one an

@@ -10,6 +10,7 @@
 
 #include "ir/regions.h"
 #include "passes/passes.h"
+#include "passes/splice.h"
 
 namespace tg::passes {
 namespace {
@@ -29,19 +30,8 @@ void inline_branch(ir::Graph& g, int target, int branch, std::vector<ir::ValueRe
   const ir::Node ifn = g.node(target);  // a copy: the node list is rebuilt below
   const ir::Region& region = ifn.regions[static_cast<size_t>(branch)];
   const ir::Graph& body = *region.body;
-  const int n = g.size();
-
-  std::deque<ir::Node> out;
-  std::vector<int> remap(static_cast<size_t>(n), -1);  // outer node -> new node (not target)
-  auto outer = [&](ir::ValueRef v) { return ir::ValueRef{remap[static_cast<size_t>(v.node)], v.index}; };
-  for (int id = 0; id < target; ++id) {
-    ir::Node node = std::move(g.node(id));
-    node.id = static_cast<int>(out.size());
-    remap[static_cast<size_t>(id)] = node.id;
-    for (ir::ValueRef& in : node.inputs) in = outer(in);
-    for (int& c : node.control_inputs) c = remap[static_cast<size_t>(c)];
-    out.push_back(std::move(node));
-  }
+  Splice splice(g, target);
+  auto outer = [&](ir::ValueRef v) { return splice.outer(v); };
 
   // The branch: parameters bound to the if_else's inputs, other nodes appended.
   std::vector<ir::ValueRef> param_value(static_cast<size_t>(body.size()), ir::ValueRef{-1, 0});
@@ -56,13 +46,11 @@ void inline_branch(ir::Graph& g, int target, int branch, std::vector<ir::ValueRe
     return ir::ValueRef{body_remap[static_cast<size_t>(v.node)], v.index};
   };
   std::vector<int> order_after;  // the if_else's control inputs, remapped
-  for (int c : ifn.control_inputs) order_after.push_back(remap[static_cast<size_t>(c)]);
+  for (int c : ifn.control_inputs) order_after.push_back(splice.outer_node(c));
   std::vector<int> effects;  // inlined side-effect nodes
   for (const ir::Node& bn : body.nodes()) {
     if (param_value[static_cast<size_t>(bn.id)].node >= 0) continue;
     ir::Node node = bn;
-    node.id = static_cast<int>(out.size());
-    body_remap[static_cast<size_t>(bn.id)] = node.id;
     for (ir::ValueRef& in : node.inputs) in = inner(in);
     for (int& c : node.control_inputs) {
       const ir::ValueRef pv = param_value[static_cast<size_t>(c)];
@@ -73,8 +61,9 @@ void inline_branch(ir::Graph& g, int target, int branch, std::vector<ir::ValueRe
         node.control_inputs.push_back(c);
       }
     }
-    if (ir::has_side_effects(node)) effects.push_back(node.id);
-    out.push_back(std::move(node));
+    const bool effect = ir::has_side_effects(node);
+    body_remap[static_cast<size_t>(bn.id)] = splice.append(std::move(node));
+    if (effect) effects.push_back(body_remap[static_cast<size_t>(bn.id)]);
   }
   std::vector<ir::ValueRef> results;
   for (const ir::ValueRef& r : region.results) results.push_back(inner(r));
@@ -83,31 +72,7 @@ void inline_branch(ir::Graph& g, int target, int branch, std::vector<ir::ValueRe
     if (std::find(done.begin(), done.end(), r.node) == done.end()) done.push_back(r.node);
   }
 
-  auto mapped = [&](ir::ValueRef v) {
-    return v.node == target ? results.at(static_cast<size_t>(v.index)) : outer(v);
-  };
-  auto mapped_ops = [&](const std::vector<int>& ops) {
-    std::vector<int> r;
-    for (int c : ops) {
-      const std::vector<int> to = c == target ? done : std::vector<int>{remap[static_cast<size_t>(c)]};
-      for (int t : to) {
-        if (std::find(r.begin(), r.end(), t) == r.end()) r.push_back(t);
-      }
-    }
-    return r;
-  };
-  for (int id = target + 1; id < n; ++id) {
-    ir::Node node = std::move(g.node(id));
-    node.id = static_cast<int>(out.size());
-    remap[static_cast<size_t>(id)] = node.id;
-    for (ir::ValueRef& in : node.inputs) in = mapped(in);
-    node.control_inputs = mapped_ops(node.control_inputs);
-    out.push_back(std::move(node));
-  }
-  g.nodes() = std::move(out);
-  for (ir::ValueRef& r : roots) r = mapped(r);
-  root_ops = mapped_ops(root_ops);
-  for (int& k : keep) k = remap[static_cast<size_t>(k)];
+  splice.finish(results, done, roots, root_ops, keep);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "ir/regions.h"
 #include "passes/passes.h"
+#include "passes/splice.h"
 
 namespace tg::passes {
 namespace {
@@ -54,29 +55,17 @@ bool selectable(const ir::Graph& g, const ir::Node& n) {
 void to_select(ir::Graph& g, int target, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
                std::vector<int>& keep) {
   const ir::Node ifn = g.node(target);  // a copy: the node list is rebuilt below
-  const int n = g.size();
-  std::deque<ir::Node> out;
-  std::vector<int> remap(static_cast<size_t>(n), -1);  // outer node -> new node (not target)
-  auto outer = [&](ir::ValueRef v) { return ir::ValueRef{remap[static_cast<size_t>(v.node)], v.index}; };
-  for (int id = 0; id < target; ++id) {
-    ir::Node node = std::move(g.node(id));
-    node.id = static_cast<int>(out.size());
-    remap[static_cast<size_t>(id)] = node.id;
-    for (ir::ValueRef& in : node.inputs) in = outer(in);
-    for (int& c : node.control_inputs) c = remap[static_cast<size_t>(c)];
-    out.push_back(std::move(node));
-  }
+  Splice splice(g, target);
+  auto outer = [&](ir::ValueRef v) { return splice.outer(v); };
   std::vector<int> order_after;  // the if_else's control inputs order everything it becomes
-  for (int c : ifn.control_inputs) order_after.push_back(remap[static_cast<size_t>(c)]);
+  for (int c : ifn.control_inputs) order_after.push_back(splice.outer_node(c));
   auto append = [&](ir::Node node) {
-    node.id = static_cast<int>(out.size());
     for (int c : order_after) {
       if (std::find(node.control_inputs.begin(), node.control_inputs.end(), c) == node.control_inputs.end()) {
         node.control_inputs.push_back(c);
       }
     }
-    out.push_back(std::move(node));
-    return out.back().id;
+    return splice.append(std::move(node));
   };
 
   // Both branches: parameters bound to the if_else's inputs, other nodes appended.
@@ -106,7 +95,7 @@ void to_select(ir::Graph& g, int target, std::vector<ir::ValueRef>& roots, std::
 
   // The predicate as a scalar (a [1, 1] predicate would broadcast the results to a higher rank).
   ir::ValueRef pred = outer(ifn.inputs[0]);
-  if (!out[static_cast<size_t>(pred.node)].outputs[static_cast<size_t>(pred.index)].shape.empty()) {
+  if (!splice.node(pred.node).outputs[static_cast<size_t>(pred.index)].shape.empty()) {
     ir::Node r;
     r.kind = ir::OpKind::reshape;
     r.attrs = ir::ReshapeAttrs{Shape{}};
@@ -126,29 +115,7 @@ void to_select(ir::Graph& g, int target, std::vector<ir::ValueRef>& roots, std::
     done.push_back(selects.back().node);
   }
 
-  auto mapped = [&](ir::ValueRef v) { return v.node == target ? selects.at(static_cast<size_t>(v.index)) : outer(v); };
-  auto mapped_ops = [&](const std::vector<int>& ops) {
-    std::vector<int> r;
-    for (int c : ops) {
-      const std::vector<int> to = c == target ? done : std::vector<int>{remap[static_cast<size_t>(c)]};
-      for (int t : to) {
-        if (std::find(r.begin(), r.end(), t) == r.end()) r.push_back(t);
-      }
-    }
-    return r;
-  };
-  for (int id = target + 1; id < n; ++id) {
-    ir::Node node = std::move(g.node(id));
-    node.id = static_cast<int>(out.size());
-    remap[static_cast<size_t>(id)] = node.id;
-    for (ir::ValueRef& in : node.inputs) in = mapped(in);
-    node.control_inputs = mapped_ops(node.control_inputs);
-    out.push_back(std::move(node));
-  }
-  g.nodes() = std::move(out);
-  for (ir::ValueRef& r : roots) r = mapped(r);
-  root_ops = mapped_ops(root_ops);
-  for (int& k : keep) k = remap[static_cast<size_t>(k)];
+  splice.finish(selects, done, roots, root_ops, keep);
 }
 
 }  // namespace

@@ -4,9 +4,30 @@
 
 #include "core/env.h"
 #include "core/error_util.h"
+#include "ir/fused_rows.h"
 #include "passes/passes.h"
 
 namespace tg::runtime {
+namespace {
+
+// Row programs fused over a symbolic row length (passes::fuse_rows) run rows of at most
+// ir::kMaxFusedRowLength elements: a signature with longer rows is refused before any kernel runs.
+void check_row_lengths(const ir::Graph& g) {
+  for (const ir::Node& n : g.nodes()) {
+    if (n.kind != ir::OpKind::fused_elementwise) continue;
+    const auto& a = std::get<ir::FusedAttrs>(n.attrs);
+    const bool rows = std::any_of(a.steps.begin(), a.steps.end(),
+                                  [](const ir::FusedStep& s) { return ir::is_row_reduction_step(s.kind); });
+    if (rows && !a.shape.empty() && a.shape.back() > ir::kMaxFusedRowLength) {
+      fail(ErrorCode::unsupported, "run",
+           "a fused row program (softmax, layer normalization) over rows of {} elements: compiled once, rows "
+           "may have at most {} (compile with fixed shapes for longer ones)",
+           a.shape.back(), ir::kMaxFusedRowLength);
+    }
+  }
+}
+
+}  // namespace
 
 Specializations::Specializations(std::shared_ptr<const ir::Graph> graph, std::vector<int> feeds,
                                  std::vector<ir::ValueRef> roots, std::vector<int> root_ops, Device device,
@@ -43,6 +64,7 @@ std::shared_ptr<const CompiledProgram> Specializations::get(const std::vector<Te
   substitute_symbols(*g, bind_symbols(symbolic, names, types, aliases_));
   for (size_t i = 0; i < feeds_.size(); ++i) g->node(feeds_[i]).outputs[0] = types[i];
   passes::infer_types(*g);
+  check_row_lengths(*g);
   std::shared_ptr<const CompiledProgram> p = lower_graph(g, feeds_, roots_, root_ops_, device_, options_, shared_);
   std::lock_guard lock(mu_);
   for (const auto& [k, q] : lru_) {

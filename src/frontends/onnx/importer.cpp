@@ -89,6 +89,7 @@ SymbolicUse symbolic_use(const pb::NodeProto& node, int i) {
     return SymbolicUse::takes_shape;
   }
   if (op == "Equal") return SymbolicUse::compares;
+  if (op == "Shape" || op == "Size") return SymbolicUse::takes_shape;  // reads the type, not the values
   return SymbolicUse::computes;
 }
 
