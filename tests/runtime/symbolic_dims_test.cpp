@@ -132,5 +132,31 @@ TEST(SymbolicDims, ValuesOfSymbolicShapeFuseLikeFixedShapes) {
   EXPECT_GE(testing::count(once.to_string(), "fused_elementwise"), 1) << once.to_string();
 }
 
+// A softmax over a symbolic row length (attention scores over the sequence) is one row program,
+// as for a fixed length; a signature with rows over the row programs' limit is refused before
+// anything runs.
+TEST(SymbolicDims, SoftmaxOverASymbolicRowLengthIsOneRowProgram) {
+  testing::ScopedFusion fusion("1");
+  Graph g;
+  const int64_t s = symbolic_dim("seq");
+  Tensor x = g.placeholder({2, s, s}, DType::f32, "scores");
+  Tensor y = softmax(x * 0.5, -1);
+  Executable once = g.compile(Device::cpu(), {{x, {{2, s, s}, DType::f32}}}, {y}, {}, kOnce);
+  for (int64_t n : {1, 3, 7}) {
+    const TensorData vx = ramp({2, n, n}, 0.4);
+    Executable fixed = g.compile(Device::cpu(), {{x, vx.type()}}, {y});
+    EXPECT_EQ(testing::count(once.to_string(), "fused_elementwise"), testing::count(fixed.to_string(), "fused_elementwise"))
+        << "n " << n << "\nsymbolic:\n" << once.to_string() << "\nfixed:\n" << fixed.to_string();
+    EXPECT_EQ(testing::count(once.to_string(), "reduce_"), testing::count(fixed.to_string(), "reduce_"));
+    testing::expect_all_near(fixed.run({vx}), once.run({vx}), 1e-6);
+  }
+  Graph h;
+  Tensor r = h.placeholder({2, s}, DType::f32, "rows");
+  Executable rows = h.compile(Device::cpu(), {{r, {{2, s}, DType::f32}}}, {softmax(r, -1)}, {}, kOnce);
+  EXPECT_TG_ERROR(rows.run({TensorData::zeros({2, 8193})}), ErrorCode::unsupported, "rows of 8193 elements");
+  testing::expect_all_near({TensorData::full({2, 8192}, DType::f32, 1.0 / 8192)}, rows.run({TensorData::zeros({2, 8192})}),
+                           1e-6);
+}
+
 }  // namespace
 }  // namespace tg
