@@ -109,11 +109,13 @@ void bind_onnx(py::module_& m) {
   m.def("model_inputs", [](const std::string& path) {
           py::list l;
           for (auto& i : onnx::model_inputs(path)) {
-            py::object shape = i.shape ? py::object(py::tuple(py::cast(*i.shape))) : py::object(py::none());
+            py::object shape = i.shape ? py::object(shape_tuple(*i.shape)) : py::object(py::none());
             l.append(py::make_tuple(i.name, i.dtype, shape));
           }
           return l;
-        }, py::arg("path"), "[(name, dtype, shape or None)] of the model's graph inputs, as declared.");
+        }, py::arg("path"),
+        "[(name, dtype, shape or None)] of the model's graph inputs, as declared: a dim_param is a\n"
+        "named symbol (its name, a str), other unknown dims -1.");
   m.def("available", &onnx::available, "True when this build has the ONNX frontend.");
   m.def("supported_ops", []() {
           py::list l;

@@ -23,7 +23,6 @@ struct SymbolicCount {
   bool unknown = false;
   bool is_static() const { return !unknown && symbols.empty(); }
   friend bool operator==(const SymbolicCount&, const SymbolicCount&) = default;
-  friend auto operator<=>(const SymbolicCount&, const SymbolicCount&) = default;
 };
 
 /// The count of `s`, leaving out dim `skip` (-1: none).
