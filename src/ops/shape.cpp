@@ -194,7 +194,10 @@ std::vector<TensorType> infer_slice(const ir::Node& node, std::span<const Tensor
     TG_CHECK_INTERNAL(axis >= 0 && axis < in[0].rank() && d.strides[i] != 0,
                       "bad slice attributes");
     int64_t dim = in[0].shape[static_cast<size_t>(axis)];
-    if (dim < 0) continue;  // dynamic: the length is known once the dim is
+    if (dim < 0) {  // dynamic or a symbol: the length is known once the dim is (a slice of a
+      out[static_cast<size_t>(axis)] = -1;  // symbol is not that symbol)
+      continue;
+    }
     int64_t start = 0;
     ops::resolve_slice_dim(d.begin[i], d.end[i], d.strides[i], dim, &start,
                            &out[static_cast<size_t>(axis)]);
@@ -239,6 +242,7 @@ std::vector<TensorType> infer_pad(const ir::Node& node, std::span<const TensorTy
            pad_mode_str(p.mode), i, p.mode == PadMode::reflect ? 2 : 1, str(x));
     }
     if (x[i] >= 0) out[i] = checked_add(checked_add(x[i], p.before[i], "pad"), p.after[i], "pad");
+    else if (padded) out[i] = -1;  // a padded symbol is not that symbol
   }
   return {{out, in[0].dtype}};
 }

@@ -161,7 +161,7 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     declared.push_back(ph.outputs[0]);
     // Compile once: each -1 becomes the declared symbol, or one named after the placeholder and
     // axis (symbols.h).
-    ph.outputs[0] = options.disable_type_inference ? name_varying_dims(type, ph.name, ph.outputs[0]) : type;
+    ph.outputs[0] = options.disable_type_inference ? name_varying_dims(type, ph.name, ph.outputs[0], ph.id) : type;
     fed.push_back(ph.outputs[0]);
     fed_names.push_back(ph.name);
     feeds.push_back(t.node_id());

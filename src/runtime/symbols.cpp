@@ -50,12 +50,15 @@ std::string symbol_safe(const std::string& name) {
 
 }  // namespace
 
-TensorType name_varying_dims(const TensorType& type, const std::string& placeholder, const TensorType& declared) {
+TensorType name_varying_dims(const TensorType& type, const std::string& placeholder, const TensorType& declared,
+                             int node) {
   TensorType out = type;
+  std::string base = symbol_safe(placeholder);
+  if (base != placeholder) base.append(1, ':').append(std::to_string(node));  // "a b" and "a_b" stay apart
   for (size_t i = 0; i < out.shape.size(); ++i) {
     if (out.shape[i] != -1) continue;
     const bool named = i < declared.shape.size() && is_symbolic_dim(declared.shape[i]);
-    out.shape[i] = named ? declared.shape[i] : symbolic_dim(symbol_safe(placeholder) + "." + std::to_string(i));
+    out.shape[i] = named ? declared.shape[i] : symbolic_dim(base + "." + std::to_string(i));
   }
   return out;
 }

@@ -107,6 +107,10 @@ TEST(OnnxSymbolicDims, ComputingOnRunTimeSizesNamesTheNodeAndTheSymbols) {
              node("Reshape", {"x", "twice"}, {"y"})};
   EXPECT_TG_ERROR(import(as_bytes(m.bytes())), ErrorCode::unsupported,
                   "'double_it' (Mul, opset 17): input 0 ('shape') holds the run-time sizes batch, seq");
+  // A cast to int32 would wrap the symbols' values: it computes on them.
+  m.nodes = {node("Shape", {"x"}, {"shape"}), node("Cast", {"shape"}, {"s32"}, "narrow", {attr_int("to", 6)}),
+             node("Reshape", {"x", "s32"}, {"y"})};
+  EXPECT_TG_ERROR(import(as_bytes(m.bytes())), ErrorCode::unsupported, "'narrow' (Cast, opset 17)");
   // Fixed input shapes make the same model importable (the sizes are then known).
   m.nodes = {node("Shape", {"x"}, {"shape"}), ints("half", {1, 1}), node("Mul", {"shape", "half"}, {"same"}),
              node("Reshape", {"x", "same"}, {"y"})};

@@ -59,6 +59,10 @@ TEST(SymbolicDims, ShapesPropagateThroughOpsWhenBuilt) {
   EXPECT_EQ(concat({x, x}, 2).shape(), (Shape{b, s, 24}));
   EXPECT_EQ(concat({x, x}, 1).shape(), (Shape{b, -1, 12}));  // s + s
   EXPECT_EQ(expand_dims(x, 1).shape(), (Shape{b, 1, s, 12}));
+  // A slice or a pad of a symbolic dim is not that symbol (its size is known at run time).
+  EXPECT_EQ(slice(x, {.begin = {0}, .end = {1}, .axes = {1}}).shape(), (Shape{b, -1, 12}));
+  EXPECT_EQ(pad(x, {.before = {0, 1, 0}, .after = {0, 1, 0}}).shape(), (Shape{b, -1, 12}));
+  EXPECT_EQ(pad(x, {.before = {0, 0, 1}, .after = {0, 0, 0}}).shape(), (Shape{b, s, 13}));
   // A size against a symbol gives the size (the symbol's value is checked once bound).
   EXPECT_EQ((x + g.placeholder({2, 1, 12}, DType::f32, "y")).shape(), (Shape{2, s, 12}));
   EXPECT_TG_ERROR(reshape(x, {b, s, 5}), ErrorCode::shape_mismatch, "reshape");

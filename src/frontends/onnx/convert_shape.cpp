@@ -28,11 +28,21 @@ int64_t product(const Shape& s, size_t begin, size_t end) {
   return p;
 }
 
+// A shape read from a value that holds no symbols (a constant) whose entries fall in the symbols'
+// range is malformed: refused rather than read as run-time sizes.
+void check_no_symbol_codes(const NodeContext& c, const std::vector<int64_t>& shape, bool symbolic) {
+  if (symbolic) return;
+  for (int64_t d : shape) {
+    if (d < -1) c.fail(ErrorCode::invalid_argument, "shape {} has an invalid dim {}", str(shape), d);
+  }
+}
+
 }  // namespace
 
 std::vector<Tensor> convert_reshape(NodeContext& c) {
   Tensor x = c.input(0);
   std::vector<int64_t> shape = c.opset() < 5 ? c.attr_ints("shape") : c.ints(1);
+  check_no_symbol_codes(c, shape, c.opset() >= 5 && c.symbolic(1));
   bool allow_zero = c.attr_int("allowzero", 0) != 0;
   if (!allow_zero) {
     for (size_t i = 0; i < shape.size(); ++i) {
@@ -186,6 +196,7 @@ std::vector<Tensor> convert_slice(NodeContext& c) {
 std::vector<Tensor> convert_expand(NodeContext& c) {
   Tensor x = c.input(0);
   std::vector<int64_t> shape = c.ints(1);
+  check_no_symbol_codes(c, shape, c.symbolic(1));
   return {broadcast_to(x, broadcast_shape(c, x.shape(), shape))};
 }
 

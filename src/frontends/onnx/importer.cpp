@@ -43,6 +43,7 @@ std::optional<Shape> declared_shape(const pb::TypeProto_Tensor& t) {
     int64_t v = -1;
     if (d.has_dim_value()) {
       v = d.dim_value();
+      if (is_symbolic_dim(v)) v = -2;  // a malformed negative size, never a symbol: refused as -2
     } else if (d.has_dim_param() && !d.dim_param().empty() && d.dim_param().size() <= 64 &&
                std::all_of(d.dim_param().begin(), d.dim_param().end(), [](char c) {
                  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' ||
@@ -81,7 +82,7 @@ SymbolicUse symbolic_use(const pb::NodeProto& node, int i) {
   if (op == "Where" && (i == 1 || i == 2)) return SymbolicUse::moves;
   if (op == "Cast" && i == 0) {
     for (const auto& a : node.attribute()) {
-      if (a.name() == "to" && (a.i() == 6 || a.i() == 7)) return SymbolicUse::moves;  // int32, int64
+      if (a.name() == "to" && a.i() == 7) return SymbolicUse::moves;  // int64 (int32 would wrap the symbols)
     }
   }
   if ((op == "Reshape" || op == "Expand") && i == 1) return SymbolicUse::takes_shape;
