@@ -31,30 +31,19 @@ void inline_branch(ir::Graph& g, int target, int branch, std::vector<ir::ValueRe
   const ir::Region& region = ifn.regions[static_cast<size_t>(branch)];
   const ir::Graph& body = *region.body;
   Splice splice(g, target);
-  auto outer = [&](ir::ValueRef v) { return splice.outer(v); };
 
   // The branch: parameters bound to the if_else's inputs, other nodes appended.
-  std::vector<ir::ValueRef> param_value(static_cast<size_t>(body.size()), ir::ValueRef{-1, 0});
-  for (size_t p = 0; p < region.params.size(); ++p) {
-    const int src = ir::param_source(ifn, static_cast<size_t>(branch), p);
-    param_value[static_cast<size_t>(region.params[p])] = outer(ifn.inputs.at(static_cast<size_t>(src)));
-  }
-  std::vector<int> body_remap(static_cast<size_t>(body.size()), -1);
-  auto inner = [&](ir::ValueRef v) {
-    const ir::ValueRef pv = param_value[static_cast<size_t>(v.node)];
-    if (pv.node >= 0) return ir::ValueRef{pv.node, pv.index + v.index};
-    return ir::ValueRef{body_remap[static_cast<size_t>(v.node)], v.index};
-  };
+  Splice::Branch b = splice.bind_branch(ifn, static_cast<size_t>(branch));
+  auto inner = [&](ir::ValueRef v) { return b.inner(v); };
   std::vector<int> order_after;  // the if_else's control inputs, remapped
   for (int c : ifn.control_inputs) order_after.push_back(splice.outer_node(c));
   std::vector<int> effects;  // inlined side-effect nodes
   for (const ir::Node& bn : body.nodes()) {
-    if (param_value[static_cast<size_t>(bn.id)].node >= 0) continue;
+    if (b.is_param(bn.id)) continue;
     ir::Node node = bn;
     for (ir::ValueRef& in : node.inputs) in = inner(in);
     for (int& c : node.control_inputs) {
-      const ir::ValueRef pv = param_value[static_cast<size_t>(c)];
-      c = pv.node >= 0 ? pv.node : body_remap[static_cast<size_t>(c)];
+      c = b.is_param(c) ? b.param_value[static_cast<size_t>(c)].node : b.body_remap[static_cast<size_t>(c)];
     }
     for (int c : order_after) {
       if (std::find(node.control_inputs.begin(), node.control_inputs.end(), c) == node.control_inputs.end()) {
@@ -62,8 +51,8 @@ void inline_branch(ir::Graph& g, int target, int branch, std::vector<ir::ValueRe
       }
     }
     const bool effect = ir::has_side_effects(node);
-    body_remap[static_cast<size_t>(bn.id)] = splice.append(std::move(node));
-    if (effect) effects.push_back(body_remap[static_cast<size_t>(bn.id)]);
+    b.body_remap[static_cast<size_t>(bn.id)] = splice.append(std::move(node));
+    if (effect) effects.push_back(b.body_remap[static_cast<size_t>(bn.id)]);
   }
   std::vector<ir::ValueRef> results;
   for (const ir::ValueRef& r : region.results) results.push_back(inner(r));

@@ -73,24 +73,14 @@ void to_select(ir::Graph& g, int target, std::vector<ir::ValueRef>& roots, std::
   for (size_t branch = 0; branch < 2; ++branch) {
     const ir::Region& region = ifn.regions[branch];
     const ir::Graph& body = *region.body;
-    std::vector<ir::ValueRef> param_value(static_cast<size_t>(body.size()), ir::ValueRef{-1, 0});
-    for (size_t p = 0; p < region.params.size(); ++p) {
-      const int src = ir::param_source(ifn, branch, p);
-      param_value[static_cast<size_t>(region.params[p])] = outer(ifn.inputs.at(static_cast<size_t>(src)));
-    }
-    std::vector<int> body_remap(static_cast<size_t>(body.size()), -1);
-    auto inner = [&](ir::ValueRef v) {
-      const ir::ValueRef pv = param_value[static_cast<size_t>(v.node)];
-      if (pv.node >= 0) return ir::ValueRef{pv.node, pv.index + v.index};
-      return ir::ValueRef{body_remap[static_cast<size_t>(v.node)], v.index};
-    };
+    Splice::Branch b = splice.bind_branch(ifn, branch);
     for (const ir::Node& bn : body.nodes()) {
-      if (param_value[static_cast<size_t>(bn.id)].node >= 0) continue;
+      if (b.is_param(bn.id)) continue;
       ir::Node node = bn;
-      for (ir::ValueRef& in : node.inputs) in = inner(in);
-      body_remap[static_cast<size_t>(bn.id)] = append(std::move(node));
+      for (ir::ValueRef& in : node.inputs) in = b.inner(in);
+      b.body_remap[static_cast<size_t>(bn.id)] = append(std::move(node));
     }
-    for (const ir::ValueRef& r : region.results) results[branch].push_back(inner(r));
+    for (const ir::ValueRef& r : region.results) results[branch].push_back(b.inner(r));
   }
 
   // The predicate as a scalar (a [1, 1] predicate would broadcast the results to a higher rank).

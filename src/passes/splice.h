@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/regions.h"
 
 namespace tg::passes {
 
@@ -35,6 +36,30 @@ class Splice {
     return out_.back().id;
   }
   const ir::Node& node(int id) const { return out_[static_cast<size_t>(id)]; }
+
+  /// An if_else branch being copied in: its parameters stand for the if_else's inputs (in the new
+  /// numbering); other body nodes map to where they were appended (set body_remap[id]).
+  struct Branch {
+    std::vector<ir::ValueRef> param_value;  ///< body node -> bound value, {-1, 0} when no parameter
+    std::vector<int> body_remap;            ///< body node -> new node
+    bool is_param(int id) const { return param_value[static_cast<size_t>(id)].node >= 0; }
+    ir::ValueRef inner(ir::ValueRef v) const {
+      const ir::ValueRef pv = param_value[static_cast<size_t>(v.node)];
+      if (pv.node >= 0) return ir::ValueRef{pv.node, pv.index + v.index};
+      return ir::ValueRef{body_remap[static_cast<size_t>(v.node)], v.index};
+    }
+  };
+  /// Branch `branch` of if_else `ifn` (a node before the splice's target is read through outer()).
+  Branch bind_branch(const ir::Node& ifn, size_t branch) const {
+    const ir::Region& region = ifn.regions[branch];
+    const size_t n = static_cast<size_t>(region.body->size());
+    Branch b{std::vector<ir::ValueRef>(n, ir::ValueRef{-1, 0}), std::vector<int>(n, -1)};
+    for (size_t p = 0; p < region.params.size(); ++p) {
+      const int src = ir::param_source(ifn, branch, p);
+      b.param_value[static_cast<size_t>(region.params[p])] = outer(ifn.inputs.at(static_cast<size_t>(src)));
+    }
+    return b;
+  }
 
   /// Appends the nodes after the target and installs the new node list; remaps roots, root_ops
   /// and keep (none of which may be the target's node for values: they read `results`).

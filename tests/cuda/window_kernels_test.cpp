@@ -23,7 +23,8 @@ namespace {
 // recorded CUDA graph) and returns the second run's results on the host.
 using GraphBuild = std::function<std::vector<Tensor>(Graph&, const std::vector<Tensor>&)>;
 
-std::vector<TensorData> run_on(Device device, const std::vector<TensorData>& inputs, const GraphBuild& build) {
+// `build` on placeholders of `inputs`' types, compiled for `device`.
+Executable compile_on(Device device, const std::vector<TensorData>& inputs, const GraphBuild& build) {
   Graph g;
   std::vector<Tensor> in;
   FeedTypes feeds;
@@ -31,7 +32,11 @@ std::vector<TensorData> run_on(Device device, const std::vector<TensorData>& inp
     in.push_back(g.placeholder(inputs[i].shape(), inputs[i].dtype(), "in" + std::to_string(i)));
     feeds.push_back({in.back(), inputs[i].type()});
   }
-  Executable exe = g.compile(device, feeds, build(g, in));
+  return g.compile(device, feeds, build(g, in));
+}
+
+std::vector<TensorData> run_on(Device device, const std::vector<TensorData>& inputs, const GraphBuild& build) {
+  Executable exe = compile_on(device, inputs, build);
   exe.run(inputs);
   std::vector<TensorData> out;
   for (TensorData& t : exe.run(inputs)) out.push_back(t.to(Device::cpu()));
@@ -167,14 +172,7 @@ TEST(CudaWindowKernels, FusedReluStencilIsOneKernelAndEqualsTheUnfusedGraph) {
       return std::vector{relu(stencil(in[0] * in[1] + in[2], weights,
                                           {.explicit_padding = {1, 1, 1, 1}, .boundary_mode = BoundaryMode::reflect}))};
     };
-    Graph g;
-    std::vector<Tensor> in;
-    FeedTypes feeds;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      in.push_back(g.placeholder(inputs[i].shape(), inputs[i].dtype(), "in" + std::to_string(i)));
-      feeds.push_back({in.back(), inputs[i].type()});
-    }
-    const std::string text = g.compile(Device::cuda(0), feeds, build(g, in)).to_string();
+    const std::string text = compile_on(Device::cuda(0), inputs, build).to_string();
     EXPECT_EQ(count(text, "= fused_stencil("), 1) << text;
     // Besides placeholders only relu's scalar 0 (a constant: uploaded once, no kernel) and, with
     // constant weights, no [3,3] constant: they are folded into the kernel.

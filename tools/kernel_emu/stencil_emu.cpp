@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,21 @@ struct Case {
 
 std::string list(const std::array<int64_t, 4>& v) {
   return std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + "," + std::to_string(v[3]);
+}
+
+/// The opening of a generated harness: kernel `i`'s source and `harness` included, StencilArgs
+/// filled with the geometry `z` and the launch `l` (the plain and the fused cases share it).
+std::string harness_head(size_t i, const char* harness, const TiledStencilSizes& z,
+                         const tg::cuda::TiledStencilLaunch& l) {
+  std::ostringstream h;
+  h << "#include \"k" << i << ".cu\"\n#include \"" << TG_SOURCE_DIR << "/tools/kernel_emu/" << harness << "\"\n"
+    << "int main() {\n  tg_dev::StencilArgs a{};\n  a.batch = " << z.batch << ";\n"
+    << "  const long long in[4] = {" << list(z.in) << "}, out[4] = {" << list(z.out) << "}, before[4] = {"
+    << list(z.before) << "};\n"
+    << "  for (int i = 0; i < 4; ++i) { a.in[i] = in[i]; a.out[i] = out[i]; a.before[i] = before[i]; }\n"
+    << "  a.tiles[0] = " << l.tiles[0] << "; a.tiles[1] = " << l.tiles[1] << "; a.tiles[2] = " << l.tiles[2]
+    << "; a.total_tiles = " << l.total_tiles << ";\n";
+  return h.str();
 }
 
 /// A fused_stencil node (ir::FusedStencilAttrs) and its inputs: run on the CPU for the expected
@@ -171,13 +187,7 @@ bool write_fused(const std::string& dir, size_t i, const FusedCase& c) {
   write(dir + "/e" + id + ".bin", out[0]);
   const int w_input = c.attrs.weights.empty() ? c.attrs.num_prologue_inputs : -1;
   std::ofstream h(dir + "/h" + id + ".cpp");
-  h << "#include \"k" << i << ".cu\"\n#include \"" << TG_SOURCE_DIR << "/tools/kernel_emu/fused_stencil_harness.h\"\n"
-    << "int main() {\n  tg_dev::StencilArgs a{};\n  a.batch = " << z.batch << ";\n"
-    << "  const long long in[4] = {" << list(z.in) << "}, out[4] = {" << list(z.out) << "}, before[4] = {"
-    << list(z.before) << "};\n"
-    << "  for (int i = 0; i < 4; ++i) { a.in[i] = in[i]; a.out[i] = out[i]; a.before[i] = before[i]; }\n"
-    << "  a.tiles[0] = " << l.tiles[0] << "; a.tiles[1] = " << l.tiles[1] << "; a.tiles[2] = " << l.tiles[2]
-    << "; a.total_tiles = " << l.total_tiles << ";\n"
+  h << harness_head(i, "fused_stencil_harness.h", z, l)
     << "  a.boundary = " << static_cast<long long>(z.boundary_bits) << "LL;\n"
     << "  std::printf(\"" << c.name << ": tile " << s.bx << "x" << s.by << ", ry " << s.ry << ", rz " << s.rz << ", "
     << l.total_tiles << " tiles on " << blocks << " blocks\\n\");\n"
@@ -237,13 +247,7 @@ int main(int argc, char** argv) {
     const char* ctype = f16 ? "float" : c.dtype == DType::f64 ? "double" : c.dtype == DType::f32 ? "float"
                                     : c.dtype == DType::i8   ? "signed char" : "int";
     std::ofstream h(dir + "/h" + std::to_string(i) + ".cpp");
-    h << "#include \"k" << i << ".cu\"\n#include \"" << TG_SOURCE_DIR << "/tools/kernel_emu/stencil_harness.h\"\n"
-      << "int main() {\n  tg_dev::StencilArgs a{};\n  a.batch = " << z.batch << ";\n"
-      << "  const long long in[4] = {" << list(z.in) << "}, out[4] = {" << list(z.out) << "}, before[4] = {"
-      << list(z.before) << "};\n"
-      << "  for (int i = 0; i < 4; ++i) { a.in[i] = in[i]; a.out[i] = out[i]; a.before[i] = before[i]; }\n"
-      << "  a.tiles[0] = " << l.tiles[0] << "; a.tiles[1] = " << l.tiles[1] << "; a.tiles[2] = " << l.tiles[2]
-      << "; a.total_tiles = " << l.total_tiles << ";\n"
+    h << harness_head(i, "stencil_harness.h", z, l)
       << "  const " << ctype << " b = (" << ctype << ")1.5;\n  std::memcpy(&a.boundary, &b, sizeof b);\n"
       << "  std::printf(\"" << c.name << ": tile " << s.bx << "x" << s.by << ", ry " << s.ry << ", rz " << s.rz
       << ", " << l.total_tiles << " tiles on " << blocks << " blocks\\n\");\n"
