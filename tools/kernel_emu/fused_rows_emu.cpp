@@ -43,7 +43,7 @@ std::string harness(const std::string& id, const ir::FusedAttrs& a, const std::v
   for (size_t m = 0; m < n_in; ++m) {
     if (pl.kinds[m] != 's') h += fmt::format("  tg_rw_st s{}{{{}}};\n", m, array4(pl.strides[m].k));
   }
-  h += fmt::format("  tg_rw_dims d{{{}, {}}};\n", array4(pl.dims.k), pl.dims.rows);
+  h += fmt::format("  tg_rw_dims d{{{}, {}, {}}};\n", array4(pl.dims.k), pl.dims.rows, pl.dims.n);
   std::string args;
   for (size_t k = 0; k < outs.size(); ++k) args += fmt::format("y{}.data(), ", k);
   for (size_t m = 0; m < n_in; ++m) args += fmt::format("x{}.data(), ", m);

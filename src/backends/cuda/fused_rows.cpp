@@ -4,8 +4,12 @@
 //
 // Mapping: TPR threads a row (a power of two, 32..1024: the smallest with TPR * 4 >= N, capped),
 // RPB = max(1, 128 / TPR) rows a block; lane l holds the row's elements j = k * TPR + l for
-// k < E = ceil(N / TPR) (E <= 8 for N <= 8192) in registers, so a full value is an array of E
-// registers and a row value one register. Loads are coalesced (consecutive lanes, consecutive
+// k < ceil(N / TPR) in registers, so a full value is an array of E registers and a row value one
+// register. E is a bucket, not ceil(N / TPR): 4, or 8 for rows over 4096 elements; N is a kernel
+// argument. So one kernel serves every row length of its TPR (all rows of 1..128 elements share
+// one): a program whose row length is a symbol (compile once, runtime/specialize.cpp) compiles
+// nothing when a new length comes. Which lane holds which element depends on TPR only, so the
+// results do not depend on E. Loads are coalesced (consecutive lanes, consecutive
 // elements); lanes past N load the row's first element (never used). A reduction step: each lane
 // combines its elements in k order, a warp xor-butterfly (every lane gets the same bits), then,
 // when TPR > 32, the warps' partials through shared memory (one array per reduction step, so one
@@ -52,6 +56,7 @@ constexpr int kRowBlock = 128;  // threads a block when rows are short (several 
 struct RowDims {
   long long k[kRowDims] = {};  ///< merged leading dims, outermost first
   long long rows = 0;
+  long long n = 0;  ///< row length
 };
 struct RowStrides {
   long long k[kRowDims] = {};
@@ -63,7 +68,7 @@ struct RowPlan {
   RowDims dims;
   std::vector<RowStrides> strides;  ///< per input
   int64_t n = 0;                    ///< row length
-  int tpr = 32, e = 1, rpb = 1;     ///< threads a row, elements a thread, rows a block
+  int tpr = 32, e = 4, rpb = 1;     ///< threads a row, elements a thread (bucket), rows a block
 };
 
 bool is_reduction(ir::OpKind k) { return k == ir::OpKind::reduce_sum || k == ir::OpKind::reduce_max; }
@@ -71,12 +76,14 @@ bool half_type(DType d) { return d == DType::f16 || d == DType::bf16; }
 const char* sum_type(DType d) { return half_type(d) ? "float" : "double"; }
 const char* compute_name(DType d) { return d == DType::f64 ? "double" : "float"; }
 
-/// Threads a row, elements a thread and rows a block for rows of n elements.
+/// Threads a row, elements a thread (the bucket, see the top) and rows a block for rows of n
+/// elements.
 void choose_mapping(RowPlan& pl) {
   pl.tpr = 32;
   while (pl.tpr < 1024 && int64_t{pl.tpr} * 4 < pl.n) pl.tpr *= 2;
-  pl.e = static_cast<int>((pl.n + pl.tpr - 1) / pl.tpr);
+  pl.e = pl.n <= int64_t{pl.tpr} * 4 ? 4 : 8;
   pl.rpb = std::max(1, kRowBlock / pl.tpr);
+  pl.dims.n = pl.n;
 }
 
 /// Merged leading dims, per-input strides and kinds (see the top).
@@ -141,10 +148,10 @@ std::string rows_source(const ir::FusedAttrs& a, std::span<const DType> in, cons
   param("const tg_rw_dims d");
   param("const unsigned long long* guard");
   std::string src = "#include \"elementwise.cuh\"\n\n";
-  src += "struct tg_rw_dims { long long k[4]; long long rows; };\nstruct tg_rw_st { long long k[4]; };\n\n";
+  src += "struct tg_rw_dims { long long k[4]; long long rows; long long n; };\nstruct tg_rw_st { long long k[4]; };\n\n";
   src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) tg_rows({}) {{\n", block, params);
   src += "  if (guard != nullptr && *guard != 0ULL) return;\n";
-  src += fmt::format("  constexpr int TPR = {}, E = {};\n  constexpr long long N = {};\n", pl.tpr, pl.e, pl.n);
+  src += fmt::format("  constexpr int TPR = {}, E = {};\n  const long long N = d.n;\n", pl.tpr, pl.e);
   src += fmt::format("  const int lane = threadIdx.x % TPR, sub = threadIdx.x / TPR;\n");
   src += fmt::format("  const long long row = static_cast<long long>(blockIdx.x) * {} + sub;\n", pl.rpb);
   src += "  const bool live = row < d.rows;\n";
@@ -246,9 +253,12 @@ struct RowEntry {
 const RowEntry& row_entry(const ir::FusedAttrs& a, std::span<const DType> in, const std::vector<DType>& outs,
                           const std::vector<bool>& full, const RowPlan& pl, int device, std::string_view op) {
   const DeviceContext& dc = activate(device);
-  std::string key = fmt::format("{}{}|{}|{}|{}|{}|{}|{}|", dc.cc_major, dc.cc_minor, pl.kinds, pl.nk, pl.n, pl.tpr,
-                                pl.rpb, ir::attrs_to_string(a));
+  ir::FusedAttrs program = a;
+  program.shape.clear();  // the source does not depend on the sizes (N is an argument)
+  std::string key = fmt::format("{}{}|{}|{}|{}|{}|{}|{}|", dc.cc_major, dc.cc_minor, pl.kinds, pl.nk, pl.e, pl.tpr,
+                                pl.rpb, ir::attrs_to_string(program));
   for (DType d : in) key += dtype_name(d), key += ',';
+  for (bool f : full) key += f ? 'f' : 'r';
   static std::mutex mu;
   static auto* cache = new std::unordered_map<std::string, std::unique_ptr<RowEntry>>();
   {
