@@ -106,8 +106,8 @@ struct CompileOptions {
   /// different sizes raises tg::Error(shape_mismatch) naming both placeholders, the symbol and
   /// the sizes before any kernel runs; other contradictions raise naming the op and both
   /// shapes. Passes fuse values of symbolic shape as they do static ones (fused row programs
-  /// need a static row length); autocast applies; the layout pass and constant folding need
-  /// static shapes. Such executables cannot be saved yet (save raises tg::Error(unsupported)).
+  /// of at most 8192 elements); autocast applies; layout pass and constant folding need static
+  /// shapes. Executable::save stores the symbols by name (section 'symbols') and the kernels.
   /// Each kept signature's program holds its own arenas, each bounded by memory_budget_bytes,
   /// so the executable may hold up to TG_SPECIALIZATIONS times that (give an arena_group to
   /// share one arena instead); arena_bytes() reports the largest. With every feed dim fixed it

@@ -30,9 +30,12 @@ struct Out {
   void operator()(const double& v) { w.f64(v); }
   void operator()(const DType& v) { w.str(dtype_name(v)); }
   void operator()(const ir::OpKind& v) { w.str(ir::op_name(v)); }
-  void operator()(const std::vector<int64_t>& v) {
+  void operator()(const std::vector<int64_t>& v) {  // shapes among them: symbols noted
     w.u32(static_cast<uint32_t>(v.size()));
-    for (int64_t x : v) w.i64(x);
+    for (int64_t x : v) {
+      if (x < -1) w.note_symbol(x);
+      w.i64(x);
+    }
   }
   void operator()(const std::vector<int>& v) {
     w.u32(static_cast<uint32_t>(v.size()));
@@ -82,9 +85,9 @@ struct In {
            r.section(), name);
     }
   }
-  void operator()(std::vector<int64_t>& v) {
+  void operator()(std::vector<int64_t>& v) {  // the file's symbols mapped to this process's
     v.resize(r.count(8));
-    for (int64_t& x : v) x = r.i64();
+    for (int64_t& x : v) x = r.symbol(r.i64());
   }
   void operator()(std::vector<int>& v) {
     v.resize(r.count(8));
@@ -279,7 +282,7 @@ TensorType read_type(Reader& r) {
   // Sizes stay far from overflowing the memory plan's 64-bit arithmetic: at most 2^50 bytes.
   uint64_t bytes = dtype_size(t.dtype);
   for (int64_t d : t.shape) {
-    if (d < -1) r.malformed(fmt::format("a type with dim {}", d));
+    if (d < -1 && !is_symbolic_dim(d)) r.malformed(fmt::format("a type with dim {}", d));
     if (d > 0 && bytes > (uint64_t{1} << 50) / static_cast<uint64_t>(d)) {
       r.malformed(fmt::format("a type of more than 2^50 bytes ({}{})", dtype_name(t.dtype), shape_to_string(t.shape)));
     }

@@ -28,6 +28,7 @@
 #include "ops/control.h"
 #include "runtime/compile.h"
 #include "runtime/ir_serialize.h"
+#include "runtime/specialize.h"
 #include "runtime/tgx_format.h"
 #include "tg/saved_executable.h"
 
@@ -105,17 +106,19 @@ std::vector<int> used_slots(const ir::Graph& g) {
 
 std::vector<uint8_t> Executable::save_to_bytes(const SaveOptions& options) const {
   const CompiledProgram& p = checked(program_);
-  if (p.specializations) {
-    fail(ErrorCode::unsupported, "save",
-         "an executable compiled with disable_type_inference (input dims that vary) cannot be saved yet; "
-         "compile it for fixed input shapes to save it");
-  }
+  // Compiled once for varying sizes (disable_type_inference): the optimized graph with its
+  // symbols (section 'symbols' names them), no memory plan (each signature plans its own), and
+  // the code the signatures run so far generated.
+  const runtime::Specializations* dynamic = p.specializations.get();
   const runtime::PlannedGraph& plan = *p.plan;
   const ir::Graph& g = *plan.graph;
   const backends::Backend& backend = backends::backend_for(p.device);
   const std::vector<int> slots = used_slots(g);
-  const std::vector<backends::CodeObject> code = p.program->code_objects();
+  const std::vector<backends::CodeObject> code = dynamic ? dynamic->code_objects() : p.program->code_objects();
   const ir::VariableStore& store = *g.variables();
+  const size_t arena_bytes = dynamic ? 0 : p.program->memory().arena_bytes;
+  const size_t planned_bytes = dynamic ? 0 : static_cast<size_t>(p.program->memory().planned_bytes);
+  const size_t budget = dynamic ? dynamic->options().memory_budget_bytes : p.program->memory_budget();
 
   std::string header = "format=tgx\n";
   header += fmt::format("format_version={}\n", runtime::tgx::kFormatVersion);
@@ -123,7 +126,7 @@ std::vector<uint8_t> Executable::save_to_bytes(const SaveOptions& options) const
   for (const auto& [k, v] : target_fields(backend)) header += k + "=" + v + "\n";
   header += fmt::format("precision={}\n", kPrecisionNames[static_cast<int>(plan.precision)]);
   header += fmt::format("deterministic={}\n", plan.deterministic ? 1 : 0);
-  header += fmt::format("arena_bytes={}\n", p.program->memory().arena_bytes);
+  header += fmt::format("arena_bytes={}\n", arena_bytes);
   header += fmt::format("nodes={}\n", g.size());
   std::string feeds;
   for (size_t i = 0; i < p.feed_types.size(); ++i) {
@@ -150,12 +153,22 @@ std::vector<uint8_t> Executable::save_to_bytes(const SaveOptions& options) const
   for (int s : plan.schedule) prog.i64(s);
   prog.u8(static_cast<uint8_t>(plan.precision));
   prog.u8(plan.deterministic ? 1 : 0);
-  prog.u64(p.program->memory_budget());
-  prog.u64(static_cast<uint64_t>(p.program->memory().arena_bytes));
-  prog.u64(static_cast<uint64_t>(p.program->memory().planned_bytes));
+  prog.u64(budget);
+  prog.u64(static_cast<uint64_t>(arena_bytes));
+  prog.u64(static_cast<uint64_t>(planned_bytes));
 
   Writer graph;
   runtime::tgx::write_graph(graph, g);
+  // Symbols by name: their values are this process's (tg::symbolic_dim interns names).
+  Writer symbols;
+  symbols.u32(static_cast<uint32_t>(graph.symbols().size()));
+  std::string symbol_names;
+  for (const auto& [value, name] : graph.symbols()) {
+    symbols.i64(value);
+    symbols.str(name);
+    symbol_names += (symbol_names.empty() ? "" : ",") + name;
+  }
+  if (dynamic) header += "symbols=" + symbol_names + "\n";
 
   Writer vars;
   vars.u32(static_cast<uint32_t>(slots.size()));
@@ -187,8 +200,10 @@ std::vector<uint8_t> Executable::save_to_bytes(const SaveOptions& options) const
   }
 
   std::vector<std::pair<std::string, std::string>> sections = {
-      {"header", header}, {"program", std::move(prog.out())}, {"graph", std::move(graph.out())},
-      {"variables", std::move(vars.out())}};
+      {"header", header}, {"program", std::move(prog.out())}};
+  if (!graph.symbols().empty()) sections.emplace_back("symbols", std::move(symbols.out()));
+  sections.emplace_back("graph", std::move(graph.out()));
+  sections.emplace_back("variables", std::move(vars.out()));
   if (options.embed_variables) sections.emplace_back("variable_data", safetensors::serialize(values));
   sections.emplace_back("kernels", std::move(kernels.out()));
   sections.emplace_back("algorithms", std::move(algorithms.out()));
@@ -222,6 +237,28 @@ std::vector<backends::CodeObject> parse_choices(std::string_view payload, const 
   }
   if (!ar.done()) ar.malformed("bytes after the choices");
   return choices;
+}
+
+// Section 'symbols' (u32 count, (i64 value, str name) pairs: the saving process's symbol values and
+// their names): stored value -> this process's symbol of that name.
+std::map<int64_t, int64_t> parse_symbols(std::string_view payload, const std::string& file) {
+  Reader r(payload, file, "symbols");
+  std::map<int64_t, int64_t> to;
+  const size_t n = r.count(12);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t value = r.i64();
+    const std::string name = r.str();
+    if (value >= -1) r.malformed(fmt::format("symbol '{}' stored as dim {}", name, value));
+    int64_t here = 0;
+    try {
+      here = symbolic_dim(name);
+    } catch (const Error& e) {
+      r.malformed(e.what());
+    }
+    if (!to.emplace(value, here).second) r.malformed(fmt::format("dim {} named twice", value));
+  }
+  if (!r.done()) r.malformed("bytes after the symbols");
+  return to;
 }
 
 // Before the file is read whole: its 'header' and 'algorithms' sections only (a few small reads:
@@ -512,9 +549,11 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
     }
   }
 
-  // The graph, with its variable nodes pointing at the store's slots.
+  // The graph, with its variable nodes pointing at the store's slots and its symbols at this
+  // process's symbols of the same names.
   phases::Scope parse_time("load_parse_graph");
   Reader gr(sec["graph"], file, "graph");
+  if (sec.count("symbols")) gr.set_symbols(parse_symbols(sec["symbols"], file));
   // On CUDA (no recompile) the host copies of weights are only uploaded (byte copies): large ones
   // alias the file buffer whatever their alignment. Elsewhere kernels read them as typed arrays.
   gr.set_owner(owner, device.is_cuda() && why.empty() ? size_t{64} << 10 : SIZE_MAX);
@@ -607,8 +646,12 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
   const uint64_t arena_bytes = pr.u64();
   pr.u64();  // planned bytes (informative)
   if (!pr.done()) pr.malformed("bytes after the program");
+  // Feeds of symbolic shape: an executable compiled once for varying sizes (disable_type_inference).
+  bool dynamic = false;
   for (size_t i = 0; i < plan->feed_nodes.size(); ++i) {
-    if (!is_static(g->node(plan->feed_nodes[i]).outputs[0].shape)) pr.malformed("a feed of dynamic shape");
+    const Shape& s = g->node(plan->feed_nodes[i]).outputs[0].shape;
+    if (!is_known(s)) pr.malformed("a feed of dynamic shape");
+    dynamic = dynamic || !is_static(s);
   }
 
   // Kernels (read before deciding, so that a malformed section is an error either way).
@@ -635,6 +678,7 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
     co.precision = plan->precision;
     co.deterministic = plan->deterministic;
     co.memory_budget_bytes = static_cast<size_t>(budget);
+    co.disable_type_inference = dynamic;
     try {
       return runtime::compile_graph(g, device, feeds, targets, target_ops, co);
     } catch (const Error& e) {
@@ -658,6 +702,15 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
     stats::add(stats::Counter::kernel_preloads, static_cast<int64_t>(code.size()));
   }
   phases::Scope program_build_time("load_program_build");
+  if (dynamic) {  // each signature is lowered at its first run, from the stored kernels
+    CompileOptions co;
+    co.precision = plan->precision;
+    co.deterministic = plan->deterministic;
+    co.memory_budget_bytes = static_cast<size_t>(budget);
+    co.disable_type_inference = true;
+    if (arena_bytes != 0) pr.malformed("an arena size for an executable whose sizes vary");
+    return Executable(runtime::specialize_later(g, plan->feed_nodes, plan->targets, plan->target_ops, device, co, nullptr));
+  }
   auto compiled = std::make_shared<CompiledProgram>();
   compiled->device = device;
   for (int f : plan->feed_nodes) {

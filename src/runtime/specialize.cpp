@@ -1,6 +1,7 @@
 #include "runtime/specialize.h"
 
 #include <algorithm>
+#include <set>
 
 #include "core/env.h"
 #include "core/error_util.h"
@@ -99,6 +100,18 @@ size_t Specializations::unplanned_bytes() const {
 size_t Specializations::size() const {
   std::lock_guard lock(mu_);
   return lru_.size();
+}
+
+std::vector<backends::CodeObject> Specializations::code_objects() const {
+  std::lock_guard lock(mu_);
+  std::vector<backends::CodeObject> code;
+  std::set<std::string> keys;
+  for (auto it = lru_.rbegin(); it != lru_.rend(); ++it) {  // least recently used first: stable order
+    for (backends::CodeObject& c : it->second->program->code_objects()) {
+      if (keys.insert(c.key).second) code.push_back(std::move(c));
+    }
+  }
+  return code;
 }
 
 }  // namespace tg::runtime

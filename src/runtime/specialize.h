@@ -39,6 +39,10 @@ class Specializations {
   size_t unplanned_bytes() const;
   /// Signatures kept now.
   size_t size() const;
+  /// The generated kernels and library choices of the programs kept now (each key once): what a
+  /// saved executable stores, so that a loaded one compiles nothing for these signatures' code.
+  std::vector<backends::CodeObject> code_objects() const;
+  const CompileOptions& options() const { return options_; }
 
  private:
   std::shared_ptr<const ir::Graph> graph_;

@@ -8,6 +8,7 @@
 
 #include "core/error_util.h"
 #include "core/parallel.h"
+#include "tg/shape.h"
 
 namespace tg::runtime::tgx {
 
@@ -138,6 +139,10 @@ std::map<std::string, std::string> parse_header(std::string_view text, const std
     h[std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
   }
   return h;
+}
+
+void Writer::note_symbol(int64_t d) {
+  if (is_symbolic_dim(d) && !symbols_.count(d)) symbols_.emplace(d, dim_name(d));
 }
 
 void Writer::u32(uint32_t v) {

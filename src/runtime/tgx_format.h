@@ -17,8 +17,9 @@
 namespace tg::runtime::tgx {
 
 inline constexpr std::string_view kMagic = "TGX1";
-/// The format version this build writes and the newest it reads (it reads 1 too).
-inline constexpr uint32_t kFormatVersion = 2;
+/// The format version this build writes and the newest it reads (it reads 1 and 2 too). 3: dims
+/// may be symbols (section 'symbols', executables compiled with disable_type_inference).
+inline constexpr uint32_t kFormatVersion = 3;
 
 /// The sections' checksum of `bytes` in format `version`: 2: CRC-32 (zlib's crc32_z, ~6x faster
 /// than FNV-1a on weights: 18 vs 120 ms per 100 MB here); 1: FNV-1a 64 (the NVRTC cache's).
@@ -62,9 +63,14 @@ class Writer {
   void str(std::string_view s);
   void bytes(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
   std::string& out() { return out_; }
+  /// Symbolic dims (tg::symbolic_dim values) met in the types and shapes written, by value: the
+  /// writer of section 'symbols' stores their names, since the values are this process's.
+  void note_symbol(int64_t d);
+  const std::map<int64_t, std::string>& symbols() const { return symbols_; }
 
  private:
   std::string out_;
+  std::map<int64_t, std::string> symbols_;
 };
 
 /// Reads what Writer wrote; every read is bounds-checked and raises tg::Error(io_error)
@@ -99,8 +105,18 @@ class Reader {
   }
   const std::shared_ptr<void>& owner() const { return owner_; }
   size_t unaligned_min_bytes() const { return unaligned_min_bytes_; }
+  /// The file's symbols (section 'symbols'): a stored dim value -> this process's symbol of the
+  /// same name (tg::symbolic_dim). Types and shapes read map their dims through it; a dim below -1
+  /// that is not in it is malformed.
+  void set_symbols(std::map<int64_t, int64_t> symbols) { symbols_ = std::move(symbols); }
+  /// `d` mapped through the file's symbols (unchanged when it is not one of them).
+  int64_t symbol(int64_t d) const {
+    auto it = symbols_.find(d);
+    return it == symbols_.end() ? d : it->second;
+  }
 
  private:
+  std::map<int64_t, int64_t> symbols_;
   std::shared_ptr<void> owner_;
   size_t unaligned_min_bytes_ = SIZE_MAX;
   std::string_view data_;

@@ -137,10 +137,39 @@ TEST_F(OnnxCli, CompileThenRunAndInspectTheSavedExecutable) {
 
   r = run_tg("inspect " + path("m.tgx"));
   ASSERT_EQ(r.status, 0) << r.out;
-  for (const char* line : {"format_version: 2", "device: cpu", "arch: host", "precision: f32", "feeds: x:f32[2,3]",
+  for (const char* line : {"format_version: 3", "device: cpu", "arch: host", "precision: f32", "feeds: x:f32[2,3]",
                            "targets: f32[2,3]", "arena_bytes: ", "variables: 0 embedded", "section graph: "}) {
     EXPECT_NE(r.out.find(line), std::string::npos) << line << " not in:\n" << r.out;
   }
+}
+
+// tg compile --dynamic: the model's dim_params stay symbols; the .tgx runs at any size of them.
+TEST_F(OnnxCli, CompileDynamicRunsEverySizeOfItsSymbols) {
+  Model m;  // y = Relu(x + w), x: [batch, 3]
+  m.inputs = {value_info_named("x", kFloat, {"batch", "3"})};
+  m.outputs = {value_info_named("y", kFloat, {"batch", "3"})};
+  m.initializers = {float_tensor("w", {3}, {1, -2, 3})};
+  m.nodes = {node("Add", {"x", "w"}, {"s"}, "add0"), node("Relu", {"s"}, {"y"}, "relu0")};
+  std::ofstream(dir_ / "dyn.onnx", std::ios::binary) << m.bytes();
+  Result r = run_tg("compile " + path("dyn.onnx") + " -o " + path("d.tgx") + " --dynamic --device cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("feeds: x:f32[batch,3]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("symbols: batch"), std::string::npos) << r.out;
+  // x.pb is [2, 3]; a [1, 3] input too, from one file.
+  r = run_tg("run " + path("d.tgx") + " " + path("x.pb") + " -o " + path("out") + " --device cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out.find("recompiling"), std::string::npos) << r.out;
+  EXPECT_EQ(npy_tail(dir_ / "out" / "output_0.npy", 6), (std::vector<float>{2, 0, 4, 0, 3, 0}));
+  std::ofstream(dir_ / "x1.pb", std::ios::binary) << float_tensor("x", {1, 3}, {-1, 3, -4}).str();
+  r = run_tg("run " + path("d.tgx") + " " + path("x1.pb") + " -o " + path("out1") + " --device cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(npy_tail(dir_ / "out1" / "output_0.npy", 3), (std::vector<float>{0, 1, 0}));
+  r = run_tg("run " + path("d.tgx") + " --random --shape x=5,3 --device cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("output_0: f32[5,3]"), std::string::npos) << r.out;
+  r = run_tg("run " + path("d.tgx") + " --random --shape x=5,4 --device cpu");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("--shape x=5,4: the model declares input 'x' as f32[batch,3]"), std::string::npos) << r.out;
 }
 
 TEST_F(OnnxCli, SavedExecutableUsageAndFileErrors) {

@@ -2,8 +2,10 @@
 // one pass-pipeline run, then each input signature is lowered without one; the results equal a
 // static executable's for the same shapes; contradicting shapes raise before any kernel runs.
 #include <cmath>
+#include <cstring>
 
 #include "passes/fusion_test_util.h"
+#include "runtime/tgx_format.h"
 #include "test_util.h"
 #include "tg/model.h"
 #include "tg/nn.h"
@@ -112,8 +114,80 @@ TEST(CompileOnce, ShapesTheGraphContradictsRaiseBeforeAnyKernelRuns) {
   // Without the option a -1 feed dim is an error, as before.
   EXPECT_TG_ERROR(h.compile(Device::cpu(), {{x, {{-1, 4}, DType::f32}}}, {exp(x)}), ErrorCode::shape_mismatch,
                   "placeholder 'x'");
-  // Saving needs fixed shapes (for now).
-  EXPECT_TG_ERROR(e2.save_to_bytes(), ErrorCode::unsupported, "disable_type_inference");
+}
+
+// The file rebuilt from its sections with section `name`'s payload replaced.
+std::vector<uint8_t> with_section(const std::vector<uint8_t>& b, const std::string& name, const std::string& payload) {
+  std::vector<std::pair<std::string, std::string>> sections;
+  for (const auto& s : runtime::tgx::read_layout(b, "t").sections) {
+    sections.emplace_back(s.name, s.name == name ? payload
+                                                 : std::string(reinterpret_cast<const char*>(b.data()) + s.offset, s.length));
+  }
+  return runtime::tgx::write_file(sections);
+}
+
+// A saved executable compiled once keeps its symbols (stored by name, so another process's
+// symbol values do not matter: renaming them in the file renames them in the loaded executable)
+// and runs every size with the saved one's bits, with no pass pipeline at load.
+TEST(CompileOnce, SavedAndLoadedKeepsItsSymbolsAndRunsEverySize) {
+  std::vector<Device> devices{Device::cpu()};
+  if (Device::cuda_device_count() > 0) devices.push_back(Device::cuda(0));
+  for (Device d : devices) {
+    SCOPED_TRACE(d.to_string());
+    AttentionBlock m;
+    Executable once = m.g.compile(d, {{m.x, {{-1, -1, 16}, DType::f32}}}, {m.y}, {}, kOnce);
+    const std::vector<Shape> shapes = {{1, 3, 16}, {2, 5, 16}, {3, 7, 16}};
+    std::vector<TensorData> inputs, want;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      inputs.push_back(TensorData::random_normal(shapes[i], 0.f, 1.f, 30 + i).to(d));
+      if (i < 2) want.push_back(once.run({inputs.back()})[0].to(Device::cpu()));  // 2 signatures before saving
+    }
+    const std::vector<uint8_t> bytes = once.save_to_bytes();
+    want.push_back(once.run({inputs[2]})[0].to(Device::cpu()));
+    const RuntimeStats s0 = runtime_stats();
+    Executable loaded = Executable::load_from_bytes(bytes, d);
+    EXPECT_EQ(runtime_stats().compiles, s0.compiles) << "the stored optimized graph, no pass pipeline";
+    EXPECT_EQ(runtime_stats().executable_load_recompiles, s0.executable_load_recompiles);
+    EXPECT_EQ(loaded.input_types(), once.input_types());
+    EXPECT_EQ(loaded.output_types()[0].shape, (Shape{symbolic_dim("x.0"), symbolic_dim("x.1"), 16}));
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const TensorData got = loaded.run({inputs[i]})[0].to(Device::cpu());
+      ASSERT_EQ(got.type(), want[i].type());
+      EXPECT_EQ(std::memcmp(got.raw_data(), want[i].raw_data(), got.nbytes()), 0) << shape_to_string(shapes[i]);
+    }
+    EXPECT_EQ(runtime_stats().compiles, s0.compiles);
+
+    // Section 'symbols' names the stored dim values; renamed there, the loaded executable's
+    // symbols are the new names' (this process's values for them), with the same results.
+    std::string renamed;
+    for (const auto& s : runtime::tgx::read_layout(bytes, "t").sections) {
+      if (s.name != "symbols") continue;
+      runtime::tgx::Reader r({reinterpret_cast<const char*>(bytes.data()) + s.offset, s.length}, "t", "symbols");
+      runtime::tgx::Writer w;
+      const uint32_t n = r.u32();
+      w.u32(n);
+      for (uint32_t k = 0; k < n; ++k) {
+        w.i64(r.i64());
+        const std::string name = r.str();
+        w.str(name == "x.0" ? "batch" : name == "x.1" ? "seq" : name);
+      }
+      renamed = w.out();
+    }
+    ASSERT_FALSE(renamed.empty()) << "a file with symbols has section 'symbols'";
+    Executable named = Executable::load_from_bytes(with_section(bytes, "symbols", renamed), d);
+    EXPECT_EQ(named.input_types()[0].shape, (Shape{symbolic_dim("batch"), symbolic_dim("seq"), 16}));
+    const TensorData got = named.run({inputs[1]})[0].to(Device::cpu());
+    EXPECT_EQ(std::memcmp(got.raw_data(), want[1].raw_data(), got.nbytes()), 0);
+    EXPECT_TG_ERROR(named.run({TensorData::zeros({2, 3, 15}).to(d)}), ErrorCode::shape_mismatch, "f32[batch,seq,16]");
+
+    // A malformed section 'symbols' is an io_error naming it.
+    runtime::tgx::Writer bad;
+    bad.u32(1);
+    bad.i64(symbolic_dim("x.0"));
+    bad.str("not a name!");
+    EXPECT_TG_ERROR(Executable::load_from_bytes(with_section(bytes, "symbols", bad.out()), d, {}, "dyn.tgx"),
+                    ErrorCode::io_error, "dyn.tgx: section 'symbols' malformed");
+  }
 }
 
 TEST(CompileOnce, EvictedSignaturesAreLoweredAgain) {

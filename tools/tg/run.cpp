@@ -51,6 +51,7 @@ struct RunArgs {
   int64_t repeat = 0;
   std::string output_dir;  // empty: the outputs are printed, not written
   bool precision_given = false;
+  bool dynamic = false;  // tg compile --dynamic: dims the model leaves open stay symbols
 };
 
 TensorData read_tensor_file(const fs::path& p) {
@@ -361,7 +362,7 @@ void run_saved(const RunArgs& a) {
   std::map<std::string, Shape> shapes = parse_shapes(a, inputs);
   for (const auto& [name, s] : shapes) {
     const tg::onnx::InputInfo* in = find_input(inputs, name);
-    if (s != *in->shape) {
+    if (!fits(in->shape, s)) {  // a symbol (compiled with --dynamic) takes any size
       throw tg::cli::UsageError(fmt::format("--shape {}={}: {} was compiled for input '{}' {} (give --shape to tg compile)",
                                             name, fmt::join(s, ","), a.model, name, declared(*in)));
     }
@@ -379,7 +380,10 @@ void run_saved(const RunArgs& a) {
                                             "{}=FILE, or --random",
                                             inputs[i].name, declared(inputs[i]), a.model, inputs[i].name));
     }
-    feeds.push_back(random_input(types[i], a.seed + i).to(device));
+    auto given = shapes.find(inputs[i].name);
+    Shape shape = given != shapes.end() ? given->second : types[i].shape;
+    for (int64_t& d : shape) d = d < 0 ? 1 : d;  // symbols (tg compile --dynamic): 1 unless --shape
+    feeds.push_back(random_input({shape, types[i].dtype}, a.seed + i).to(device));
   }
   std::vector<std::string> outputs;
   for (size_t i = 0; i < exe.output_types().size(); ++i) outputs.push_back(fmt::format("output_{}", i));
@@ -391,6 +395,9 @@ void run_saved(const RunArgs& a) {
 
 // `tg compile model.onnx -o model.tgx`: imports, compiles (dynamic dims from --shape, else 1),
 // runs once on random inputs on a GPU (so that the file holds the generated kernels) and saves.
+// With --dynamic the dims the model leaves open stay symbols (its dim_params' names, else
+// "<input>.<axis>"; CompileOptions::disable_type_inference): the file runs at any sizes, and the
+// warm-up run takes --shape's sizes (else 1 for each symbol).
 void compile_model(const RunArgs& a, const std::string& out) {
   std::vector<tg::onnx::InputInfo> inputs;
   try {
@@ -401,6 +408,7 @@ void compile_model(const RunArgs& a, const std::string& out) {
   std::map<std::string, Shape> shapes = parse_shapes(a, inputs);
   tg::onnx::ImportOptions opts;
   for (const tg::onnx::InputInfo& in : inputs) {
+    if (a.dynamic) break;  // open dims stay open
     auto given = shapes.find(in.name);
     Shape s = given != shapes.end() ? given->second : in.shape.value_or(Shape{});
     for (int64_t& d : s) d = d < 0 ? 1 : d;
@@ -418,18 +426,22 @@ void compile_model(const RunArgs& a, const std::string& out) {
   std::vector<TensorData> feeds;
   for (const tg::onnx::NamedTensor& in : m.inputs) {
     types.emplace_back(in.tensor, in.tensor.type());
-    feeds.push_back(random_input(in.tensor.type(), a.seed + feeds.size()).to(device));
+    auto given = shapes.find(in.name);
+    Shape s = given != shapes.end() ? given->second : in.tensor.type().shape;
+    for (int64_t& d : s) d = d < 0 ? 1 : d;  // --dynamic: the warm-up run's sizes
+    feeds.push_back(random_input({s, in.tensor.type().dtype}, a.seed + feeds.size()).to(device));
   }
   const auto t0 = std::chrono::steady_clock::now();
-  tg::Executable exe =
-      m.graph.compile(device, types, m.targets(), {}, {.precision = tg::cli::parse_precision(a.precision)});
+  tg::Executable exe = m.graph.compile(
+      device, types, m.targets(), {},
+      {.disable_type_inference = a.dynamic, .precision = tg::cli::parse_precision(a.precision)});
   if (!device.is_cpu()) exe.run(feeds);  // generates the kernels the file stores
   exe.save(out);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "compiled " << a.model << " for " << device.to_string() << ", precision " << a.precision << " in "
             << fmt::format("{:.0f}", ms) << " ms: " << out << " (" << fs::file_size(out) << " bytes)\n";
   for (const auto& [k, v] : tg::read_executable_header(out)) {
-    if (k == "feeds" || k == "targets" || k == "arena_bytes" || k == "kernels" || k == "arch") {
+    if (k == "feeds" || k == "targets" || k == "arena_bytes" || k == "kernels" || k == "arch" || k == "symbols") {
       std::cout << "  " << k << ": " << v << "\n";
     }
   }
@@ -492,6 +504,9 @@ void add_compile_command(CLI::App& app) {
   existing_file(cmd->add_option("model", args->model, "The .onnx file")->required());
   cmd->add_option("--output,-o", *out, "The .tgx file to write")->required()->type_name("FILE");
   add_model_options(cmd, *args);
+  cmd->add_flag("--dynamic", args->dynamic,
+                "Compile once for every size of the dims the model leaves open (dynamic axes stay "
+                "symbols; --shape then gives the warm-up run's sizes)");
   cmd->callback([args, out] { compile_model(*args, *out); });
 }
 
