@@ -2,9 +2,11 @@
 
 #include <deque>
 #include <mutex>
+#include <numeric>
 #include <string>
 #include <unordered_map>
 
+#include "core/dim_expr.h"
 #include "core/error_util.h"
 
 namespace tg {
@@ -16,6 +18,7 @@ struct SymbolTable {
   std::mutex mu;
   std::deque<std::string> names;
   std::unordered_map<std::string, int64_t> index;
+  std::unordered_map<int64_t, core::DimExpr> derived;  ///< derived symbols' expressions (core/dim_expr.h)
 };
 
 SymbolTable& symbols() {
@@ -35,6 +38,23 @@ bool is_symbolic_dim(int64_t d) {
   return static_cast<uint64_t>(kFirstSymbol - d) < t.names.size();
 }
 
+namespace {
+
+// The symbol named `name` (t.mu held), interned now if new.
+int64_t intern(SymbolTable& t, std::string_view name) {
+  auto it = t.index.find(std::string(name));
+  if (it != t.index.end()) return it->second;
+  if (t.names.size() >= kMaxSymbols) {
+    fail(ErrorCode::invalid_argument, "symbolic_dim", "more than {} symbol names", kMaxSymbols);
+  }
+  const int64_t d = kFirstSymbol - static_cast<int64_t>(t.names.size());
+  t.names.emplace_back(name);
+  t.index.emplace(std::string(name), d);
+  return d;
+}
+
+}  // namespace
+
 int64_t symbolic_dim(std::string_view name) {
   bool ok = !name.empty() && name.size() <= 64;
   for (char c : name) {
@@ -47,16 +67,70 @@ int64_t symbolic_dim(std::string_view name) {
   }
   SymbolTable& t = symbols();
   std::lock_guard lock(t.mu);
-  auto it = t.index.find(std::string(name));
-  if (it != t.index.end()) return it->second;
-  if (t.names.size() >= kMaxSymbols) {
-    fail(ErrorCode::invalid_argument, "symbolic_dim", "more than {} symbol names", kMaxSymbols);
-  }
-  const int64_t d = kFirstSymbol - static_cast<int64_t>(t.names.size());
-  t.names.emplace_back(name);
-  t.index.emplace(std::string(name), d);
-  return d;
+  return intern(t, name);
 }
+
+namespace core {
+
+std::optional<DimExpr> derived_dim(int64_t d) {
+  if (d > kFirstSymbol || d <= kFirstSymbol - static_cast<int64_t>(kMaxSymbols)) return std::nullopt;
+  SymbolTable& t = symbols();
+  std::lock_guard lock(t.mu);
+  auto it = t.derived.find(d);
+  if (it == t.derived.end()) return std::nullopt;
+  return it->second;
+}
+
+int64_t affine_dim(int64_t d, int64_t a, int64_t b, int64_t c, int64_t lo) {
+  if (d >= 0) {
+    const int64_t n = a * d + b;
+    return n >= 0 ? n / c : -((-n + c - 1) / c);
+  }
+  if (!is_symbolic_dim(d) || a < 1 || c < 1) return -1;
+  DimExpr e{d, 1, 0, 1, 0};
+  if (std::optional<DimExpr> inner = derived_dim(d)) e = *inner;
+  // floor((a * floor((e.a s + e.b) / e.c) + b) / c) in the form, when it is one.
+  DimExpr r{e.base, 0, 0, 0, e.lo};
+  if (a == 1) {  // floor((floor(x / e.c) + b) / c) = floor((x + b e.c) / (e.c c))
+    r.a = e.a, r.b = e.b + b * e.c, r.c = e.c * c;
+  } else if (e.c == 1) {
+    r.a = a * e.a, r.b = a * e.b + b, r.c = c;
+  } else {
+    return -1;
+  }
+  constexpr int64_t kMax = int64_t{1} << 30;
+  if (r.a > kMax || r.c > kMax || r.b > kMax || r.b < -kMax) return -1;
+  const int64_t g = std::gcd(std::gcd(r.a, r.c), r.b < 0 ? -r.b : r.b);
+  if (g > 1) r.a /= g, r.b /= g, r.c /= g;
+  // d (as an input of this step) is the op's size for d >= lo: the base's bound for that.
+  if (lo > 0) {  // e.a s + e.b >= lo e.c suffices (floor((e.a s + e.b) / e.c) >= lo)
+    const int64_t need = lo * e.c - e.b;
+    r.lo = std::max(r.lo, need <= 0 ? 0 : (need + e.a - 1) / e.a);
+  }
+  if (r.a == 1 && r.b == 0 && r.c == 1) return e.base;
+  const std::string base = dim_name(e.base);
+  const std::string scaled = r.a == 1 ? base : fmt::format("{}*{}", r.a, base);
+  const std::string num = r.b == 0 ? scaled : fmt::format("{}{}{}", scaled, r.b > 0 ? '+' : '-', r.b > 0 ? r.b : -r.b);
+  const std::string name = r.c == 1 ? num : r.b != 0 ? fmt::format("({})/{}", num, r.c) : fmt::format("{}/{}", num, r.c);
+  SymbolTable& t = symbols();
+  std::lock_guard lock(t.mu);
+  const int64_t out = intern(t, name);
+  auto [it, added] = t.derived.emplace(out, r);
+  if (!added) it->second.lo = std::max(it->second.lo, r.lo);  // one name, the stricter bound
+  return out;
+}
+
+int64_t add_dims(int64_t x, int64_t y) {
+  if (x >= 0 && y >= 0) return x + y;
+  if (x >= 0 || y >= 0) return affine_dim(x >= 0 ? y : x, 1, x >= 0 ? x : y, 1);
+  if (!is_symbolic_dim(x) || !is_symbolic_dim(y)) return -1;
+  auto expr = [](int64_t d) { return derived_dim(d).value_or(DimExpr{d, 1, 0, 1, 0}); };
+  const DimExpr ex = expr(x), ey = expr(y);
+  if (ex.base != ey.base || ex.c != 1 || ey.c != 1) return -1;
+  return affine_dim(ex.base, ex.a + ey.a, ex.b + ey.b, 1, std::max(ex.lo, ey.lo));
+}
+
+}  // namespace core
 
 std::string dim_name(int64_t d) {
   if (d == -1) return "?";

@@ -4,6 +4,7 @@
 #include <limits>
 #include <numeric>
 
+#include "core/dim_expr.h"
 #include "ir/symbolic_count.h"
 #include "ops/builder.h"
 
@@ -194,8 +195,13 @@ std::vector<TensorType> infer_slice(const ir::Node& node, std::span<const Tensor
     TG_CHECK_INTERNAL(axis >= 0 && axis < in[0].rank() && d.strides[i] != 0,
                       "bad slice attributes");
     int64_t dim = in[0].shape[static_cast<size_t>(axis)];
-    if (dim < 0) {  // dynamic or a symbol: the length is known once the dim is (a slice of a
-      out[static_cast<size_t>(axis)] = -1;  // symbol is not that symbol)
+    if (dim < 0) {  // dynamic, or a symbol: from begin >= 0 to the end or to -m with a positive
+      // stride, ceil((s - m - begin) / stride) while s >= begin + m (core/dim_expr.h); else -1
+      constexpr int64_t kToEnd = int64_t{1} << 62;
+      const int64_t b = d.begin[i], e = d.end[i], k = d.strides[i];
+      const bool form = k > 0 && b >= 0 && b < kToEnd && (e >= kToEnd || (e < 0 && e > -kToEnd));
+      const int64_t m = e >= kToEnd ? 0 : -e;
+      out[static_cast<size_t>(axis)] = form ? core::affine_dim(dim, 1, k - 1 - m - b, k, b + m) : -1;
       continue;
     }
     int64_t start = 0;
@@ -242,7 +248,7 @@ std::vector<TensorType> infer_pad(const ir::Node& node, std::span<const TensorTy
            pad_mode_str(p.mode), i, p.mode == PadMode::reflect ? 2 : 1, str(x));
     }
     if (x[i] >= 0) out[i] = checked_add(checked_add(x[i], p.before[i], "pad"), p.after[i], "pad");
-    else if (padded) out[i] = -1;  // a padded symbol is not that symbol
+    else if (padded) out[i] = core::affine_dim(x[i], 1, p.before[i] + p.after[i], 1);  // s + pads
   }
   return {{out, in[0].dtype}};
 }
@@ -266,7 +272,7 @@ std::vector<TensorType> infer_concat(const ir::Node& node, std::span<const Tenso
       int64_t d = in[k].shape[static_cast<size_t>(i)];
       int64_t& o = out[static_cast<size_t>(i)];
       if (i == axis) {
-        o = (o < 0 || d < 0) ? -1 : checked_add(o, d, "concat");
+        o = (o < 0 || d < 0) ? core::add_dims(o, d) : checked_add(o, d, "concat");
       } else if (!ops::unify_dims(o, d, o)) {
         fail(ErrorCode::shape_mismatch, "concat",
              "dim {} of input {} is {}, expected {} (inputs {})", i, k, d, o, types_str(in));
@@ -295,7 +301,7 @@ std::vector<TensorType> infer_tile(const ir::Node& node, std::span<const TensorT
     if (m[i] < 0)
       fail(ErrorCode::invalid_argument, "tile", "multiples [{}] has a negative entry",
            fmt::join(m, ","));
-    out[i] = m[i] == 0 ? 0 : (x[i] < 0 ? -1 : checked_mul(x[i], m[i], "tile"));
+    out[i] = m[i] == 0 ? 0 : (x[i] < 0 ? core::affine_dim(x[i], m[i], 0, 1) : checked_mul(x[i], m[i], "tile"));
   }
   return {{out, in[0].dtype}};
 }

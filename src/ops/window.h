@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/dim_expr.h"
 #include "tg/ops.h"
 
 namespace tg::ops {
@@ -12,7 +13,7 @@ namespace tg::ops {
 struct WindowDim {
   int64_t pad_before = 0;
   int64_t pad_after = 0;
-  int64_t out = 0;  ///< output size; -1 when `in` is dynamic (-1)
+  int64_t out = 0;  ///< output size; -1 when `in` is dynamic (-1), derived when it is a symbol
 };
 
 /// Floor division for possibly negative numerators (denominator > 0).
@@ -33,8 +34,15 @@ inline WindowDim resolve_window_dim(int64_t in, int64_t k, int64_t stride, int64
     d.pad_before = before;
     d.pad_after = after;
   }
-  if (in < 0) {
-    d.out = -1;
+  if (in < 0) {  // -1, or a symbol: the derived symbol of the output size (core/dim_expr.h)
+    if (padding == Padding::same || padding == Padding::same_lower) {
+      d.out = core::affine_dim(in, 1, stride - 1, stride);  // ceil(in / stride)
+    } else if (!ceil_mode) {  // floor(span / stride) + 1 while the window fits (span >= 0)
+      d.out = core::affine_dim(in, 1, d.pad_before + d.pad_after - extent + stride, stride,
+                               std::max<int64_t>(0, extent - d.pad_before - d.pad_after));
+    } else {
+      d.out = -1;
+    }
     return d;
   }
   if (padding == Padding::same || padding == Padding::same_lower) {

@@ -181,7 +181,7 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     ph.outputs[0] = value.type();
   }
 
-  substitute_symbols(*g, bind_symbols(declared, fed_names, fed, {}, "compile"), /*drop_unbound=*/false);
+  substitute_symbols(*g, bind_symbols(declared, fed_names, fed, {}, "compile"), /*drop_unbound=*/false, "compile");
   passes::eliminate_dead_code(*g, roots, root_ops, feeds);
   for (const ir::Node& n : g->nodes()) {
     if (n.kind == ir::OpKind::placeholder &&

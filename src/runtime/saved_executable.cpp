@@ -19,6 +19,7 @@
 #include <fstream>
 
 #include "backends/backend.h"
+#include "core/dim_expr.h"
 #include "core/error_util.h"
 #include "core/parallel.h"
 #include "core/phase_times.h"
@@ -159,14 +160,33 @@ std::vector<uint8_t> Executable::save_to_bytes(const SaveOptions& options) const
 
   Writer graph;
   runtime::tgx::write_graph(graph, g);
-  // Symbols by name: their values are this process's (tg::symbolic_dim interns names).
-  Writer symbols;
-  symbols.u32(static_cast<uint32_t>(graph.symbols().size()));
-  std::string symbol_names;
+  // Symbols by name: their values are this process's (tg::symbolic_dim interns names). Section
+  // 'symbols': u32 count, then per symbol i64 value, str name, u8 kind: 0 a symbol; 1 derived
+  // (core/dim_expr.h), then i64 base value (listed before), a, b, c, lo.
+  std::map<int64_t, std::string> bases;
+  std::map<int64_t, core::DimExpr> derived;
   for (const auto& [value, name] : graph.symbols()) {
+    if (const std::optional<core::DimExpr> e = core::derived_dim(value)) {
+      derived.emplace(value, *e);
+      bases.emplace(e->base, dim_name(e->base));
+    } else {
+      bases.emplace(value, name);
+    }
+  }
+  Writer symbols;
+  symbols.u32(static_cast<uint32_t>(bases.size() + derived.size()));
+  std::string symbol_names;
+  for (const auto& [value, name] : bases) {
     symbols.i64(value);
     symbols.str(name);
+    symbols.u8(0);
     symbol_names += (symbol_names.empty() ? "" : ",") + name;
+  }
+  for (const auto& [value, e] : derived) {
+    symbols.i64(value);
+    symbols.str(dim_name(value));
+    symbols.u8(1);
+    for (int64_t v : {e.base, e.a, e.b, e.c, e.lo}) symbols.i64(v);
   }
   if (dynamic) header += "symbols=" + symbol_names + "\n";
 
@@ -201,7 +221,7 @@ std::vector<uint8_t> Executable::save_to_bytes(const SaveOptions& options) const
 
   std::vector<std::pair<std::string, std::string>> sections = {
       {"header", header}, {"program", std::move(prog.out())}};
-  if (!graph.symbols().empty()) sections.emplace_back("symbols", std::move(symbols.out()));
+  if (!bases.empty()) sections.emplace_back("symbols", std::move(symbols.out()));
   sections.emplace_back("graph", std::move(graph.out()));
   sections.emplace_back("variables", std::move(vars.out()));
   if (options.embed_variables) sections.emplace_back("variable_data", safetensors::serialize(values));
@@ -239,21 +259,38 @@ std::vector<backends::CodeObject> parse_choices(std::string_view payload, const 
   return choices;
 }
 
-// Section 'symbols' (u32 count, (i64 value, str name) pairs: the saving process's symbol values and
-// their names): stored value -> this process's symbol of that name.
+// Section 'symbols' (see save_to_bytes: the saving process's symbol values, their names, derived
+// symbols' expressions): stored value -> this process's symbol of that name or expression.
 std::map<int64_t, int64_t> parse_symbols(std::string_view payload, const std::string& file) {
   Reader r(payload, file, "symbols");
   std::map<int64_t, int64_t> to;
-  const size_t n = r.count(12);
+  const size_t n = r.count(13);
   for (size_t i = 0; i < n; ++i) {
     const int64_t value = r.i64();
     const std::string name = r.str();
+    const uint8_t kind = r.u8();
     if (value >= -1) r.malformed(fmt::format("symbol '{}' stored as dim {}", name, value));
-    int64_t here = 0;
-    try {
-      here = symbolic_dim(name);
-    } catch (const Error& e) {
-      r.malformed(e.what());
+    int64_t here = -1;
+    if (kind == 0) {
+      try {
+        here = symbolic_dim(name);
+      } catch (const Error& e) {
+        r.malformed(e.what());
+      }
+    } else if (kind == 1) {
+      const int64_t base = r.i64(), a = r.i64(), b = r.i64(), c = r.i64(), lo = r.i64();
+      auto it = to.find(base);
+      if (it == to.end() || core::derived_dim(it->second)) r.malformed(fmt::format("symbol '{}': base dim {} not listed before it", name, base));
+      constexpr int64_t kMax = int64_t{1} << 30;
+      if (a < 1 || a > kMax || c < 1 || c > kMax || b < -kMax || b > kMax || lo < 0 || lo > kMax) {
+        r.malformed(fmt::format("symbol '{}': expression coefficients out of range", name));
+      }
+      here = core::affine_dim(it->second, a, b, c, lo);
+      if (here == -1 || dim_name(here) != name) {
+        r.malformed(fmt::format("symbol '{}' is not its expression's canonical form", name));
+      }
+    } else {
+      r.malformed(fmt::format("symbol '{}' of kind {}", name, kind));
     }
     if (!to.emplace(value, here).second) r.malformed(fmt::format("dim {} named twice", value));
   }

@@ -3,6 +3,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "core/dim_expr.h"
 #include "core/error_util.h"
 #include "ops/builder.h"
 #include "passes/passes.h"
@@ -10,13 +11,38 @@
 namespace tg::runtime {
 namespace {
 
-// Symbol -> dim (a symbol or a size). Symbols not in `to` stay, or become -1 with `drop_unbound`.
-void substitute(ir::Graph& g, const std::map<int64_t, int64_t>& to, bool drop_unbound) {
+// Symbol -> dim (a symbol or a size). A derived symbol (core/dim_expr.h) not in `to` whose base
+// is follows it: its value for the base's size (refused below its bound, naming `op`), or the
+// same expression of the base's new symbol. Symbols left stay, or become -1 with `drop_unbound`.
+void substitute(ir::Graph& g, const std::map<int64_t, int64_t>& to, bool drop_unbound, std::string_view op) {
   auto dim = [&](int64_t& d) {
     if (!is_symbolic_dim(d)) return;
     auto it = to.find(d);
-    if (it != to.end()) d = it->second;
-    else if (drop_unbound) d = -1;
+    if (it != to.end()) {
+      d = it->second;
+      return;
+    }
+    if (const std::optional<core::DimExpr> e = core::derived_dim(d)) {
+      auto b = to.find(e->base);
+      if (b != to.end() && b->second >= 0) {
+        if (b->second < e->lo) {
+          fail(ErrorCode::shape_mismatch, op,
+               "symbol {} is {}, but the graph's size {} needs {} >= {} (it was compiled once for sizes where "
+               "that holds; compile with fixed shapes for smaller ones)",
+               dim_name(e->base), b->second, dim_name(d), dim_name(e->base), e->lo);
+        }
+        d = core::eval_dim_expr(*e, b->second);
+        return;
+      }
+      if (b != to.end() && is_symbolic_dim(b->second)) {
+        const int64_t renamed = core::affine_dim(b->second, e->a, e->b, e->c, e->lo);
+        if (renamed != -1 || drop_unbound) {
+          d = renamed;
+          return;
+        }
+      }
+    }
+    if (drop_unbound) d = -1;
   };
   auto shape = [&](Shape& s) {
     for (int64_t& d : s) dim(d);
@@ -33,7 +59,7 @@ void substitute(ir::Graph& g, const std::map<int64_t, int64_t>& to, bool drop_un
     for (ir::Region& r : n.regions) {
       if (!r.body) continue;
       r.body = std::make_shared<ir::Graph>(*r.body);  // bodies may be shared with the cached graph
-      substitute(*r.body, to, drop_unbound);
+      substitute(*r.body, to, drop_unbound, op);
     }
   }
 }
@@ -89,7 +115,7 @@ SymbolAliases unify_symbols(ir::Graph& g, const std::vector<int>& feeds) {
     TG_CHECK_INTERNAL(round < 64, "symbol unification does not converge");
     std::map<int64_t, int64_t> to;
     for (const auto& [s, p] : parent) to[s] = find(s);
-    substitute(g, to, false);
+    substitute(g, to, false, "compile");
     (void)feeds;  // the feed nodes' types are among the substituted values
   }
   SymbolAliases aliases;
@@ -123,8 +149,8 @@ SymbolBinding bind_symbols(const std::vector<TensorType>& symbolic, const std::v
   return binding;
 }
 
-void substitute_symbols(ir::Graph& g, const SymbolBinding& binding, bool drop_unbound) {
-  if (!binding.empty() || drop_unbound) substitute(g, binding, drop_unbound);
+void substitute_symbols(ir::Graph& g, const SymbolBinding& binding, bool drop_unbound, std::string_view op) {
+  if (!binding.empty() || drop_unbound) substitute(g, binding, drop_unbound, op);
 }
 
 }  // namespace tg::runtime

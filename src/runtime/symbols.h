@@ -47,8 +47,12 @@ SymbolBinding bind_symbols(const std::vector<TensorType>& symbolic, const std::v
                            std::string_view op = "run");
 
 /// Replaces every bound symbol in `g`'s shape attributes (reshape and broadcast_to targets, the
-/// fused ops' shapes, convolution gradients' shapes) and value types, regions included. Symbols
-/// left unbound (none when every feed is bound) become -1 with `drop_unbound`, else stay.
-void substitute_symbols(ir::Graph& g, const SymbolBinding& binding, bool drop_unbound = true);
+/// fused ops' shapes, convolution gradients' shapes) and value types, regions included; a derived
+/// symbol (core/dim_expr.h: "seq-1", "(h+1)/2") takes its value for its base's size, and raises
+/// tg::Error(shape_mismatch) naming `op`, the symbol, its size and the bound when the base's size
+/// is below the bound the expression holds from. Symbols left unbound (none when every feed is
+/// bound) become -1 with `drop_unbound`, else stay.
+void substitute_symbols(ir::Graph& g, const SymbolBinding& binding, bool drop_unbound = true,
+                        std::string_view op = "run");
 
 }  // namespace tg::runtime

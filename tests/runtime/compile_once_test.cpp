@@ -169,7 +169,10 @@ TEST(CompileOnce, SavedAndLoadedKeepsItsSymbolsAndRunsEverySize) {
       for (uint32_t k = 0; k < n; ++k) {
         w.i64(r.i64());
         const std::string name = r.str();
+        const uint8_t kind = r.u8();
+        ASSERT_EQ(kind, 0) << name << ": the block has no derived sizes";
         w.str(name == "x.0" ? "batch" : name == "x.1" ? "seq" : name);
+        w.u8(kind);
       }
       renamed = w.out();
     }
@@ -185,6 +188,7 @@ TEST(CompileOnce, SavedAndLoadedKeepsItsSymbolsAndRunsEverySize) {
     bad.u32(1);
     bad.i64(symbolic_dim("x.0"));
     bad.str("not a name!");
+    bad.u8(0);
     EXPECT_TG_ERROR(Executable::load_from_bytes(with_section(bytes, "symbols", bad.out()), d, {}, "dyn.tgx"),
                     ErrorCode::io_error, "dyn.tgx: section 'symbols' malformed");
   }

@@ -2,6 +2,10 @@
 // needs two of them equal, are reported by Executable::input_types(), let the passes fuse values
 // of symbolic shape, and are bound per input signature (a contradiction names both placeholders,
 // the symbol and the sizes before any kernel runs).
+#include <cstring>
+#include <limits>
+
+#include "core/dim_expr.h"
 #include "passes/fusion_test_util.h"
 #include "test_util.h"
 #include "tg/nn.h"
@@ -57,15 +61,89 @@ TEST(SymbolicDims, ShapesPropagateThroughOpsWhenBuilt) {
   EXPECT_EQ(reduce_sum(x, {.axes = {1}}).shape(), (Shape{b, 12}));
   EXPECT_EQ(reduce_sum(x, {.axes = {2}, .keep_dims = true}).shape(), (Shape{b, s, 1}));
   EXPECT_EQ(concat({x, x}, 2).shape(), (Shape{b, s, 24}));
-  EXPECT_EQ(concat({x, x}, 1).shape(), (Shape{b, -1, 12}));  // s + s
+  EXPECT_EQ(concat({x, x}, 1).shape(), (Shape{b, core::add_dims(s, s), 12}));  // 2*seq
+  EXPECT_EQ(dim_name(concat({x, x}, 1).shape()[1]), "2*seq");
   EXPECT_EQ(expand_dims(x, 1).shape(), (Shape{b, 1, s, 12}));
-  // A slice or a pad of a symbolic dim is not that symbol (its size is known at run time).
+  // Slices and pads of a symbolic dim are derived symbols (core/dim_expr.h), or -1 when their
+  // size is not one expression of it (x[:, :1] is min(1, seq)).
   EXPECT_EQ(slice(x, {.begin = {0}, .end = {1}, .axes = {1}}).shape(), (Shape{b, -1, 12}));
-  EXPECT_EQ(pad(x, {.before = {0, 1, 0}, .after = {0, 1, 0}}).shape(), (Shape{b, -1, 12}));
+  EXPECT_EQ(dim_name(pad(x, {.before = {0, 1, 0}, .after = {0, 1, 0}}).shape()[1]), "seq+2");
   EXPECT_EQ(pad(x, {.before = {0, 0, 1}, .after = {0, 0, 0}}).shape(), (Shape{b, s, 13}));
   // A size against a symbol gives the size (the symbol's value is checked once bound).
   EXPECT_EQ((x + g.placeholder({2, 1, 12}, DType::f32, "y")).shape(), (Shape{2, s, 12}));
   EXPECT_TG_ERROR(reshape(x, {b, s, 5}), ErrorCode::shape_mismatch, "reshape");
+}
+
+// Derived symbols: the sizes slices, pads, concats, tiles, convolutions and pools give a symbolic
+// dim, named by their canonical expression (equal expressions are one symbol), composed.
+TEST(SymbolicDims, DerivedSizesAreSymbolsOfTheirExpression) {
+  Graph g;
+  const int64_t h = symbolic_dim("h"), n = symbolic_dim("n");
+  Tensor x = g.placeholder({n, h, h, 4}, DType::f32, "x");  // NHWC
+  auto dim = [](const Tensor& t, size_t i) { return dim_name(t.shape()[i]); };
+  constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(dim(slice(x, {.begin = {1}, .end = {kEnd}, .axes = {1}}), 1), "h-1");
+  EXPECT_EQ(dim(slice(x, {.begin = {1}, .end = {-2}, .axes = {1}}), 1), "h-3");
+  EXPECT_EQ(dim(slice(x, {.begin = {0}, .end = {kEnd}, .strides = {2}, .axes = {1}}), 1), "(h+1)/2");
+  EXPECT_EQ(dim(tile(x, {1, 3, 1, 1}), 1), "3*h");
+  Tensor w = g.constant(TensorData::full({3, 3, 4, 8}, DType::f32, 0.1));  // HWIO
+  Tensor valid = conv2d(x, w, {.strides = {2, 2}, .padding = Padding::valid});
+  EXPECT_EQ(dim(valid, 1), "(h-1)/2");  // floor((h - 3) / 2) + 1
+  Tensor same = conv2d(x, w, {.strides = {2, 2}, .padding = Padding::same});
+  EXPECT_EQ(dim(same, 1), "(h+1)/2");  // ceil(h / 2)
+  EXPECT_EQ(same.shape()[1], same.shape()[2]);
+  // Composed: a 2x2 stride-2 max pool of the valid conv: floor(((h-1)/2 - 2) / 2) + 1 = floor((h-1)/4).
+  Tensor pooled = max_pool2d(valid, {.kernel_size = {2, 2}, .strides = {2, 2}});
+  EXPECT_EQ(dim(pooled, 1), "(h-1)/4");
+  // x[:, 1:] padded by 1 on each side is h+1; concat with x is 2*h+1; one symbol each.
+  Tensor grown = pad(slice(x, {.begin = {1}, .end = {kEnd}, .axes = {1}}), {.before = {0, 1, 0, 0}, .after = {0, 1, 0, 0}});
+  EXPECT_EQ(dim(grown, 1), "h+1");
+  EXPECT_EQ(dim(concat({grown, x}, 1), 1), "2*h+1");
+  EXPECT_EQ(concat({grown, x}, 1).shape()[1], core::affine_dim(h, 2, 1, 1));
+}
+
+// A network over a symbolic image size: one compile, the derived sizes bound per signature with
+// the fixed-shape executables' values; with the CUDA pass pipeline (TG_FUSION=1) the elementwise
+// tails of the convolutions, of derived shapes, are fused.
+TEST(SymbolicDims, ConvNetOverVaryingImageSizesCompilesOnce) {
+  Graph g;
+  Tensor x = g.placeholder({-1, -1, -1, 3}, DType::f32, "x");
+  Tensor w1 = g.constant(TensorData::random_normal({3, 3, 3, 8}, 0.f, 0.3f, 1));
+  Tensor w2 = g.constant(TensorData::random_normal({3, 3, 8, 4}, 0.f, 0.3f, 2));
+  Tensor a = relu(conv2d(x, w1, {.strides = {2, 2}, .padding = Padding::valid}) * 0.5 + 0.25);
+  Tensor p = max_pool2d(a, {.kernel_size = {2, 2}, .strides = {2, 2}});
+  Tensor y = relu(conv2d(p, w2, {.padding = Padding::same}) - 0.1);
+  const RuntimeStats s0 = runtime_stats();
+  Executable once = g.compile(Device::cpu(), {{x, {{-1, -1, -1, 3}, DType::f32}}}, {y}, {}, kOnce);
+  EXPECT_EQ(runtime_stats().compiles - s0.compiles, 1);
+  const Shape out = once.output_types()[0].shape;
+  EXPECT_EQ(dim_name(out[1]), "(x.1-1)/4");
+  EXPECT_EQ(dim_name(out[2]), "(x.2-1)/4");
+  for (const Shape& shape : {Shape{1, 9, 9, 3}, Shape{2, 16, 11, 3}, Shape{1, 5, 21, 3}}) {
+    const TensorData in = TensorData::random_normal(shape, 0.f, 1.f, 7);
+    const TensorData want = g.compile(Device::cpu(), {{x, in.type()}}, {y}).run({in})[0];
+    const TensorData got = once.run({in})[0];
+    ASSERT_EQ(got.type(), want.type()) << shape_to_string(shape);
+    EXPECT_EQ(std::memcmp(got.raw_data(), want.raw_data(), got.nbytes()), 0) << shape_to_string(shape);
+  }
+  EXPECT_EQ(runtime_stats().compiles - s0.compiles, 4);  // the three fixed-shape references
+  // Below the sizes the expressions hold from (the 3x3 window must fit: x.1 >= 3), before any kernel.
+  EXPECT_TG_ERROR(once.run({TensorData::zeros({1, 2, 9, 3})}), ErrorCode::shape_mismatch,
+                  "symbol x.1 is 2, but the graph's size (x.1-1)/2 needs x.1 >= 3");
+  {
+    testing::ScopedEnv fusion("TG_FUSION", "1");
+    Executable fused = g.compile(Device::cpu(), {{x, {{-1, -1, -1, 3}, DType::f32}}}, {y}, {}, kOnce);
+    EXPECT_NE(fused.to_string().find("fused_elementwise"), std::string::npos) << fused.to_string();
+    const TensorData in = TensorData::random_normal({2, 16, 11, 3}, 0.f, 1.f, 9);
+    const TensorData want = once.run({in})[0], got = fused.run({in})[0];
+    EXPECT_EQ(std::memcmp(got.raw_data(), want.raw_data(), got.nbytes()), 0);
+  }
+  // Saved and loaded: the derived symbols are stored by expression (section 'symbols').
+  Executable loaded = Executable::load_from_bytes(once.save_to_bytes(), Device::cpu());
+  EXPECT_EQ(loaded.output_types(), once.output_types());
+  const TensorData in = TensorData::random_normal({1, 13, 7, 3}, 0.f, 1.f, 8);
+  const TensorData want = once.run({in})[0], got = loaded.run({in})[0];
+  EXPECT_EQ(std::memcmp(got.raw_data(), want.raw_data(), got.nbytes()), 0);
 }
 
 TEST(SymbolicDims, BroadcastingUnifiesSymbolsAndAContradictingFeedNamesBoth) {
