@@ -84,14 +84,15 @@ cudnn_graph::ConvSpec spec_of(const PlanKey& k);
 std::string choice_key(const PlanKey& k);
 
 /// p's choice as stored: "none" (no algorithm), "graph <engine> <knob type>:<value>... v=<cuDNN
-/// version> [json=<cuDNN's serialized plan>]" or "legacy <algo> <math type>"; "" when cuDNN does
-/// not report the engine configuration.
+/// version> [json=<cuDNN's serialized plan>, with TG_CUDNN_PLAN_JSON=1]" or "legacy <algo> <math
+/// type>"; "" when cuDNN does not report the engine configuration.
 std::string encode_choice(const Plan& p, const char* op);
 
 /// Sets `p` (descriptors made) from a stored choice; false when the text is malformed or cuDNN
 /// refuses the choice (the caller then chooses as without one). A graph choice written by this
-/// cuDNN version is built from its serialized plan when it has one (else from its engine
-/// configuration) without re-checking its numerical notes.
+/// cuDNN version is built from its engine configuration without re-checking its numerical notes
+/// (TG_TRUST_STORED_ALGOS=0: checked), or, with TG_CUDNN_PLAN_JSON=1, from its serialized plan
+/// when it has one.
 bool apply_choice(cudnnHandle_t handle, const char* op, Plan& p, const PlanKey& k, const std::string& choice);
 
 /// Runs plan `p` with handle `h` (on its stream): a, b and out as conv.cpp's run() passes them; ws:
