@@ -199,8 +199,8 @@ TEST(SavedExecutableAlgorithms, LoadedInAFreshProcessRunsNoAutotuning) {
     fs::remove_all(dir);
     return;
   }
-  for (size_t at = text.find("[tg phases]"); at != std::string::npos; at = std::string::npos) {
-    std::cout << "[tgx child] " << text.substr(at, text.find('\n', at) - at) << "\n";
+  for (size_t at = text.find("[tg phases]"); at != std::string::npos; at = text.find("[tg phases]", at + 1)) {
+    std::cout << "[tgx child] " << text.substr(at, text.find('\n', at) - at) << "\n";  // the paths it took
   }
   // Written by this cuBLASLt (and cuDNN) version: the GEMM's algorithm is used without
   // cublasLtMatmulAlgoCheck (validated by the preparation worker's run), the engine configuration
