@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -165,27 +166,79 @@ TEST(SavedExecutableAlgorithms, LoadedInAFreshProcessRunsNoAutotuning) {
   }
 
   // A fresh process (this binary, the child test): nothing in its caches but the file. Not
-  // sharded (ctest runs this binary in gtest shards: the child would inherit its shard).
-  const std::string cmd = "env -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_INDEX -u GTEST_OUTPUT TG_TGX_CHILD_DEVICE=" +
-                          std::string(cuda ? "cuda" : "cpu") + " TG_TGX_CHILD_FILE='" + file + "' TG_TGX_CHILD_OUT='" +
-                          out + "' TG_KERNEL_CACHE_DIR='" +
-                          (dir / "kc").string() + "' '" + fs::read_symlink("/proc/self/exe").string() +
-                          "' --gtest_filter=SavedExecutableAlgorithms.ChildLoadsAndRuns 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string text;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof(buf), p)) text.append(buf, n);
-  const int rc = ::pclose(p);
-  ASSERT_EQ(rc, 0) << text;
-  EXPECT_EQ(counter(text, "autotune_runs"), 0) << text;
-  EXPECT_EQ(counter(text, "kernel_compiles"), 0) << text;
-  EXPECT_EQ(counter(text, "load_recompiles"), 0) << text;
-  if (cuda) EXPECT_GE(counter(text, "kernel_preloads"), 1) << text;
-  std::ifstream yin(out, std::ios::binary);
-  const std::string got((std::istreambuf_iterator<char>(yin)), std::istreambuf_iterator<char>());
-  ASSERT_EQ(got.size(), want.nbytes());
-  EXPECT_EQ(std::memcmp(got.data(), want.raw_data(), want.nbytes()), 0) << "the child's result has other bits";
+  // sharded (ctest runs this binary in gtest shards: the child would inherit its shard). TG_PHASES=1:
+  // the child prints which library paths it took ("[tg phases] name=ms..." at exit).
+  const auto run_child = [&](const std::string& tgx) {
+    const std::string cmd = "env -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_INDEX -u GTEST_OUTPUT TG_PHASES=1 "
+                            "TG_TGX_CHILD_DEVICE=" +
+                            std::string(cuda ? "cuda" : "cpu") + " TG_TGX_CHILD_FILE='" + tgx + "' TG_TGX_CHILD_OUT='" +
+                            out + "' TG_KERNEL_CACHE_DIR='" + (dir / "kc").string() + "' '" +
+                            fs::read_symlink("/proc/self/exe").string() +
+                            "' --gtest_filter=SavedExecutableAlgorithms.ChildLoadsAndRuns 2>&1";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    EXPECT_NE(p, nullptr);
+    std::string text;
+    if (!p) return text;
+    char buf[4096];
+    while (size_t n = std::fread(buf, 1, sizeof(buf), p)) text.append(buf, n);
+    EXPECT_EQ(::pclose(p), 0) << text;
+    EXPECT_EQ(counter(text, "autotune_runs"), 0) << text;
+    EXPECT_EQ(counter(text, "kernel_compiles"), 0) << text;
+    EXPECT_EQ(counter(text, "load_recompiles"), 0) << text;
+    if (cuda) EXPECT_GE(counter(text, "kernel_preloads"), 1) << text;
+    std::ifstream yin(out, std::ios::binary);
+    const std::string got((std::istreambuf_iterator<char>(yin)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(got.size(), want.nbytes());
+    EXPECT_TRUE(got.size() == want.nbytes() && std::memcmp(got.data(), want.raw_data(), want.nbytes()) == 0)
+        << "the child's result has other bits (" << tgx << ")";
+    fs::remove(out);
+    return text;
+  };
+  const std::string text = run_child(file);
+  if (!cuda) {
+    fs::remove_all(dir);
+    return;
+  }
+  for (size_t at = text.find("[tg phases]"); at != std::string::npos; at = text.find("[tg phases]", at + 1)) {
+    std::cout << "[tgx child] " << text.substr(at, text.find('\n', at) - at) << "\n";  // the paths it took
+  }
+  // Written by this cuBLASLt (and cuDNN) version: the GEMM's algorithm is used without
+  // cublasLtMatmulAlgoCheck (validated by the preparation worker's run), the engine configuration
+  // without re-reading its numerical notes.
+  EXPECT_NE(text.find("cublaslt_trusted_choice="), std::string::npos) << text;
+  EXPECT_EQ(text.find("cublaslt_algo_check="), std::string::npos) << text;
+  EXPECT_EQ(text.find("cudnn_arithmetic_check="), std::string::npos) << text;
+
+  // The same file claiming other library versions ("lt=<version>" and " v=<version>" rewritten,
+  // same length): every choice is checked as before, and the bits are the same.
+  std::string payload;
+  std::vector<std::pair<std::string, std::string>> sections;
+  for (const auto& s : layout_of(b).sections) {
+    sections.emplace_back(s.name, std::string(reinterpret_cast<const char*>(b.data()) + s.offset, s.length));
+  }
+  int patched = 0;
+  for (auto& [name, data] : sections) {
+    if (name != "algorithms") continue;
+    for (const char* tag : {"lt=", " v="}) {
+      for (size_t at = data.find(tag); at != std::string::npos; at = data.find(tag, at + 1)) {
+        size_t d = at + std::strlen(tag);
+        const size_t start = d;
+        while (d < data.size() && data[d] >= '0' && data[d] <= '9') data[d++] = '9';
+        if (d > start) ++patched;
+      }
+    }
+  }
+  EXPECT_GE(patched, 1) << "the stored GEMM algorithm carries its cuBLASLt version";
+  const std::string other = (dir / "other_versions.tgx").string();
+  const std::vector<uint8_t> ob = runtime::tgx::write_file(sections);
+  std::ofstream(other, std::ios::binary).write(reinterpret_cast<const char*>(ob.data()),
+                                               static_cast<std::streamsize>(ob.size()));
+  const std::string checked = run_child(other);
+  EXPECT_NE(checked.find("cublaslt_algo_check="), std::string::npos) << checked;
+  EXPECT_EQ(checked.find("cublaslt_trusted_choice="), std::string::npos) << checked;
+  if (text.find("cudnn_plan_from_choice=") != std::string::npos) {
+    EXPECT_NE(checked.find("cudnn_arithmetic_check="), std::string::npos) << checked;
+  }
   fs::remove_all(dir);
 }
 

@@ -334,7 +334,7 @@ std::optional<EngineChoice> engine_choice(const ConvPlan& plan, const char* op) 
 }
 
 std::shared_ptr<ConvPlan> make_conv_plan_from_choice(cudnnHandle_t handle, const ConvSpec& s, const EngineChoice& c,
-                                                     size_t max_workspace, const char* op) {
+                                                     size_t max_workspace, bool trusted, const char* op) {
   phases::Scope timed("cudnn_plan_from_choice");
   std::vector<std::shared_ptr<Desc>> keep;
   std::shared_ptr<Desc> graph = operation_graph(handle, s, keep, op);
@@ -351,6 +351,7 @@ std::shared_ptr<ConvPlan> make_conv_plan_from_choice(cudnnHandle_t handle, const
   keep.push_back(engine);
   engine_time.stop();
   phases::Scope cfg_time("cudnn_engine_cfg");
+  phases::Scope knob_time("cudnn_knobs");
   std::vector<cudnnBackendDescriptor_t> raw;
   for (const auto& [type, value] : c.knobs) {
     if (type < 0 || type >= CUDNN_KNOB_TYPE_COUNTS) return nullptr;
@@ -366,6 +367,8 @@ std::shared_ptr<ConvPlan> make_conv_plan_from_choice(cudnnHandle_t handle, const
     raw.push_back(k->d);
     keep.push_back(std::move(k));
   }
+  knob_time.stop();
+  phases::Scope cfg_finalize_time("cudnn_cfg_finalize");
   auto cfg = std::make_shared<Desc>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, op);
   if (cudnnBackendSetAttribute(cfg->d, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine->d) !=
       CUDNN_STATUS_SUCCESS) {
@@ -376,10 +379,63 @@ std::shared_ptr<ConvPlan> make_conv_plan_from_choice(cudnnHandle_t handle, const
     return nullptr;
   }
   if (cudnnBackendFinalize(cfg->d) != CUDNN_STATUS_SUCCESS) return nullptr;
-  // The stored engine keeps the arithmetic asked for (a file cannot pick a down-converting one).
-  if (!arithmetic_ok(cfg->d, s.io, s.deterministic, op)) return nullptr;
+  cfg_finalize_time.stop();
+  // The stored engine keeps the arithmetic asked for (a file cannot pick a down-converting one),
+  // unless it was chosen (and checked) by this cuDNN version.
+  if (!trusted) {
+    phases::Scope notes_time("cudnn_arithmetic_check");
+    if (!arithmetic_ok(cfg->d, s.io, s.deterministic, op)) return nullptr;
+  }
   cfg_time.stop();
   return finalize_plan(handle, s, keep, cfg, max_workspace, op);
+}
+
+std::optional<std::string> plan_json(const ConvPlan& plan) {
+  if (!plan.plan) return std::nullopt;
+  phases::Scope timed("cudnn_plan_json");
+  int64_t size = 0;
+  if (cudnnBackendGetAttribute(plan.plan->d, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, 0,
+                               &size, nullptr) != CUDNN_STATUS_SUCCESS ||
+      size <= 0 || size > (int64_t{1} << 24)) {
+    phases::Scope refused("cudnn_plan_json_refused");
+    return std::nullopt;
+  }
+  std::string json(static_cast<size_t>(size), '\0');
+  int64_t got = 0;
+  if (cudnnBackendGetAttribute(plan.plan->d, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR, size,
+                               &got, json.data()) != CUDNN_STATUS_SUCCESS ||
+      got <= 0 || got > size) {
+    phases::Scope refused("cudnn_plan_json_refused");
+    return std::nullopt;
+  }
+  json.resize(static_cast<size_t>(got));
+  while (!json.empty() && json.back() == '\0') json.pop_back();
+  return json;
+}
+
+std::shared_ptr<ConvPlan> make_conv_plan_from_json(cudnnHandle_t handle, const ConvSpec& s, const std::string& json,
+                                                   size_t max_workspace, const char* op) {
+  phases::Scope timed("cudnn_plan_from_json");
+  auto plan = std::make_shared<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, op);
+  if (cudnnBackendSetAttribute(plan->d, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle) !=
+          CUDNN_STATUS_SUCCESS ||
+      cudnnBackendSetAttribute(plan->d, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
+                               static_cast<int64_t>(json.size()), json.data()) != CUDNN_STATUS_SUCCESS ||
+      cudnnBackendFinalize(plan->d) != CUDNN_STATUS_SUCCESS) {
+    phases::Scope refused("cudnn_plan_json_load_refused");
+    return nullptr;
+  }
+  int64_t ws = 0, n = 0;
+  if (cudnnBackendGetAttribute(plan->d, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &ws) !=
+          CUDNN_STATUS_SUCCESS ||
+      ws < 0 || static_cast<size_t>(ws) > max_workspace) {
+    return nullptr;
+  }
+  auto p = std::make_shared<ConvPlan>();
+  p->pass = s.pass;
+  p->plan = std::move(plan);
+  p->workspace = static_cast<size_t>(ws);
+  return p;
 }
 
 }  // namespace tg::cuda::cudnn_graph

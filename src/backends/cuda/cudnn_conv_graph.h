@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -56,10 +57,22 @@ std::optional<EngineChoice> engine_choice(const ConvPlan& plan, const char* op);
 
 /// The plan of `s` with engine configuration `c` (no heuristics, no timing): nullptr when cuDNN
 /// refuses the configuration for `s`, when it would change the arithmetic asked for (reduced
-/// precision reduction, down-converted f32 inputs, nondeterministic engines when s.deterministic)
+/// precision reduction, down-converted f32 inputs, nondeterministic engines when s.deterministic;
+/// not checked when `trusted`: the configuration was chosen, and checked, by this cuDNN version)
 /// or when it needs more than `max_workspace` bytes. Raises as make_conv_plan.
 std::shared_ptr<ConvPlan> make_conv_plan_from_choice(cudnnHandle_t handle, const ConvSpec& s, const EngineChoice& c,
-                                                     size_t max_workspace, const char* op);
+                                                     size_t max_workspace, bool trusted, const char* op);
+
+/// cuDNN's serialized form of `plan` (CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION), or nullopt
+/// when cuDNN does not serialize its engine (documented for runtime-compiled engines only) or the
+/// plan was not finalized here.
+std::optional<std::string> plan_json(const ConvPlan& plan);
+
+/// The plan deserialized from plan_json's text (same cuDNN version and GPU; the caller checks the
+/// version): nullptr when cuDNN refuses it or it needs more than `max_workspace` bytes. Its
+/// engine configuration is not known (engine_choice gives nullopt).
+std::shared_ptr<ConvPlan> make_conv_plan_from_json(cudnnHandle_t handle, const ConvSpec& s, const std::string& json,
+                                                   size_t max_workspace, const char* op);
 
 /// Workspace bytes `plan` needs.
 size_t workspace_size(const ConvPlan& plan);

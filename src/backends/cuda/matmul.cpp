@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -213,16 +214,27 @@ std::string choice_key(const LtKey& k) {
 }
 
 // cuBLASLt documents cublasLtMatmulAlgo_t as trivially serializable for the same library
-// version: its words in hex.
-std::string encode_algo(const cublasLtMatmulAlgo_t& a) {
+// version. A choice is its words in hex, then "ws=<workspace bytes> lt=<cublasLtGetVersion()>"
+// (files of earlier builds hold the words only).
+std::string encode_choice(const cublasLtMatmulAlgo_t& a, size_t workspace) {
   std::string s;
   for (uint64_t w : a.data) s += fmt::format("{}{:016x}", s.empty() ? "" : " ", w);
-  return s;
+  return s + fmt::format(" ws={} lt={}", workspace, cublasLtGetVersion());
 }
 
-bool decode_algo(const std::string& s, cublasLtMatmulAlgo_t* a) {
+// A stored choice: the algorithm, and, when the text has them, its workspace bytes and the
+// cuBLASLt version that wrote it (0 when absent). False when the text does not parse.
+struct StoredAlgo {
+  cublasLtMatmulAlgo_t algo{};
+  uint64_t workspace = 0;
+  uint64_t version = 0;
+};
+
+bool decode_choice(const std::string& s, StoredAlgo* out) {
+  cublasLtMatmulAlgo_t* a = &out->algo;
   constexpr size_t kWords = sizeof(a->data) / sizeof(a->data[0]);
-  if (s.size() != kWords * 17 - 1) return false;
+  constexpr size_t kWordsChars = kWords * 17 - 1;
+  if (s.size() < kWordsChars) return false;
   for (size_t i = 0; i < kWords; ++i) {
     uint64_t w = 0;
     for (size_t j = 0; j < 16; ++j) {
@@ -234,7 +246,23 @@ bool decode_algo(const std::string& s, cublasLtMatmulAlgo_t* a) {
     if (i + 1 < kWords && s[i * 17 + 16] != ' ') return false;
     a->data[i] = w;
   }
+  if (s.size() == kWordsChars) return true;  // words only: no workspace, no version
+  unsigned long long ws = 0, version = 0;
+  int used = 0;
+  if (std::sscanf(s.c_str() + kWordsChars, " ws=%llu lt=%llu%n", &ws, &version, &used) != 2 ||
+      kWordsChars + static_cast<size_t>(used) != s.size()) {
+    return false;
+  }
+  out->workspace = ws;
+  out->version = version;
   return true;
+}
+
+// Whether stored choices written by this cuBLASLt version are used without
+// cublasLtMatmulAlgoCheck (TG_TRUST_STORED_ALGOS=0: never; measured A/B).
+bool trust_stored() {
+  const char* env = std::getenv("TG_TRUST_STORED_ALGOS");
+  return !(env && std::strcmp(env, "0") == 0);
 }
 
 void destroy(LtPlan& p) {
@@ -254,23 +282,21 @@ const LtPlan* cached_plan(const LtKey& key) {
 // `plan` into the cache, unless another thread put one there first (then that one is kept).
 const LtPlan& keep(const LtKey& key, std::unique_ptr<LtPlan> plan) {
   std::lock_guard<std::mutex> lock(g_plans_mu);
-  auto [it, inserted] = g_plans.emplace(key, std::move(plan));
+  auto [it, inserted] = g_plans.try_emplace(key, std::move(plan));  // not moved from when present
   if (!inserted) destroy(*plan);
   return *it->second;
 }
 
-// The plan of `key`, built (without holding the cache's lock: cuBLASLt's first algorithm check
-// in a process takes tens of ms) and cached on first use. `preparing`: called by a preparation
-// worker of algo_choices, which holds the key's claim itself.
-const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op, bool preparing = false) {
-  if (const LtPlan* p = cached_plan(key)) return *p;
-  if (!preparing) {
-    // A preparation worker building this plan from a saved executable's choice: wait for it.
-    const std::string ckey = choice_key(key);
-    if (algo_choices::find(ckey) && !algo_choices::claim(ckey)) {
-      if (const LtPlan* p = cached_plan(key)) return *p;
-    }
-  }
+// A new plan of `key` (not cached; built without holding the cache's lock: cuBLASLt's first
+// algorithm check in a process takes tens of ms). Its algorithm: a stored choice of a saved
+// executable, used as is when `trust` and the choice was written by this cuBLASLt version with
+// its workspace size (cuBLASLt documents the algorithm as serializable for the same version;
+// `trusted` is then set: the caller validates it by running it), else checked by
+// cublasLtMatmulAlgoCheck for this problem; without a usable stored choice the heuristics' first
+// answer.
+std::unique_ptr<LtPlan> build_plan(const LtKey& key, cublasLtHandle_t handle, const char* op, bool trust,
+                                   bool* trusted) {
+  *trusted = false;
   const LtTypes t = lt_types(key.mode);
   auto plan = std::make_unique<LtPlan>();
   check(cublasLtMatmulDescCreate(&plan->desc, t.compute, t.scale), op, "cublasLtMatmulDescCreate");
@@ -320,20 +346,30 @@ const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op,
           op, "cublasLtMatmulPreferenceSetAttribute(reduction scheme)");
   }
   plan->choice_key = choice_key(key);
-  // A choice stored by a saved executable (same cuBLASLt version), checked by cuBLASLt for this
-  // problem: no heuristics query. Else the heuristics' first answer.
-  if (const std::optional<std::string> stored = algo_choices::find(plan->choice_key)) {
-    phases::Scope timed("cublaslt_from_choice");
-    cublasLtMatmulHeuristicResult_t checked{};
-    phases::Scope check_time("cublaslt_algo_check");
-    if (decode_algo(*stored, &plan->algo) &&
-        cublasLtMatmulAlgoCheck(handle, plan->desc, plan->la, plan->lb, plan->lc, plan->lc, &plan->algo, &checked) ==
-            CUBLAS_STATUS_SUCCESS &&
-        checked.workspaceSize <= kMaxWorkspace) {
-      cublasLtMatmulPreferenceDestroy(pref);
-      plan->workspace = checked.workspaceSize;
-      plan->choice = *stored;
-      return keep(key, std::move(plan));
+  if (const std::optional<std::string> text = algo_choices::find(plan->choice_key)) {
+    StoredAlgo stored;
+    if (decode_choice(*text, &stored)) {
+      if (trust && stored.version == cublasLtGetVersion() && stored.workspace <= kMaxWorkspace) {
+        phases::Scope timed("cublaslt_trusted_choice");
+        cublasLtMatmulPreferenceDestroy(pref);
+        plan->algo = stored.algo;
+        plan->workspace = stored.workspace;
+        plan->choice = encode_choice(plan->algo, plan->workspace);
+        *trusted = true;
+        return plan;
+      }
+      phases::Scope timed("cublaslt_from_choice");
+      cublasLtMatmulHeuristicResult_t checked{};
+      phases::Scope check_time("cublaslt_algo_check");
+      if (cublasLtMatmulAlgoCheck(handle, plan->desc, plan->la, plan->lb, plan->lc, plan->lc, &stored.algo,
+                                  &checked) == CUBLAS_STATUS_SUCCESS &&
+          checked.workspaceSize <= kMaxWorkspace) {
+        cublasLtMatmulPreferenceDestroy(pref);
+        plan->algo = stored.algo;
+        plan->workspace = checked.workspaceSize;
+        plan->choice = encode_choice(plan->algo, plan->workspace);
+        return plan;
+      }
     }
   }
   phases::Scope heuristic_time("cublaslt_heuristic");
@@ -352,8 +388,21 @@ const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op,
   }
   plan->algo = result.algo;
   plan->workspace = result.workspaceSize;
-  plan->choice = encode_algo(plan->algo);
-  return keep(key, std::move(plan));
+  plan->choice = encode_choice(plan->algo, plan->workspace);
+  return plan;
+}
+
+// The plan of `key`, cached on first use. A stored choice is checked (build_plan without trust):
+// only the preparation workers, which run a trusted plan before publishing it, use one unchecked.
+const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op) {
+  if (const LtPlan* p = cached_plan(key)) return *p;
+  // A preparation worker building this plan from a saved executable's choice: wait for it.
+  const std::string ckey = choice_key(key);
+  if (algo_choices::find(ckey) && !algo_choices::claim(ckey)) {
+    if (const LtPlan* p = cached_plan(key)) return *p;
+  }
+  bool trusted = false;
+  return keep(key, build_plan(key, handle, op, /*trust=*/false, &trusted));
 }
 
 Mode mode_of(DType dtype, ComputePrecision precision) {
@@ -537,22 +586,12 @@ bool parse_choice_key(const std::string& text, int device, LtKey* k) {
 
 }  // namespace
 
-void algo_choices::prepare_matmul_choice(int device, const std::string& key, cudaStream_t warm_stream,
-                                         const std::function<void()>& built) {
-  LtKey k{};
-  if (!parse_choice_key(key, device, &k)) return;
-  activate(device);
-  if (cached_plan(k)) return;
-  // This worker's own handle (cuBLASLt handles are per thread here, as PyTorch keeps them).
-  thread_local std::map<int, cublasLtHandle_t> owns;  // one per device
-  cublasLtHandle_t& own = owns[device];
-  if (own == nullptr) {
-    phases::Scope timed("cublasLtCreate");
-    check(cublasLtCreate(&own), "matmul", "cublasLtCreate");  // never destroyed: lives as the thread
-  }
-  const LtPlan& plan = lt_plan(k, own, "matmul", /*preparing=*/true);  // takes the stored choice
-  built();
-  // One run on scratch buffers, so that the algorithm's kernel is loaded before the run needs it.
+namespace {
+
+// Runs `plan` once on scratch buffers on `stream` with `handle` and waits for it: loads the
+// algorithm's kernel before a run needs it, and validates a trusted plan (cuBLASLt's status).
+cublasStatus_t warm_run(int device, const LtKey& k, const LtPlan& plan, cublasLtHandle_t handle,
+                        cudaStream_t stream) {
   phases::Scope timed("cublaslt_warm_run");
   const LtTypes t = lt_types(k.mode);
   const auto extent = [](int64_t rows, int64_t cols, int64_t count, int64_t stride) {
@@ -570,11 +609,50 @@ void algo_choices::prepare_matmul_choice(int device, const std::string& key, cud
   const void* alpha = k.mode == Mode::f64 ? static_cast<const void*>(&alpha_d) : &alpha_f;
   const void* beta = k.mode == Mode::f64 ? static_cast<const void*>(&beta_d) : &beta_f;
   void* c = base + a_bytes + b_bytes;
-  check(cublasLtMatmul(own, plan.desc, alpha, base, plan.la, base + a_bytes, plan.lb, beta, c, plan.lc, c, plan.lc,
-                       &plan.algo, plan.workspace > 0 ? base + a_bytes + b_bytes + c_bytes : nullptr, plan.workspace,
-                       warm_stream),
-        "matmul", "cublasLtMatmul (warm-up)");
-  check(cudaStreamSynchronize(warm_stream), "matmul", "cudaStreamSynchronize (warm-up)");  // before buf is reused
+  const cublasStatus_t st =
+      cublasLtMatmul(handle, plan.desc, alpha, base, plan.la, base + a_bytes, plan.lb, beta, c, plan.lc, c, plan.lc,
+                     &plan.algo, plan.workspace > 0 ? base + a_bytes + b_bytes + c_bytes : nullptr, plan.workspace,
+                     stream);
+  check(cudaStreamSynchronize(stream), "matmul", "cudaStreamSynchronize (warm-up)");  // before buf is reused
+  return st;
+}
+
+}  // namespace
+
+void algo_choices::prepare_matmul_choice(int device, const std::string& key, cudaStream_t warm_stream,
+                                         const std::function<void()>& built) {
+  LtKey k{};
+  if (!parse_choice_key(key, device, &k)) return;
+  activate(device);
+  if (cached_plan(k)) return;
+  // This worker's own handle (cuBLASLt handles are per thread here, as PyTorch keeps them).
+  thread_local std::map<int, cublasLtHandle_t> owns;  // one per device
+  cublasLtHandle_t& own = owns[device];
+  if (own == nullptr) {
+    phases::Scope timed("cublasLtCreate");
+    check(cublasLtCreate(&own), "matmul", "cublasLtCreate");  // never destroyed: lives as the thread
+  }
+  // A choice written by this cuBLASLt version is used without cublasLtMatmulAlgoCheck (whose first
+  // call in a process took 120-135 ms on the H200), validated by running it before it is
+  // published; one that cuBLASLt refuses then is checked as without trust (and, refused again,
+  // replaced by the heuristics' answer), so a run never executes an unvalidated algorithm.
+  bool trusted = false;
+  std::unique_ptr<LtPlan> fresh = build_plan(k, own, "matmul", trust_stored(), &trusted);
+  bool warmed = false;
+  if (trusted) {
+    if (warm_run(device, k, *fresh, own, warm_stream) == CUBLAS_STATUS_SUCCESS) {
+      warmed = true;
+    } else {
+      phases::Scope timed("cublaslt_trusted_refused");
+      cudaGetLastError();
+      destroy(*fresh);
+      fresh = build_plan(k, own, "matmul", /*trust=*/false, &trusted);
+    }
+  }
+  const LtPlan& plan = keep(k, std::move(fresh));
+  built();
+  if (warmed) return;
+  check(warm_run(device, k, plan, own, warm_stream), "matmul", "cublasLtMatmul (warm-up)");
 }
 
 void register_matmul_kernels(KernelTable& t) { t.set(ir::OpKind::matmul, matmul_kernel); }
