@@ -176,6 +176,9 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
            ir::op_name(ph.kind));
     }
     check_feed_type(ph, value.type(), "compile");
+    declared.push_back(ph.outputs[0]);  // its declared symbols are bound to the value's dims too
+    fed.push_back(value.type());
+    fed_names.push_back(ph.name);
     ph.kind = ir::OpKind::constant;
     ph.attrs = ir::ConstantAttrs{value.to(Device::cpu())};
     ph.outputs[0] = value.type();

@@ -15,6 +15,9 @@ namespace {
 // ir::kMaxFusedRowLength elements: a signature with longer rows is refused before any kernel runs.
 void check_row_lengths(const ir::Graph& g) {
   for (const ir::Node& n : g.nodes()) {
+    for (const ir::Region& r : n.regions) {
+      if (r.body) check_row_lengths(*r.body);  // loop and branch bodies too, before anything runs
+    }
     if (n.kind != ir::OpKind::fused_elementwise) continue;
     const auto& a = std::get<ir::FusedAttrs>(n.attrs);
     const bool rows = std::any_of(a.steps.begin(), a.steps.end(),

@@ -7,6 +7,7 @@
 
 #include "core/dim_expr.h"
 #include "passes/fusion_test_util.h"
+#include "runtime/compile.h"
 #include "test_util.h"
 #include "tg/nn.h"
 
@@ -144,6 +145,21 @@ TEST(SymbolicDims, ConvNetOverVaryingImageSizesCompilesOnce) {
   const TensorData in = TensorData::random_normal({1, 13, 7, 3}, 0.f, 1.f, 8);
   const TensorData want = once.run({in})[0], got = loaded.run({in})[0];
   EXPECT_EQ(std::memcmp(got.raw_data(), want.raw_data(), got.nbytes()), 0);
+}
+
+// A placeholder bound at compile time (runtime::compile_graph's `bound`, as nn::Model binds
+// is_training) binds its declared symbols like a feed: a fed dim of the same symbol must agree.
+TEST(SymbolicDims, BoundPlaceholdersBindTheirDeclaredSymbols) {
+  Graph g;
+  const int64_t n = symbolic_dim("n_bound");
+  Tensor a = g.placeholder({n}, DType::f32, "a");
+  Tensor b = g.placeholder({n}, DType::f32, "b");
+  Tensor y = a * b;
+  const TensorData bv = TensorData::from_vector<float>({1, 2, 3}, {3});
+  Executable ok = runtime::compile_graph(g.impl(), Device::cpu(), {{a, {{3}, DType::f32}}}, {y}, {}, {}, {{b, bv}});
+  testing::expect_equal(ok.run({TensorData::from_vector<float>({2, 2, 2}, {3})})[0], {2, 4, 6}, {3});
+  EXPECT_TG_ERROR(runtime::compile_graph(g.impl(), Device::cpu(), {{a, {{4}, DType::f32}}}, {y}, {}, {}, {{b, bv}}),
+                  ErrorCode::shape_mismatch, "placeholder 'b' dim 0 is 3, but symbol n_bound is 4 (placeholder 'a' dim 0)");
 }
 
 TEST(SymbolicDims, BroadcastingUnifiesSymbolsAndAContradictingFeedNamesBoth) {

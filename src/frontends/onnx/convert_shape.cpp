@@ -181,7 +181,11 @@ std::vector<Tensor> convert_slice(NodeContext& c) {
                "supported", k, dim_name(d.end[k]));
       }
       const int64_t axis = c.axis(d.axes[k], x.rank());
-      x = gather(x, iota(c.graph(), {d.end[k]}, 0, DType::i64), {.axis = axis});
+      // The whole axis when it is that symbol's size; else the first `end` elements (a run whose
+      // symbol exceeds the axis raises gather's out_of_range, where ONNX would clamp to the axis).
+      if (x.shape()[static_cast<size_t>(axis)] != d.end[k]) {
+        x = gather(x, iota(c.graph(), {d.end[k]}, 0, DType::i64), {.axis = axis});
+      }
       d.begin.erase(d.begin.begin() + static_cast<std::ptrdiff_t>(k));
       d.end.erase(d.end.begin() + static_cast<std::ptrdiff_t>(k));
       d.axes.erase(d.axes.begin() + static_cast<std::ptrdiff_t>(k));
