@@ -37,3 +37,26 @@ def test_named_symbols_are_str_dims():
     for n in (1, 3, 2):
         xv = np.arange(n * 4, dtype=np.float32).reshape(n, 4) - 3.0
         np.testing.assert_allclose(np.asarray(exe.run([xv])[0]), (2.0 * xv).reshape(n, 2, 2))
+
+
+def test_saved_and_loaded_keeps_its_symbols(tmp_path):
+    # A compile-once executable saves its symbols by name (format 3) and its derived sizes by
+    # expression: the loaded one runs every size with the saved one's bits, compiling nothing.
+    g = tg.Graph()
+    x = g.placeholder(["batch", "n"], tg.float32, "x")
+    y = tg.pad(x * 3.0, [0, 1], [0, 1]) - 0.5  # pads: "n+2"
+    exe = g.compile({x: (["batch", "n"], tg.float32)}, [y], device="cpu", disable_type_inference=True)
+    assert exe.output_types[0].shape == ("batch", "n+2")
+    path = str(tmp_path / "once.tgx")
+    exe.save(path)
+    compiles = tg.runtime_stats()["compiles"]
+    loaded = tg.Executable.load(path, "cpu")
+    assert loaded.input_types[0].shape == ("batch", "n")
+    assert loaded.output_types[0].shape == ("batch", "n+2")
+    for shape in ((1, 1), (3, 5), (2, 8)):
+        xv = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) / 3.0
+        want = np.pad(xv * 3.0, [(0, 0), (1, 1)]) - 0.5
+        got = np.asarray(loaded.run([xv])[0])
+        np.testing.assert_array_equal(got, np.asarray(exe.run([xv])[0]))
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert tg.runtime_stats()["compiles"] == compiles

@@ -40,16 +40,17 @@ bool is_symbolic_dim(int64_t d) {
 
 namespace {
 
-// The symbol named `name` (t.mu held), interned now if new.
-int64_t intern(SymbolTable& t, std::string_view name) {
-  auto it = t.index.find(std::string(name));
+// The symbol of key `key` (t.mu held), interned now if new, shown as `name` (its key for
+// symbolic_dim; a derived symbol's key adds its bound, so its name may repeat).
+int64_t intern(SymbolTable& t, std::string_view key, std::string_view name) {
+  auto it = t.index.find(std::string(key));
   if (it != t.index.end()) return it->second;
   if (t.names.size() >= kMaxSymbols) {
     fail(ErrorCode::invalid_argument, "symbolic_dim", "more than {} symbol names", kMaxSymbols);
   }
   const int64_t d = kFirstSymbol - static_cast<int64_t>(t.names.size());
   t.names.emplace_back(name);
-  t.index.emplace(std::string(name), d);
+  t.index.emplace(std::string(key), d);
   return d;
 }
 
@@ -67,7 +68,7 @@ int64_t symbolic_dim(std::string_view name) {
   }
   SymbolTable& t = symbols();
   std::lock_guard lock(t.mu);
-  return intern(t, name);
+  return intern(t, name, name);
 }
 
 namespace core {
@@ -91,32 +92,45 @@ int64_t affine_dim(int64_t d, int64_t a, int64_t b, int64_t c, int64_t lo) {
   if (std::optional<DimExpr> inner = derived_dim(d)) e = *inner;
   // floor((a * floor((e.a s + e.b) / e.c) + b) / c) in the form, when it is one.
   DimExpr r{e.base, 0, 0, 0, e.lo};
+  bool over = false;
+  auto mul = [&](int64_t x, int64_t y) {
+    int64_t z = 0;
+    over = over || __builtin_mul_overflow(x, y, &z);
+    return z;
+  };
+  auto add = [&](int64_t x, int64_t y) {
+    int64_t z = 0;
+    over = over || __builtin_add_overflow(x, y, &z);
+    return z;
+  };
   if (a == 1) {  // floor((floor(x / e.c) + b) / c) = floor((x + b e.c) / (e.c c))
-    r.a = e.a, r.b = e.b + b * e.c, r.c = e.c * c;
+    r.a = e.a, r.b = add(e.b, mul(b, e.c)), r.c = mul(e.c, c);
   } else if (e.c == 1) {
-    r.a = a * e.a, r.b = a * e.b + b, r.c = c;
+    r.a = mul(a, e.a), r.b = add(mul(a, e.b), b), r.c = c;
   } else {
     return -1;
   }
-  constexpr int64_t kMax = int64_t{1} << 30;
-  if (r.a > kMax || r.c > kMax || r.b > kMax || r.b < -kMax) return -1;
-  const int64_t g = std::gcd(std::gcd(r.a, r.c), r.b < 0 ? -r.b : r.b);
-  if (g > 1) r.a /= g, r.b /= g, r.c /= g;
   // d (as an input of this step) is the op's size for d >= lo: the base's bound for that.
   if (lo > 0) {  // e.a s + e.b >= lo e.c suffices (floor((e.a s + e.b) / e.c) >= lo)
-    const int64_t need = lo * e.c - e.b;
+    const int64_t need = add(mul(lo, e.c), -e.b);
     r.lo = std::max(r.lo, need <= 0 ? 0 : (need + e.a - 1) / e.a);
   }
+  constexpr int64_t kMax = int64_t{1} << 30;
+  if (over || r.a > kMax || r.c > kMax || r.b > kMax || r.b < -kMax || r.lo > kMax) return -1;
+  const int64_t g = std::gcd(std::gcd(r.a, r.c), r.b < 0 ? -r.b : r.b);
+  if (g > 1) r.a /= g, r.b /= g, r.c /= g;
   if (r.a == 1 && r.b == 0 && r.c == 1) return e.base;
   const std::string base = dim_name(e.base);
   const std::string scaled = r.a == 1 ? base : fmt::format("{}*{}", r.a, base);
   const std::string num = r.b == 0 ? scaled : fmt::format("{}{}{}", scaled, r.b > 0 ? '+' : '-', r.b > 0 ? r.b : -r.b);
   const std::string name = r.c == 1 ? num : r.b != 0 ? fmt::format("({})/{}", num, r.c) : fmt::format("{}/{}", num, r.c);
+  // One symbol per expression and bound: the same expression from ops with other bounds (x[1:]
+  // holds from 1, a valid 2-wide window from 2) is another symbol of the same name, so no graph
+  // changes another's bounds.
   SymbolTable& t = symbols();
   std::lock_guard lock(t.mu);
-  const int64_t out = intern(t, name);
-  auto [it, added] = t.derived.emplace(out, r);
-  if (!added) it->second.lo = std::max(it->second.lo, r.lo);  // one name, the stricter bound
+  const int64_t out = intern(t, r.lo == 0 ? name : fmt::format("{}|lo={}", name, r.lo), name);
+  t.derived.emplace(out, r);
   return out;
 }
 

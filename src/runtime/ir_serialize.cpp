@@ -277,12 +277,17 @@ TensorType read_type(Reader& r) {
   TensorType t;
   In in{r};
   in(t.dtype);
-  in(t.shape);
+  t.shape.resize(r.count(8));
+  for (int64_t& d : t.shape) {
+    d = r.i64();
+    if (d < -1 && !r.maps(d)) r.malformed(fmt::format("a type with dim {} (not in section 'symbols')", d));
+    d = r.symbol(d);
+  }
   if (t.shape.size() > kMaxRank) r.malformed(fmt::format("a type of rank {}", t.shape.size()));
   // Sizes stay far from overflowing the memory plan's 64-bit arithmetic: at most 2^50 bytes.
   uint64_t bytes = dtype_size(t.dtype);
   for (int64_t d : t.shape) {
-    if (d < -1 && !is_symbolic_dim(d)) r.malformed(fmt::format("a type with dim {}", d));
+    if (d < -1 && !is_symbolic_dim(d)) r.malformed(fmt::format("a type with dim {}", d));  // (mapped)
     if (d > 0 && bytes > (uint64_t{1} << 50) / static_cast<uint64_t>(d)) {
       r.malformed(fmt::format("a type of more than 2^50 bytes ({}{})", dtype_name(t.dtype), shape_to_string(t.shape)));
     }

@@ -121,8 +121,41 @@ std::vector<uint8_t> Executable::save_to_bytes(const SaveOptions& options) const
   const size_t planned_bytes = dynamic ? 0 : static_cast<size_t>(p.program->memory().planned_bytes);
   const size_t budget = dynamic ? dynamic->options().memory_budget_bytes : p.program->memory_budget();
 
+  Writer graph;
+  runtime::tgx::write_graph(graph, g);
+  // Symbols by name: their values are this process's (tg::symbolic_dim interns names). Section
+  // 'symbols': u32 count, then per symbol i64 value, str name, u8 kind: 0 a symbol; 1 derived
+  // (core/dim_expr.h), then i64 base value (listed before), a, b, c, lo.
+  std::map<int64_t, std::string> bases;
+  std::map<int64_t, core::DimExpr> derived;
+  for (const auto& [value, name] : graph.symbols()) {
+    if (const std::optional<core::DimExpr> e = core::derived_dim(value)) {
+      derived.emplace(value, *e);
+      bases.emplace(e->base, dim_name(e->base));
+    } else {
+      bases.emplace(value, name);
+    }
+  }
+  Writer symbols;
+  symbols.u32(static_cast<uint32_t>(bases.size() + derived.size()));
+  std::string symbol_names;
+  for (const auto& [value, name] : bases) {
+    symbols.i64(value);
+    symbols.str(name);
+    symbols.u8(0);
+    symbol_names += (symbol_names.empty() ? "" : ",") + name;
+  }
+  for (const auto& [value, e] : derived) {
+    symbols.i64(value);
+    symbols.str(dim_name(value));
+    symbols.u8(1);
+    for (int64_t v : {e.base, e.a, e.b, e.c, e.lo}) symbols.i64(v);
+  }
+  // Format 3 only when the file holds symbols: builds that read format 2 read the rest.
+  const uint32_t format_version = bases.empty() ? 2 : runtime::tgx::kFormatVersion;
   std::string header = "format=tgx\n";
-  header += fmt::format("format_version={}\n", runtime::tgx::kFormatVersion);
+  header += fmt::format("format_version={}\n", format_version);
+  if (dynamic) header += "symbols=" + symbol_names + "\n";
   header += fmt::format("device={}\n", p.device.is_cpu() ? "cpu" : "cuda");
   for (const auto& [k, v] : target_fields(backend)) header += k + "=" + v + "\n";
   header += fmt::format("precision={}\n", kPrecisionNames[static_cast<int>(plan.precision)]);
@@ -158,37 +191,6 @@ std::vector<uint8_t> Executable::save_to_bytes(const SaveOptions& options) const
   prog.u64(static_cast<uint64_t>(arena_bytes));
   prog.u64(static_cast<uint64_t>(planned_bytes));
 
-  Writer graph;
-  runtime::tgx::write_graph(graph, g);
-  // Symbols by name: their values are this process's (tg::symbolic_dim interns names). Section
-  // 'symbols': u32 count, then per symbol i64 value, str name, u8 kind: 0 a symbol; 1 derived
-  // (core/dim_expr.h), then i64 base value (listed before), a, b, c, lo.
-  std::map<int64_t, std::string> bases;
-  std::map<int64_t, core::DimExpr> derived;
-  for (const auto& [value, name] : graph.symbols()) {
-    if (const std::optional<core::DimExpr> e = core::derived_dim(value)) {
-      derived.emplace(value, *e);
-      bases.emplace(e->base, dim_name(e->base));
-    } else {
-      bases.emplace(value, name);
-    }
-  }
-  Writer symbols;
-  symbols.u32(static_cast<uint32_t>(bases.size() + derived.size()));
-  std::string symbol_names;
-  for (const auto& [value, name] : bases) {
-    symbols.i64(value);
-    symbols.str(name);
-    symbols.u8(0);
-    symbol_names += (symbol_names.empty() ? "" : ",") + name;
-  }
-  for (const auto& [value, e] : derived) {
-    symbols.i64(value);
-    symbols.str(dim_name(value));
-    symbols.u8(1);
-    for (int64_t v : {e.base, e.a, e.b, e.c, e.lo}) symbols.i64(v);
-  }
-  if (dynamic) header += "symbols=" + symbol_names + "\n";
 
   Writer vars;
   vars.u32(static_cast<uint32_t>(slots.size()));
@@ -227,7 +229,7 @@ std::vector<uint8_t> Executable::save_to_bytes(const SaveOptions& options) const
   if (options.embed_variables) sections.emplace_back("variable_data", safetensors::serialize(values));
   sections.emplace_back("kernels", std::move(kernels.out()));
   sections.emplace_back("algorithms", std::move(algorithms.out()));
-  return runtime::tgx::write_file(sections);
+  return runtime::tgx::write_file(sections, format_version);
 }
 
 void Executable::save(const std::string& path, const SaveOptions& options) const {
@@ -338,7 +340,7 @@ void preload_choices_early(const std::string& path, Device device) {
     if (!read_at(0, 12, head) || std::memcmp(head, runtime::tgx::kMagic.data(), 4) != 0) return;
     const uint32_t version = static_cast<uint32_t>(le(head + 4, 4));
     const uint64_t count = le(head + 8, 4);
-    if (version != runtime::tgx::kFormatVersion || count > 64) return;
+    if (version < 2 || version > runtime::tgx::kFormatVersion || count > 64) return;
     std::map<std::string, std::string> payloads;  // header and algorithms, checksums verified
     uint64_t at = 12;
     for (uint64_t i = 0; i < count && payloads.size() < 2; ++i) {

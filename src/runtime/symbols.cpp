@@ -31,7 +31,10 @@ void substitute(ir::Graph& g, const std::map<int64_t, int64_t>& to, bool drop_un
                "that holds; compile with fixed shapes for smaller ones)",
                dim_name(e->base), b->second, dim_name(d), dim_name(e->base), e->lo);
         }
-        d = core::eval_dim_expr(*e, b->second);
+        if (!core::eval_dim_expr(*e, b->second, &d)) {
+          fail(ErrorCode::shape_mismatch, op, "symbol {} is {}: the graph's size {} overflows", dim_name(e->base),
+               b->second, dim_name(d));
+        }
         return;
       }
       if (b != to.end() && is_symbolic_dim(b->second)) {
@@ -144,7 +147,22 @@ SymbolBinding bind_symbols(const std::vector<TensorType>& symbolic, const std::v
   }
   for (const auto& [member, rep] : aliases) {
     auto it = binding.find(rep);
-    if (it != binding.end()) binding[member] = it->second;
+    if (it == binding.end()) continue;
+    // A derived symbol unified with another (x[1:] + y: seq-1 with y's symbol) must equal it for
+    // its base's size too, and hold from its bound.
+    if (const std::optional<core::DimExpr> e = core::derived_dim(member)) {
+      auto b = binding.find(e->base);
+      int64_t v = 0;
+      if (b != binding.end() && b->second >= 0 &&
+          (b->second < e->lo || !core::eval_dim_expr(*e, b->second, &v) || v != it->second)) {
+        fail(ErrorCode::shape_mismatch, op,
+             "symbol {} is {}, so the graph's size {} is {}, but it must equal symbol {}, which is {} (symbol {} "
+             "holds from {} >= {})",
+             dim_name(e->base), b->second, dim_name(member), b->second < e->lo ? std::string("below its bound") : std::to_string(v),
+             dim_name(rep), it->second, dim_name(member), dim_name(e->base), e->lo);
+      }
+    }
+    binding[member] = it->second;
   }
   return binding;
 }

@@ -108,16 +108,17 @@ void repair_checksums(std::vector<uint8_t>& bytes, const std::string& file) {
   }
 }
 
-std::vector<uint8_t> write_file(const std::vector<std::pair<std::string, std::string>>& sections) {
+std::vector<uint8_t> write_file(const std::vector<std::pair<std::string, std::string>>& sections,
+                                uint32_t version) {
   Writer w;
   w.bytes(kMagic.data(), kMagic.size());
-  w.u32(kFormatVersion);
+  w.u32(version);
   w.u32(static_cast<uint32_t>(sections.size()));
   for (const auto& [name, payload] : sections) {
     w.u32(static_cast<uint32_t>(name.size()));
     w.bytes(name.data(), name.size());
     w.u64(payload.size());
-    w.u64(checksum(payload));
+    w.u64(checksum(payload, version));
     w.bytes(payload.data(), payload.size());
   }
   return std::vector<uint8_t>(w.out().begin(), w.out().end());

@@ -45,8 +45,10 @@ Layout read_layout(std::span<const uint8_t> bytes, const std::string& file);
 /// it to reach the parsers behind the checksums). Raises as read_layout.
 void repair_checksums(std::vector<uint8_t>& bytes, const std::string& file);
 
-/// The file from its sections (name, payload), in order.
-std::vector<uint8_t> write_file(const std::vector<std::pair<std::string, std::string>>& sections);
+/// The file from its sections (name, payload), in order, in format `version` (2 or 3: the same
+/// framing and checksum; 3 marks files a format-2 reader must refuse).
+std::vector<uint8_t> write_file(const std::vector<std::pair<std::string, std::string>>& sections,
+                                uint32_t version = kFormatVersion);
 
 /// The "key=value" lines of a header section, in a map (io_error naming the file for a line
 /// without '=').
@@ -109,6 +111,8 @@ class Reader {
   /// same name (tg::symbolic_dim). Types and shapes read map their dims through it; a dim below -1
   /// that is not in it is malformed.
   void set_symbols(std::map<int64_t, int64_t> symbols) { symbols_ = std::move(symbols); }
+  /// Whether `d` is one of the file's symbols.
+  bool maps(int64_t d) const { return symbols_.count(d) != 0; }
   /// `d` mapped through the file's symbols (unchanged when it is not one of them).
   int64_t symbol(int64_t d) const {
     auto it = symbols_.find(d);

@@ -278,11 +278,11 @@ TEST(SavedExecutableBadFile, FutureVersion) {
 }
 
 TEST(SavedExecutable, FormatVersion1FilesStillLoad) {
-  // Format 1 differs only in its checksum (FNV-1a 64 instead of CRC-32; format 3 adds section
-  // 'symbols', which static executables do not have): a file rewritten as format 1 loads, and
-  // its CRC-32 checksums no longer match once it says format 1.
+  // Format 1 differs only in its checksum (FNV-1a 64 instead of CRC-32; files with symbols are
+  // format 3, static executables stay format 2): a file rewritten as format 1 loads, and its
+  // CRC-32 checksums no longer match once it says format 1.
   std::vector<uint8_t> b = mlp_bytes();
-  ASSERT_EQ(b[4], 3);
+  ASSERT_EQ(b[4], 2);
   b[4] = 1;
   expect_load_error(b, ErrorCode::io_error, {"checksum mismatch in section 'header'"});
   runtime::tgx::repair_checksums(b, "v1");

@@ -100,7 +100,49 @@ TEST(SymbolicDims, DerivedSizesAreSymbolsOfTheirExpression) {
   Tensor grown = pad(slice(x, {.begin = {1}, .end = {kEnd}, .axes = {1}}), {.before = {0, 1, 0, 0}, .after = {0, 1, 0, 0}});
   EXPECT_EQ(dim(grown, 1), "h+1");
   EXPECT_EQ(dim(concat({grown, x}, 1), 1), "2*h+1");
-  EXPECT_EQ(concat({grown, x}, 1).shape()[1], core::affine_dim(h, 2, 1, 1));
+  EXPECT_EQ(concat({grown, x}, 1).shape()[1], core::affine_dim(h, 2, 1, 1, /*lo=*/1));  // x[1:] holds from 1
+}
+
+// The bound a derived size holds from belongs to the symbol (expression and bound), so building
+// another graph whose same expression holds from a larger size changes nothing for this one; and
+// compositions that would overflow give -1, never a wrapped expression.
+TEST(SymbolicDims, DerivedBoundsAreTheirOwnAndCompositionsDoNotOverflow) {
+  const int64_t h = symbolic_dim("bounds_h");
+  constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
+  Graph a;
+  Tensor xa = a.placeholder({h}, DType::f32, "x");
+  Tensor ya = pad(xa, {.before = {1}, .after = {0}}) * 2.0;  // bounds_h+1, from 0
+  Executable once = a.compile(Device::cpu(), {{xa, {{h}, DType::f32}}}, {ya}, {}, kOnce);
+  Graph b;
+  Tensor xb = b.placeholder({h}, DType::f32, "x");
+  Tensor yb = pad(slice(xb, {.begin = {3}, .end = {kEnd}, .axes = {0}}), {.before = {4}, .after = {0}});
+  EXPECT_EQ(dim_name(yb.shape()[0]), "bounds_h+1");           // the same expression...
+  EXPECT_NE(yb.shape()[0], ya.shape()[0]);                     // ...from 3: another symbol
+  testing::expect_equal(once.run({TensorData::from_vector<float>({5}, {1})})[0], {0, 10}, {2});
+  EXPECT_EQ(once.run({TensorData::zeros({0})})[0].shape(), (Shape{1}));
+  // (h+7)/8 sliced from 2^61: b * c would wrap; the slice's size is -1 (known at run time).
+  Tensor pooled = max_pool2d(b.placeholder({1, h, 1, 1}, DType::f32, "p"),
+                             {.kernel_size = {1, 1}, .strides = {8, 1}, .padding = Padding::same});
+  EXPECT_EQ(dim_name(pooled.shape()[1]), "(bounds_h+7)/8");
+  EXPECT_EQ(slice(pooled, {.begin = {int64_t{1} << 61}, .end = {kEnd}, .axes = {1}}).shape()[1], -1);
+}
+
+// A derived size unified with another symbol (x[1:] + y) is checked against it per signature,
+// before any kernel runs, with both symbols named.
+TEST(SymbolicDims, AUnifiedDerivedSizeIsCheckedAgainstItsPartner) {
+  Graph g;
+  Tensor x = g.placeholder({-1}, DType::f32, "ux");
+  Tensor y = g.placeholder({-1}, DType::f32, "uy");
+  constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
+  Tensor z = relu(slice(x, {.begin = {1}, .end = {kEnd}, .axes = {0}}) + y) * 2.0 + 1.0;
+  Executable e = g.compile(Device::cpu(), {{x, {{-1}, DType::f32}}, {y, {{-1}, DType::f32}}}, {z}, {}, kOnce);
+  testing::expect_equal(e.run({TensorData::from_vector<float>({9, 1, 2}, {3}),
+                               TensorData::from_vector<float>({1, -5}, {2})})[0],
+                        {5, 1}, {2});
+  EXPECT_TG_ERROR(e.run({TensorData::zeros({10}), TensorData::zeros({5})}), ErrorCode::shape_mismatch,
+                  "symbol ux.0 is 10, so the graph's size ux.0-1 is 9, but it must equal symbol uy.0, which is 5");
+  EXPECT_TG_ERROR(e.run({TensorData::zeros({0}), TensorData::zeros({5})}), ErrorCode::shape_mismatch,
+                  "ux.0-1 is below its bound");
 }
 
 // A network over a symbolic image size: one compile, the derived sizes bound per signature with

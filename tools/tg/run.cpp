@@ -354,7 +354,23 @@ void run_saved(const RunArgs& a) {
   std::vector<std::string> names;
   {
     std::stringstream ss(header.count("feeds") ? header.at("feeds") : "");
-    for (std::string item; std::getline(ss, item, ';');) names.push_back(item.substr(0, item.rfind(':')));
+    // "name:type": names and symbols may hold ':' ("input_1:0", "in:0.1"); the type starts with a
+    // dtype name and '['.
+    for (std::string item; std::getline(ss, item, ';');) {
+      size_t split = item.rfind(':');
+      for (size_t p = item.find(':'); p != std::string::npos; p = item.find(':', p + 1)) {
+        bool type_follows = false;
+        for (tg::DType d : tg::kAllDTypes) {
+          const std::string dt = std::string(tg::dtype_name(d)) + "[";
+          type_follows = type_follows || item.compare(p + 1, dt.size(), dt) == 0;
+        }
+        if (type_follows) {
+          split = p;
+          break;
+        }
+      }
+      names.push_back(item.substr(0, split));
+    }
   }
   for (size_t i = 0; i < types.size(); ++i) {
     inputs.push_back({i < names.size() ? names[i] : fmt::format("input_{}", i), types[i].dtype, types[i].shape});
@@ -368,6 +384,21 @@ void run_saved(const RunArgs& a) {
     }
   }
   std::map<std::string, TensorData> data = read_inputs(a, inputs);
+  // Symbols (tg compile --dynamic) of random inputs: the size another input's --shape or file
+  // gives the same symbol, else 1.
+  std::map<int64_t, int64_t> symbol_sizes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto given = shapes.find(inputs[i].name);
+    auto file = data.find(inputs[i].name);
+    const Shape* s = given != shapes.end() ? &given->second : file != data.end() ? &file->second.shape() : nullptr;
+    for (size_t k = 0; s && k < s->size() && k < types[i].shape.size(); ++k) {
+      if (tg::is_symbolic_dim(types[i].shape[k])) symbol_sizes.emplace(types[i].shape[k], (*s)[k]);
+    }
+  }
+  auto symbol_size = [&](int64_t d) {
+    auto it = symbol_sizes.find(d);
+    return it != symbol_sizes.end() ? it->second : int64_t{1};
+  };
   std::vector<TensorData> feeds;
   for (size_t i = 0; i < inputs.size(); ++i) {
     auto it = data.find(inputs[i].name);
@@ -382,7 +413,7 @@ void run_saved(const RunArgs& a) {
     }
     auto given = shapes.find(inputs[i].name);
     Shape shape = given != shapes.end() ? given->second : types[i].shape;
-    for (int64_t& d : shape) d = d < 0 ? 1 : d;  // symbols (tg compile --dynamic): 1 unless --shape
+    for (int64_t& d : shape) d = d < 0 ? symbol_size(d) : d;
     feeds.push_back(random_input({shape, types[i].dtype}, a.seed + i).to(device));
   }
   std::vector<std::string> outputs;
