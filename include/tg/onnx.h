@@ -47,8 +47,10 @@ struct ImportOptions {
   /// constants, so an imported model can be fine-tuned and checkpointed.
   bool initializers_as_variables = false;
   /// Shapes for graph inputs (by name) replacing the declared ones, e.g. to fix dynamic dims.
-  /// Each must have the declared rank and agree with every static declared dim
-  /// (tg::Error(shape_mismatch)). Unknown names raise tg::Error(not_found).
+  /// Each must have the declared rank and agree with every static declared dim, where -1 or a
+  /// symbol (tg::symbolic_dim) leaves the dim open (CompileOptions::disable_type_inference)
+  /// (tg::Error(shape_mismatch)).
+  /// Unknown names raise tg::Error(not_found).
   std::map<std::string, Shape> input_shapes = {};
   /// Asked for the value of graph input `name` when a shape depends on it (see above); return
   /// the value to make that input a constant of it, or nullopt to fail the import

@@ -21,6 +21,10 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
+
+#include <cctype>
+
 #include "tg/onnx.h"
 
 namespace tg::onnx {
@@ -168,6 +172,74 @@ std::string run_case(const fs::path& dir, Device device) {
   return "";
 }
 
+// The case compiled once for any input size (issue 17, docs/design/0009): imported with every
+// input dim a symbol (ImportOptions::input_shapes of symbols "<input>.<axis>", as an exporter's
+// dim_params), compiled once with disable_type_inference, each data set run
+// through that one executable and compared as run_case does. "" when it passes; "static: <why>"
+// when importing or compiling needs static shapes (a shape computed from an input's dims, an op
+// whose attributes need sizes: such models run with fixed shapes); else the failure.
+std::string run_case_compiled_once(const fs::path& dir, Device device) {
+  std::vector<fs::path> sets;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+  }
+  std::sort(sets.begin(), sets.end());
+  std::vector<std::map<std::string, TensorData>> data(sets.size());
+  for (size_t k = 0; k < sets.size(); ++k) {
+    for (const fs::path& p : numbered(sets[k], "input_")) {
+      std::string name;
+      TensorData v = read_tensor_proto(p, &name);
+      data[k][name] = v;
+    }
+  }
+  if (data.empty()) return "no test data";
+  ImportOptions opts;
+  for (const auto& [name, v] : data[0]) {
+    Shape open;
+    std::string base;
+    for (char ch : name) base += std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' ? ch : '_';
+    for (size_t k = 0; k < v.shape().size(); ++k) open.push_back(symbolic_dim(fmt::format("{}.{}", base.substr(0, 40), k)));
+    opts.input_shapes[name] = open;
+  }
+  ImportResult model;
+  Executable exe;
+  try {
+    model = import(dir / "model.onnx", opts);
+    FeedTypes types;
+    for (const NamedTensor& in : model.inputs) {
+      auto it = data[0].find(in.name);
+      if (it == data[0].end()) return "no data for input '" + in.name + "'";
+      types.emplace_back(in.tensor, in.tensor.type());
+    }
+    exe = model.graph.compile(device, types, model.targets(), {}, {.disable_type_inference = true});
+  } catch (const Error& e) {
+    return std::string("static: ") + e.what();
+  }
+  try {
+    for (size_t k = 0; k < sets.size(); ++k) {
+      std::vector<TensorData> in;
+      for (const NamedTensor& t : model.inputs) in.push_back(data[k].at(t.name));
+      const std::vector<TensorData> outs = exe.run(in);
+      const std::vector<fs::path> expected = numbered(sets[k], "output_");
+      if (expected.size() != outs.size()) return "produced " + std::to_string(outs.size()) + " outputs";
+      for (size_t i = 0; i < outs.size(); ++i) {
+        const std::string diff = compare(outs[i], read_tensor_proto(expected[i]));
+        if (!diff.empty()) return "wrong values: output " + std::to_string(i) + ": " + diff;
+      }
+    }
+  } catch (const Error& e) {
+    // Broadcasting unified a dim of size 1 in one input with the other's (JAX's shape
+    // polymorphism refuses the same): refused by the binding, before any kernel, naming both.
+    if (e.code() == ErrorCode::shape_mismatch && std::string_view(e.what()).find(", but symbol ") != std::string_view::npos) {
+      return std::string("static: broadcasts a size-1 dim against a varying one: ") + e.what();
+    }
+    return std::string("run: ") + e.what();
+  } catch (const std::exception& e) {
+    return std::string("unexpected exception: ") + e.what();
+  }
+  return "";
+}
+
 // The reason group a failure message belongs to (for TG_ONNX_WRITE_EXPECTATIONS).
 std::string classify(const std::string& msg) {
   auto after = [&](const std::string& key) {
@@ -290,6 +362,48 @@ void run_node_tests(Device device) {
 }
 
 TEST(OnnxConformance, NodeTests) { run_node_tests(Device::cpu()); }
+
+// Every case that passes with its inputs' shapes fixed (not in expectations.txt), run again
+// compiled once for any input size (run_case_compiled_once). Wrong values and run failures fail
+// the test; cases that need static shapes to import or compile are counted and printed.
+TEST(OnnxConformance, NodeTestsCompiledOnce) {
+  const fs::path root = node_tests_dir();
+  if (!fs::is_directory(root)) GTEST_SKIP() << "ONNX node tests not found at " << root.string();
+  if (!available()) GTEST_SKIP() << "this build has no ONNX importer";
+  const char* filter = std::getenv("TG_ONNX_CASES");
+  const Expectations ex = load_expectations(Device::cpu());
+  std::vector<fs::path> cases;
+  for (const auto& e : fs::directory_iterator(root)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_directory() && !ex.reason_of.count(name) && (!filter || name.find(filter) != std::string::npos)) {
+      cases.push_back(e.path());
+    }
+  }
+  std::sort(cases.begin(), cases.end());
+  const auto start = std::chrono::steady_clock::now();
+  int passed = 0, needs_static = 0;
+  std::map<std::string, int> static_reasons;
+  for (const fs::path& dir : cases) {
+    const std::string why = run_case_compiled_once(dir, Device::cpu());
+    if (why.empty()) {
+      ++passed;
+    } else if (why.rfind("static: ", 0) == 0) {
+      ++needs_static;
+      const std::string reason = why.substr(8);
+      ++static_reasons[reason.rfind("broadcasts", 0) == 0 ? reason.substr(0, reason.find(':')) : classify(reason)];
+    } else {
+      ADD_FAILURE() << dir.filename().string() << " compiled once: " << why;
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "[onnx] compiled once: " << passed << " of " << cases.size() << " passing node tests pass with every "
+            << "input dim varying, " << needs_static << " need static shapes, in " << secs << " s\n";
+  std::vector<std::pair<int, std::string>> top;
+  for (const auto& [g, n] : static_reasons) top.emplace_back(n, g);
+  std::sort(top.rbegin(), top.rend());
+  for (size_t i = 0; i < top.size() && i < 8; ++i) std::cout << "[onnx]   " << top[i].first << "  " << top[i].second << "\n";
+  ::testing::Test::RecordProperty("onnx_node_tests_compiled_once", passed);
+}
 
 // The same cases on the GPU, against the same expected outputs; expectations_cuda.txt lists what
 // the CUDA backend does not run yet (on top of expectations.txt).

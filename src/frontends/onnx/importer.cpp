@@ -285,7 +285,9 @@ void Importer::add_inputs(ImportResult& result) {
       if (shape) {
         bool fits = over->second.size() == shape->size();
         for (size_t d = 0; fits && d < shape->size(); ++d) {
-          fits = (*shape)[d] < 0 || (*shape)[d] == over->second[d];
+          // -1 or a symbol leaves a dim open even where a size is declared (compiled once).
+          const int64_t o = over->second[d];
+          fits = (*shape)[d] < 0 || o == -1 || is_symbolic_dim(o) || (*shape)[d] == o;
         }
         if (!fits) {
           fail_input(ErrorCode::shape_mismatch,
@@ -455,6 +457,15 @@ void Importer::add_outputs(ImportResult& result) {
                     fmt::format("{}{}: output '{}' has shape {}, the model declares {}", kPrefix,
                                 v->producer, out.name(), str(got), str(*shape)));
       }
+    }
+    // A graph output holding symbols (the Shape of an input whose sizes vary) would return their
+    // codes, not the sizes: refused, like any computation on them.
+    const std::string names = v->symbolic && v->known ? symbols_in(*v->known) : std::string();
+    if (!names.empty()) {
+      throw Error(ErrorCode::unsupported,
+                  fmt::format("{}{}: output '{}' holds the run-time sizes {} (Shape of a tensor of symbolic shape); "
+                              "fix the input dims with ImportOptions::input_shapes",
+                              kPrefix, v->producer, out.name(), names));
     }
     result.outputs.push_back({out.name(), v->tensor});
   }
