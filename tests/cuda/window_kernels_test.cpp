@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -233,39 +234,46 @@ void expect_equal_nans_alike(const std::vector<TensorData>& inputs,
 
 TEST(CudaWindowKernels, RunTimeZeroWeightsAreSkippedExactly) {
   TG_NEEDS_GPU();
-  // Weights fed at run time: the kernel leaves out the taps whose weight is +-0 (read at launch)
-  // and folds again where that could change a result. Zeros of random signs (outputs whose kept
-  // taps are all -0), infs and a NaN (inf * 0 = NaN in a skipped tap); rows of 68 floats take the
-  // 16-byte cp.async copies, rows of 66 single-element copies.
-  for (int64_t cols : {68, 66}) {
-    TensorData x = TensorData::random_uniform({20, 70, cols}, -1, 1, 23);
-    float* v = x.data<float>();
-    std::mt19937 rng(6);
-    for (int64_t z = 0; z < 10; ++z)
-      for (int64_t y = 0; y < 12; ++y)
-        for (int64_t i = 0; i < 12; ++i) v[(z * 70 + y) * cols + i] = (rng() & 1) ? -0.f : 0.f;
-    v[(5 * 70 + 30) * cols + 40] = INFINITY;
-    v[(12 * 70 + 66) * cols + 3] = -INFINITY;
-    v[(15 * 70 + 2) * cols + 60] = NAN;
-    std::vector<float> w(27, 0.f);
-    for (int n : {4, 10, 12, 14, 16, 22}) w[static_cast<size_t>(n)] = 0.5f;
-    w[13] = 3.f;
-    w[0] = -0.f;
-    TensorData wt = TensorData::from_vector<float>(w, {3, 3, 3});
-    expect_equal_nans_alike({x, wt}, [](const std::vector<Tensor>& in) {
-      return std::vector{stencil(in[0], in[1], {.explicit_padding = {1, 1, 1, 1, 1, 1}})};
-    });
-    // 2-D: the 5-point Laplacian as a 3x3 window, reflect boundary, tall tiles.
-    TensorData x2 = TensorData::random_uniform({300, cols * 2}, -1, 1, 24);
-    float* v2 = x2.data<float>();
-    for (int64_t y = 0; y < 20; ++y)
-      for (int64_t i = 0; i < 40; ++i) v2[y * cols * 2 + i] = (rng() & 1) ? -0.f : 0.f;
-    v2[150 * cols * 2 + 77] = INFINITY;
-    TensorData lap = TensorData::from_vector<float>({0, 1, 0, 1, -4, 1, -0.f, 1, 0}, {3, 3});
-    expect_equal_nans_alike({x2, lap}, [](const std::vector<Tensor>& in) {
-      return std::vector{
-          stencil(in[0], in[1], {.explicit_padding = {1, 1, 1, 1}, .boundary_mode = BoundaryMode::reflect})};
-    });
+  // Weights fed at run time, 20 of 27 (4 of 9) of them +-0. Zeros of random signs (outputs whose
+  // nonzero-weight taps are all -0), infs and a NaN (inf * 0 = NaN in a zero-weight tap); rows of
+  // 68 floats take the cp.async ring's 16-byte copies, rows of 66 single-element copies. The second
+  // pass turns on run-time zero-tap skipping (TG_STENCIL_TILE's skip field; off by default, measured
+  // slower): the kernel leaves out the taps of weight +-0 (read at launch) and folds again where
+  // that could change a result.
+  for (const char* tile : {"", ",,,,,,2"}) {
+    if (*tile) setenv("TG_STENCIL_TILE", tile, 1);
+    for (int64_t cols : {68, 66}) {
+      TensorData x = TensorData::random_uniform({20, 70, cols}, -1, 1, 23);
+      float* v = x.data<float>();
+      std::mt19937 rng(6);
+      for (int64_t z = 0; z < 10; ++z)
+        for (int64_t y = 0; y < 12; ++y)
+          for (int64_t i = 0; i < 12; ++i) v[(z * 70 + y) * cols + i] = (rng() & 1) ? -0.f : 0.f;
+      v[(5 * 70 + 30) * cols + 40] = INFINITY;
+      v[(12 * 70 + 66) * cols + 3] = -INFINITY;
+      v[(15 * 70 + 2) * cols + 60] = NAN;
+      std::vector<float> w(27, 0.f);
+      for (int n : {4, 10, 12, 14, 16, 22}) w[static_cast<size_t>(n)] = 0.5f;
+      w[13] = 3.f;
+      w[0] = -0.f;
+      TensorData wt = TensorData::from_vector<float>(w, {3, 3, 3});
+      expect_equal_nans_alike({x, wt}, [](const std::vector<Tensor>& in) {
+        return std::vector{stencil(in[0], in[1], {.explicit_padding = {1, 1, 1, 1, 1, 1}})};
+      });
+      // 2-D: the 5-point Laplacian as a 3x3 window, reflect boundary, tall tiles.
+      TensorData x2 = TensorData::random_uniform({300, cols * 2}, -1, 1, 24);
+      float* v2 = x2.data<float>();
+      for (int64_t y = 0; y < 20; ++y)
+        for (int64_t i = 0; i < 40; ++i) v2[y * cols * 2 + i] = (rng() & 1) ? -0.f : 0.f;
+      v2[150 * cols * 2 + 77] = INFINITY;
+      TensorData lap = TensorData::from_vector<float>({0, 1, 0, 1, -4, 1, -0.f, 1, 0}, {3, 3});
+      expect_equal_nans_alike({x2, lap}, [](const std::vector<Tensor>& in) {
+        return std::vector{
+            stencil(in[0], in[1],
+                    {.explicit_padding = {1, 1, 1, 1}, .boundary_mode = BoundaryMode::reflect})};
+      });
+    }
+    unsetenv("TG_STENCIL_TILE");
   }
 }
 

@@ -259,6 +259,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: the planner refused the case\n", c.name.c_str());
       return 1;
     }
+    if (c.special) s.zero_skip = true;  // run-time zero-tap skipping (TG_STENCIL_TILE's skip field)
     const tg::cuda::TiledStencilLaunch l = tg::cuda::tiled_stencil_launch(s, z, 132);
     const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(l.total_tiles, 3));
     std::ofstream(dir + "/k" + std::to_string(i) + ".cu") << tg::cuda::tiled_stencil_source(s);
@@ -269,7 +270,8 @@ int main(int argc, char** argv) {
     h << harness_head(i, "stencil_harness.h", z, l)
       << "  const " << ctype << " b = (" << ctype << ")1.5;\n  std::memcpy(&a.boundary, &b, sizeof b);\n"
       << "  std::printf(\"" << c.name << ": tile " << s.bx << "x" << s.by << ", ry " << s.ry << ", rz " << s.rz
-      << ", stages " << s.stages << (s.vector ? " x16B" : "") << ", " << l.total_tiles << " tiles on " << blocks << " blocks\\n\");\n"
+      << ", stages " << s.stages << (s.vector ? " x16B" : "") << (s.zero_skip ? ", zero skip" : "") << ", "
+      << l.total_tiles << " tiles on " << blocks << " blocks\\n\");\n"
       << "  return tg_emu_stencil::run<tg_st_cfg>(a, " << blocks << ", " << l.threads << ", \"" << c.name << "\", "
       << i + 1 << ", " << (c.special ? "true" : "false") << ") != 0;\n}\n";
     ++written;

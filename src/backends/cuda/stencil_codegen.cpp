@@ -137,7 +137,10 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
       if (s.unit_weights && window <= 9 && dtype_size(s.dtype) <= 4) tall.min_blocks = 6;
       if (tall.ry * window <= kMaxUnrolledFolds && tile_bytes(tall) <= kMaxTileBytes) s = tall;
     }
-    s.zero_skip = zero_skip_fits(s);
+    // Run-time zero-tap skipping stays off unless asked for (TG_STENCIL_TILE's skip field): H200,
+    // session 18d (same call), the 8192^2 Laplacian 0.226 ms without it and 0.34 with it, the 512^3
+    // 7-point stencil 1.10 and 1.49 (each tap a branch, no register reuse of shared values).
+    s.zero_skip = false;
     // Plain loads of 4- and 8-byte types: the cp.async ring, 16-byte copies (see kRingStages).
     if (ring_fits(s)) {
       TiledStencilSpec ring = s;

@@ -41,7 +41,8 @@ struct TiledStencilSpec {
   bool vector = false;
   /// Run-time zero-tap skipping (a sum of a floating type with weights read at run time, at most
   /// 64 taps): taps whose weight is +-0 are left out, exactly as with constant weights
-  /// (device/stencil.cuh), decided per launch from the weights the kernel reads.
+  /// (device/stencil.cuh), decided per launch from the weights the kernel reads. Off unless
+  /// TG_STENCIL_TILE asks for it (measured slower on the H200: stencil_codegen.cpp).
   bool zero_skip = false;
   /// Constant weights (row-major over the window, floating dtypes, finite), folded into the code;
   /// with the sum reduction taps of weight 0 are skipped (device/stencil.cuh). Empty: weights

@@ -155,6 +155,12 @@ TG_DEVICE_INLINE bool st_nonfinite(C v) {
   }
 }
 
+#ifndef TG_ST_LOAD_BATCH
+#define TG_ST_LOAD_BATCH 4
+#endif
+/// Loads of a tile st_load_tile keeps in flight a thread (more makes the fold around it spill).
+constexpr int StLoadBatch = TG_ST_LOAD_BATCH;
+
 /// Loads the (EY x EX) input tile at rows iy0.., columns ix0.. of plane (c0, cz) of the source
 /// block starting at element `block` of x into `tile` (element (r, c) at tile[r * PITCH + sh + c];
 /// every thread of the block takes part); returns whether this thread stored a non-finite value.
@@ -175,22 +181,32 @@ __noinline__ bool st_load_tile(T* tile, const typename G::X* __restrict__ x, con
     return st_nonfinite(boundary);
   }
   const i64 plane = block + (c0 * inz + cz) * iny * inx;
-  if (plane_inside) {
-    const i64 p0 = plane + iy0 * inx + ix0;
-    for (int e = tid; e < EY * EX; e += NT) {
-      const int r = e / EX, c = e - r * EX;
-      const T v = G::load(x, P, p0 + r * inx + c);
-      tile[r * PITCH + sh + c] = v;
-      if (G::SKIP || G::RSKIP) nf = nf || st_nonfinite(cv(v));
+  // In batches of B a thread, every load of a batch in flight before the first store.
+  constexpr int B = StLoadBatch;
+  for (int e0 = tid; e0 < EY * EX; e0 += B * NT) {
+    T v[B];
+#pragma unroll
+    for (int k = 0; k < B; ++k) {
+      const int e = e0 + k * NT;
+      if (e < EY * EX) {
+        const int r = e / EX, c = e - r * EX;
+        if (plane_inside) {
+          v[k] = G::load(x, P, plane + (iy0 + r) * inx + ix0 + c);
+        } else {
+          const i64 gy = st_boundary_index<G::M>(iy0 + r, iny);
+          const i64 gx = st_boundary_index<G::M>(ix0 + c, inx);
+          v[k] = (gy < 0 || gx < 0) ? st<T>(boundary) : G::load(x, P, plane + gy * inx + gx);
+        }
+      }
     }
-  } else {
-    for (int e = tid; e < EY * EX; e += NT) {
-      const int r = e / EX, c = e - r * EX;
-      const i64 gy = st_boundary_index<G::M>(iy0 + r, iny);
-      const i64 gx = st_boundary_index<G::M>(ix0 + c, inx);
-      const T v = (gy < 0 || gx < 0) ? st<T>(boundary) : G::load(x, P, plane + gy * inx + gx);
-      tile[r * PITCH + sh + c] = v;
-      if (G::SKIP || G::RSKIP) nf = nf || st_nonfinite(cv(v));
+#pragma unroll
+    for (int k = 0; k < B; ++k) {
+      const int e = e0 + k * NT;
+      if (e < EY * EX) {
+        const int r = e / EX, c = e - r * EX;
+        tile[r * PITCH + sh + c] = v[k];
+        if (G::SKIP || G::RSKIP) nf = nf || st_nonfinite(cv(v[k]));
+      }
     }
   }
   return nf;
@@ -261,7 +277,7 @@ TG_DEVICE_INLINE C st_exact(const typename G::X* __restrict__ x, const typename 
 struct StTile {
   i64 b, o0, ox0, oy0, oz0, ix0, iy0, iz0;
   bool inside;    ///< the (y, x) input tile lies inside the source plane
-  bool inside_a;  ///< so do its rows widened to whole copies (columns ix0 - sh .. + PITCH; ring only)
+  bool inside_a;  ///< so do its rows widened to whole copies (ix0 - sh .., up to a multiple of CW)
   int sh;         ///< ix0 mod CW: where column ix0 sits in the first copy of a row
 };
 
@@ -318,7 +334,7 @@ TG_DEVICE_INLINE StTile st_tile(const StencilArgs& a, i64 t) {
   r.iz0 = r.oz0 * G::SZ - a.before[1];
   r.inside = r.ix0 >= 0 && r.ix0 + EX <= a.in[3] && r.iy0 >= 0 && r.iy0 + EY <= a.in[2];
   r.sh = static_cast<int>(r.ix0 & (G::CW - 1));
-  r.inside_a = r.inside && r.ix0 - r.sh + StGeo<G>::PITCH <= a.in[3];
+  r.inside_a = r.inside && (r.ix0 + EX + G::CW - 1) / G::CW * G::CW <= a.in[3];
   return r;
 }
 
@@ -550,11 +566,12 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
   StTile g = st_tile<G>(a, t);
   if constexpr (NS >= 2) {
     // The ring. The issue position (tile gi, plane it0/iiz) runs NS - 1 planes ahead of the fold.
-    constexpr int CPR = PITCH / CW;  // copies a row
+    constexpr int CPR = PITCH / CW;  // copies a row at most (a row needs (sh + EX) / CW rounded up)
     constexpr int COPIES = K::EY * CPR;
+    constexpr int TE = K::EY * EX, PER_E = (TE + NT - 1) / NT;  // tile elements (mapped copies)
     i64 ti = t;  // (its tile is made again at each issue: registers are short)
     int it0 = 0, iiz = 0, slot_in = 0;
-    unsigned sync_bits = 0, nf_bits = 0;  // per slot: loaded by st_load_tile; it saw a non-finite
+    unsigned elem_bits = 0;  // per slot: filled element by element (else in copies of CW)
     auto issue = [&]() {
       if (ti < a.total_tiles) {
         const StTile gi = st_tile<G>(a, ti);
@@ -562,21 +579,42 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
         i64 c0, cz;
         coords(gi, it0, iiz, c0, cz);
         const unsigned bit = 1u << slot_in;
-        if (gi.inside_a && c0 >= 0 && cz >= 0) {
+        if (c0 < 0 || cz < 0) {  // the boundary value (zero and constant modes)
+          for (int e = tid; e < TE; e += NT) {
+            const int r = e / EX, c = e - r * EX;
+            buf[r * PITCH + gi.sh + c] = st<T>(boundary);
+          }
+          elem_bits |= bit;
+        } else if (gi.inside_a) {  // whole copies of the rows' aligned span
           const T* src = reinterpret_cast<const T*>(x) + origin(gi, c0, cz) - gi.sh;
+          const int cpr = (gi.sh + EX + CW - 1) / CW;
 #pragma unroll
           for (int q = 0; q < (COPIES + NT - 1) / NT; ++q) {
             const int e = tid + q * NT;
-            if (e < COPIES) {
-              const int r = e / CPR, c = e - r * CPR;
+            const int r = e / CPR, c = e - r * CPR;
+            if (e < COPIES && c < cpr) {
               st_cp_async<CW * sizeof(T)>(buf + r * PITCH + c * CW, src + r * inx + c * CW);
             }
           }
-          sync_bits &= ~bit;
-        } else {
-          const bool nf = load_now(buf, gi, it0, iiz);
-          sync_bits |= bit;
-          nf_bits = nf ? (nf_bits | bit) : (nf_bits & ~bit);
+          elem_bits &= ~bit;
+        } else {  // a tile leaving the source: element copies mapped through the boundary mode
+          const T* plane = reinterpret_cast<const T*>(x) + gi.b * block_in + (c0 * inz + cz) * iny * inx;
+#pragma unroll
+          for (int q = 0; q < PER_E; ++q) {
+            const int e = tid + q * NT;
+            if (e < TE) {
+              const int r = e / EX, c = e - r * EX;
+              const i64 gy = st_boundary_index<G::M>(gi.iy0 + r, iny);
+              const i64 gx = st_boundary_index<G::M>(gi.ix0 + c, inx);
+              T* d = buf + r * PITCH + gi.sh + c;
+              if (gy < 0 || gx < 0) {
+                *d = st<T>(boundary);
+              } else {
+                st_cp_async<sizeof(T)>(d, plane + gy * inx + gx);
+              }
+            }
+          }
+          elem_bits |= bit;
         }
         if (++iiz == EZ) {
           iiz = 0;
@@ -592,13 +630,19 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
     // Whether this thread's part of slot s holds a non-finite value (after its copies landed).
     auto slot_nf = [&](int s) {
       if (!(G::SKIP || G::RSKIP) || !skipping) return false;
-      if ((sync_bits >> s) & 1) return ((nf_bits >> s) & 1) != 0;
       const T* buf = tiles + s * TILE;
       bool nf = false;
-      for (int e = tid; e < COPIES; e += NT) {
-        const int r = e / CPR, c = e - r * CPR;
+      if ((elem_bits >> s) & 1) {
+        for (int e = tid; e < TE; e += NT) {
+          const int r = e / EX, c = e - r * EX;
+          nf = nf || st_nonfinite(cv(buf[r * PITCH + g.sh + c]));
+        }
+      } else {
+        for (int e = tid; e < COPIES; e += NT) {
+          const int r = e / CPR, c = e - r * CPR;
 #pragma unroll
-        for (int k = 0; k < CW; ++k) nf = nf || st_nonfinite(cv(buf[r * PITCH + c * CW + k]));
+          for (int k = 0; k < CW; ++k) nf = nf || st_nonfinite(cv(buf[r * PITCH + c * CW + k]));
+        }
       }
       return nf;
     };
