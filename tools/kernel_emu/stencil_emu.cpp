@@ -173,6 +173,13 @@ std::vector<FusedCase> fused_cases() {
   return cases;
 }
 
+/// The cp.async ring of `stages` planes for a case the planner gives the register path (tiles of
+/// several z outputs; TG_STENCIL_TILE="...,stages,2" on a GPU): 16-byte copies where rows allow.
+void force_ring(TiledStencilSpec& s, const TiledStencilSizes& z, int stages) {
+  s.stages = stages;
+  s.vector = z.in[3] % static_cast<int64_t>(16 / tg::dtype_size(s.dtype)) == 0;
+}
+
 /// Writes case i's kernel, data and harness into dir; false when the planner refused it.
 bool write_fused(const std::string& dir, size_t i, const FusedCase& c) {
   tg::ir::Node n;
@@ -190,6 +197,7 @@ bool write_fused(const std::string& dir, size_t i, const FusedCase& c) {
   if (!tg::cuda::plan_fused_stencil(c.attrs, types, n.outputs[0], "fused_stencil", s, z, empty) || empty) {
     return false;
   }
+  if (c.name.find("ring") != std::string::npos) force_ring(s, z, 4);
   const tg::cuda::TiledStencilLaunch l = tg::cuda::tiled_stencil_launch(s, z, 132);
   const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(l.total_tiles, 3));
   const std::string id = std::to_string(i);
@@ -260,6 +268,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (c.special) s.zero_skip = true;  // run-time zero-tap skipping (TG_STENCIL_TILE's skip field)
+    if (c.name.find("ring") != std::string::npos && s.stages == 1) force_ring(s, z, 4);
     const tg::cuda::TiledStencilLaunch l = tg::cuda::tiled_stencil_launch(s, z, 132);
     const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(l.total_tiles, 3));
     std::ofstream(dir + "/k" + std::to_string(i) + ".cu") << tg::cuda::tiled_stencil_source(s);

@@ -48,9 +48,10 @@ constexpr int kMaxTaps = 343;             // 7 x 7 x 7
 constexpr int kMaxUnrolledFolds = 1024;   // taps x outputs per thread
 constexpr size_t kMaxTileBytes = 40 * 1024;
 constexpr size_t kMaxRingBytes = 46 * 1024;  // under the 48 KB of static shared memory a block
-/// Shared-memory planes of the cp.async ring by default: 2-D windows 3 (2 in flight while one is
-/// folded; a tall tile's plane is 10 KB), 3-D windows 4 (a plane is 5 KB, and a tile folds 6).
-constexpr int kRingStages = 3, kRingStages3d = 4;
+/// Shared-memory planes of the cp.async ring by default: 3 (2 in flight while one is folded; a tall
+/// tile's plane is 10 KB). H200, session 18d: the Laplacian 0.2258 ms with 3, 0.2465 with 2 (max
+/// pool 0.2372, 0.2465), 4 stages at 5 blocks an SM 0.2451 (max pool).
+constexpr int kRingStages = 3;
 
 const char* compute_type(DType t) {
   return (t == DType::f16 || t == DType::bf16) ? "float" : device_type(t);
@@ -142,9 +143,13 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
     // 7-point stencil 1.10 and 1.49 (each tap a branch, no register reuse of shared values).
     s.zero_skip = false;
     // Plain loads of 4- and 8-byte types: the cp.async ring, 16-byte copies (see kRingStages).
-    if (ring_fits(s)) {
+    // H200, session 18d (bench_stencil_cuda, same call): the 8192^2 Laplacian 0.2648 ms -> 0.2258,
+    // the 3x3 max pool 0.2612 -> 0.2373. Tiles of several z outputs keep the register path: the
+    // 512^3 7-point stencil took 1.19 ms on the ring (4 stages), 1.06 on registers, before
+    // border tiles were copied asynchronously (not measured since).
+    if (ring_fits(s) && s.rz == 1) {
       TiledStencilSpec ring = s;
-      ring.stages = s.rz > 1 ? kRingStages3d : kRingStages;
+      ring.stages = kRingStages;
       ring.vector = sizes.in[3] % static_cast<int64_t>(16 / dtype_size(s.dtype)) == 0;
       // Tall 2-D tiles of small windows: the ring holds no loads in registers, so every such
       // kernel fits 80 registers without spills (ptxas: the Laplacian's 72) and runs 6 blocks an SM.
