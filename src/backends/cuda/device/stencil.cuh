@@ -494,7 +494,7 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
   constexpr int PER = (K::EY * EX + NT - 1) / NT;  // tile elements a thread loads (NS == 1)
   static_assert(NS == 1 || NS == 2 || NS == 3 || NS == 4, "1..4 planes in flight");
   static_assert(CW == 1 || (NS >= 2 && CW * sizeof(T) == 16), "whole copies: 16 bytes, ring only");
-  __shared__ T tiles[K::NB * TILE];
+  alignas(16) __shared__ T tiles[K::NB * TILE];  // 16-byte copies land in it
 
   if (static_cast<i64>(blockIdx.x) >= a.total_tiles) return;
   const C boundary = from_bits<C>(a.boundary);
