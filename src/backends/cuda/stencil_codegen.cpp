@@ -143,16 +143,17 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
     // 7-point stencil 1.10 and 1.49 (each tap a branch, no register reuse of shared values).
     s.zero_skip = false;
     // Plain loads of 4- and 8-byte types: the cp.async ring, 16-byte copies (see kRingStages).
-    // H200, session 18d (bench_stencil_cuda, same call): the 8192^2 Laplacian 0.2648 ms -> 0.2258,
-    // the 3x3 max pool 0.2612 -> 0.2373. Tiles of several z outputs keep the register path: the
-    // 512^3 7-point stencil took 1.19 ms on the ring (4 stages), 1.06 on registers, before
-    // border tiles were copied asynchronously (not measured since).
+    // H200, session 18d (bench_stencil_cuda): the 8192^2 Laplacian 0.2258 ms (0.2648 on registers in
+    // session 18c's call), the 3x3 max pool 0.2373 (0.2612 on registers, same call). Tiles of
+    // several z outputs keep the register path: the 512^3 7-point stencil took 1.19 ms on the ring
+    // (4 stages), 1.06 on registers, before border tiles were copied asynchronously (not measured
+    // since).
     if (ring_fits(s) && s.rz == 1) {
       TiledStencilSpec ring = s;
       ring.stages = kRingStages;
       ring.vector = sizes.in[3] % static_cast<int64_t>(16 / dtype_size(s.dtype)) == 0;
       // Tall 2-D tiles of small windows: the ring holds no loads in registers, so every such
-      // kernel fits 80 registers without spills (ptxas: the Laplacian's 72) and runs 6 blocks an SM.
+      // kernel fits 80 registers (ptxas: the Laplacian's, no spills) and runs 6 blocks an SM.
       if (s.ry == 16 && s.rz == 1 && window <= 9 && dtype_size(s.dtype) == 4) ring.min_blocks = 6;
       while (ring.stages > 2 && tile_bytes(ring) > kMaxRingBytes) --ring.stages;
       if (tile_bytes(ring) <= kMaxRingBytes) s = ring;
@@ -169,9 +170,8 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
     if (o[5] > 0) s.vector = o[5] == 2 && sizes.in[3] % static_cast<int64_t>(16 / dtype_size(s.dtype)) == 0;
     if (s.stages < 2) s.vector = false;
     if (o[6] > 0) s.zero_skip = o[6] == 2 && zero_skip_fits(s);
-    if (s.rz * s.ry * window > kMaxUnrolledFolds || tile_bytes(s) > (s.stages >= 2 ? kMaxRingBytes : kMaxTileBytes)) {
-      s = chosen;
-    }
+    const size_t limit = s.stages >= 2 ? kMaxRingBytes : kMaxTileBytes;
+    if (s.rz * s.ry * window > kMaxUnrolledFolds || tile_bytes(s) > limit) s = chosen;
   }
   return tile_bytes(s) <= (s.stages >= 2 ? kMaxRingBytes : kMaxTileBytes);
 }
@@ -244,13 +244,12 @@ void run_tiled_stencil(const backends::KernelContext& ctx, const TiledStencilSpe
                        const TiledStencilSizes& z, const void* x, const void* w, void* y,
                        const std::vector<const void*>& extra) {
   const char* op = ctx.op_name();
-  // 16-byte ring copies need an aligned source (the planner saw that its rows are whole copies);
-  // else single elements.
+  // 16-byte ring copies need an aligned source whose rows are whole copies; else single elements.
   const TiledStencilSpec* sp = &planned;
   TiledStencilSpec narrow;
   if (copy_elements(planned) > 1) {
     const int64_t cw = copy_elements(planned);
-    if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || z.in[3] % cw != 0) {  // (rows: planned sizes may differ)
+    if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || z.in[3] % cw != 0) {
       narrow = planned;
       narrow.vector = false;
       sp = &narrow;
