@@ -27,7 +27,7 @@
 // also checks 4096 random outputs against a float64 evaluation on the host.
 //
 // Usage: tg_bench_stencil_cuda [--jobs laplacian,laplacian_const,stencil3d,stencil3d_const,maxpool,gather_nd,
-//                               gather,lrn] [--no-peer] [--tiles "by,ry,rz,min_blocks;..."]
+//                               gather,lrn] [--no-peer] [--tiles "by,ry,rz,min_blocks,stages,vector,skip;..."]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -56,7 +56,9 @@ using tg::TensorData;
 struct Args {
   std::string jobs = "laplacian,laplacian_const,stencil3d,stencil3d_const,maxpool,gather_nd,gather,lrn";
   bool peer = true;
-  std::string tiles;  ///< --tiles "by,ry,rz,min_blocks;...": stencil rows also timed under each
+  /// --tiles "by,ry,rz,min_blocks,stages,vector,skip;...": stencil rows also timed under each
+  /// (TG_STENCIL_TILE values)
+  std::string tiles;
 };
 
 /// Tile shapes (TG_STENCIL_TILE values) the stencil and max-pool rows are also timed under.

@@ -5,6 +5,8 @@
 // the run, also from a replayed CUDA graph). Skips without a GPU.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -204,6 +206,75 @@ TEST(CudaWindowKernels, SevenPointStencilWithConstantWeightsEqualsTheCpu) {
     Tensor c = graph.constant(TensorData::from_vector<float>(w, {3, 3, 3}));
     return std::vector{stencil(in[0], c, {.explicit_padding = {1, 1, 1, 1, 1, 1}})};
   }));
+}
+
+// f32 results equal bit for bit, except that any two NaNs count as equal (the CPU's and the GPU's
+// inf * 0 differ in sign bit and payload).
+void expect_equal_nans_alike(const std::vector<TensorData>& inputs,
+                             const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& build) {
+  const GraphBuild b([&](Graph&, const std::vector<Tensor>& in) { return build(in); });
+  std::vector<TensorData> gpu = run_on(Device::cuda(0), inputs, b), cpu = run_on(Device::cpu(), inputs, b);
+  ASSERT_EQ(gpu.size(), cpu.size());
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    ASSERT_EQ(gpu[i].type(), cpu[i].type());
+    const float* g = gpu[i].data<float>();
+    const float* c = cpu[i].data<float>();
+    int64_t count = 0, first = -1, nans = 0;
+    for (int64_t e = 0; e < gpu[i].num_elements(); ++e) {
+      if (std::isnan(g[e]) && std::isnan(c[e])) {
+        ++nans;
+        continue;
+      }
+      if (std::memcmp(&g[e], &c[e], sizeof(float)) != 0 && count++ == 0) first = e;
+    }
+    EXPECT_EQ(count, 0) << "first difference at element " << first << ": cuda " << g[first] << ", cpu " << c[first];
+    EXPECT_GT(nans, 0) << "the case should make NaNs (an inf in a skipped tap)";
+  }
+}
+
+TEST(CudaWindowKernels, RunTimeZeroWeightsAreSkippedExactly) {
+  TG_NEEDS_GPU();
+  // Weights fed at run time, 20 of 27 (4 of 9) of them +-0. Zeros of random signs (outputs whose
+  // nonzero-weight taps are all -0), infs and a NaN (inf * 0 = NaN in a zero-weight tap); rows of
+  // 68 floats take the cp.async ring's 16-byte copies, rows of 66 single-element copies. The second
+  // pass turns on run-time zero-tap skipping (TG_STENCIL_TILE's skip field; off by default, measured
+  // slower): the kernel leaves out the taps of weight +-0 (read at launch) and folds again where
+  // that could change a result.
+  for (const char* tile : {"", ",,,,,,2"}) {
+    if (*tile) setenv("TG_STENCIL_TILE", tile, 1);
+    for (int64_t cols : {68, 66}) {
+      TensorData x = TensorData::random_uniform({20, 70, cols}, -1, 1, 23);
+      float* v = x.data<float>();
+      std::mt19937 rng(6);
+      for (int64_t z = 0; z < 10; ++z)
+        for (int64_t y = 0; y < 12; ++y)
+          for (int64_t i = 0; i < 12; ++i) v[(z * 70 + y) * cols + i] = (rng() & 1) ? -0.f : 0.f;
+      v[(5 * 70 + 30) * cols + 40] = INFINITY;
+      v[(12 * 70 + 66) * cols + 3] = -INFINITY;
+      v[(15 * 70 + 2) * cols + 60] = NAN;
+      std::vector<float> w(27, 0.f);
+      for (int n : {4, 10, 12, 14, 16, 22}) w[static_cast<size_t>(n)] = 0.5f;
+      w[13] = 3.f;
+      w[0] = -0.f;
+      TensorData wt = TensorData::from_vector<float>(w, {3, 3, 3});
+      expect_equal_nans_alike({x, wt}, [](const std::vector<Tensor>& in) {
+        return std::vector{stencil(in[0], in[1], {.explicit_padding = {1, 1, 1, 1, 1, 1}})};
+      });
+      // 2-D: the 5-point Laplacian as a 3x3 window, reflect boundary, tall tiles.
+      TensorData x2 = TensorData::random_uniform({300, cols * 2}, -1, 1, 24);
+      float* v2 = x2.data<float>();
+      for (int64_t y = 0; y < 20; ++y)
+        for (int64_t i = 0; i < 40; ++i) v2[y * cols * 2 + i] = (rng() & 1) ? -0.f : 0.f;
+      v2[150 * cols * 2 + 77] = INFINITY;
+      TensorData lap = TensorData::from_vector<float>({0, 1, 0, 1, -4, 1, -0.f, 1, 0}, {3, 3});
+      expect_equal_nans_alike({x2, lap}, [](const std::vector<Tensor>& in) {
+        return std::vector{
+            stencil(in[0], in[1],
+                    {.explicit_padding = {1, 1, 1, 1}, .boundary_mode = BoundaryMode::reflect})};
+      });
+    }
+    unsetenv("TG_STENCIL_TILE");
+  }
 }
 
 }  // namespace

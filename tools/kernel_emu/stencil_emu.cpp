@@ -34,6 +34,7 @@ struct Case {
   std::vector<int> win, stride, dilation;  // k entries
   int64_t batch;
   std::vector<int64_t> in, before;  // k entries; outputs: explicit padding `before` on both sides
+  bool special = false;             // zero weights, zeros of both signs and infs (stencil_harness.h)
 };
 
 std::string list(const std::array<int64_t, 4>& v) {
@@ -139,6 +140,16 @@ std::vector<FusedCase> fused_cases() {
     cases.push_back(std::move(c));
   }
   {
+    // The same without a prologue on rows of whole 16-byte copies (the cp.async ring's vector
+    // copies; a non-finite value found in the copies of a plane refolds the tile).
+    FusedCase c = cases.back();
+    c.name = "fused_7point_3d_f32_ring16";
+    c.attrs.prologue.shape = c.attrs.epilogue.shape = {9, 70, 36};
+    c.inputs = {values({9, 70, 36}, DType::f32, 12, 10, {36 * 70 * 4 + 36 * 33 + 35, 36 * 70 * 8}),
+                values({9, 70, 36}, DType::f32, 13)};
+    cases.push_back(std::move(c));
+  }
+  {
     // argmax over cast(x) * s in f16 (run-time weights), the index cast to f32 plus a full-size
     // f32 input: X (f32) differs from T (f16), O (f32) from Y (int).
     FusedCase c{"fused_argmax_f16_cast_epilogue", {}, {}};
@@ -162,6 +173,13 @@ std::vector<FusedCase> fused_cases() {
   return cases;
 }
 
+/// The cp.async ring of `stages` planes for a case the planner gives the register path (tiles of
+/// several z outputs; TG_STENCIL_TILE="...,stages,2" on a GPU): 16-byte copies where rows allow.
+void force_ring(TiledStencilSpec& s, const TiledStencilSizes& z, int stages) {
+  s.stages = stages;
+  s.vector = z.in[3] % static_cast<int64_t>(16 / tg::dtype_size(s.dtype)) == 0;
+}
+
 /// Writes case i's kernel, data and harness into dir; false when the planner refused it.
 bool write_fused(const std::string& dir, size_t i, const FusedCase& c) {
   tg::ir::Node n;
@@ -179,6 +197,7 @@ bool write_fused(const std::string& dir, size_t i, const FusedCase& c) {
   if (!tg::cuda::plan_fused_stencil(c.attrs, types, n.outputs[0], "fused_stencil", s, z, empty) || empty) {
     return false;
   }
+  if (c.name.find("ring") != std::string::npos) force_ring(s, z, 4);
   const tg::cuda::TiledStencilLaunch l = tg::cuda::tiled_stencil_launch(s, z, 132);
   const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(l.total_tiles, 3));
   const std::string id = std::to_string(i);
@@ -189,8 +208,8 @@ bool write_fused(const std::string& dir, size_t i, const FusedCase& c) {
   std::ofstream h(dir + "/h" + id + ".cpp");
   h << harness_head(i, "fused_stencil_harness.h", z, l)
     << "  a.boundary = " << static_cast<long long>(z.boundary_bits) << "LL;\n"
-    << "  std::printf(\"" << c.name << ": tile " << s.bx << "x" << s.by << ", ry " << s.ry << ", rz " << s.rz << ", "
-    << l.total_tiles << " tiles on " << blocks << " blocks\\n\");\n"
+    << "  std::printf(\"" << c.name << ": tile " << s.bx << "x" << s.by << ", ry " << s.ry << ", rz " << s.rz
+    << ", stages " << s.stages << (s.vector ? " x16B" : "") << ", " << l.total_tiles << " tiles on " << blocks << " blocks\\n\");\n"
     << "  return tg_emu_fused::run<tg_st_cfg>(a, " << blocks << ", " << l.threads << ", \"" << c.name << "\", \""
     << dir << "/d" << id << "\", " << c.inputs.size() << ", " << w_input << ", \"" << dir << "/e" << id
     << ".bin\") != 0;\n}\n";
@@ -209,6 +228,14 @@ int main(int argc, char** argv) {
   // symmetric 3, clamp 4, periodic 5.
   const std::vector<Case> cases = {
       {"laplacian_reflect_f32", DType::f32, 0, 2, 2, {3, 3}, {1, 1}, {1, 1}, 2, {70, 45}, {1, 1}},
+      // rows of whole 16-byte copies: the cp.async ring's vector copies (column shift 3, then 2)
+      // ... with zero weights, signed zeros and infs (run-time zero-tap skipping and its refolds)
+      {"laplacian_reflect_f32_ring16_skip", DType::f32, 0, 2, 2, {3, 3}, {1, 1}, {1, 1}, 2, {140, 72}, {1, 1}, true},
+      {"z3_sum_periodic_f32_ring16_skip", DType::f32, 0, 5, 3, {3, 3, 5}, {1, 1, 1}, {1, 1, 1}, 1, {12, 40, 68},
+       {1, 1, 2}, true},
+      {"z3_sum_zero_f64_ring_skip", DType::f64, 0, 0, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, {10, 30, 35}, {1, 1, 1},
+       true},
+      {"max_clamp_f64_ring16", DType::f64, 3, 4, 2, {3, 3}, {1, 1}, {1, 1}, 1, {150, 66}, {1, 1}},
       {"z3_sum_zero_f32_blocked", DType::f32, 0, 0, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, {18, 66, 35}, {1, 1, 1}},
       {"z3_max_periodic_f64_strided", DType::f64, 3, 5, 3, {2, 3, 2}, {2, 1, 3}, {2, 1, 2}, 1, {40, 70, 50}, {1, 2, 1}},
       {"d4_argmin_symmetric_bf16", DType::bf16, 4, 3, 4, {2, 2, 1, 3}, {1, 1, 1, 1}, {1, 1, 1, 2}, 2, {3, 17, 9, 12},
@@ -240,6 +267,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: the planner refused the case\n", c.name.c_str());
       return 1;
     }
+    if (c.special) s.zero_skip = true;  // run-time zero-tap skipping (TG_STENCIL_TILE's skip field)
+    if (c.name.find("ring") != std::string::npos && s.stages == 1) force_ring(s, z, 4);
     const tg::cuda::TiledStencilLaunch l = tg::cuda::tiled_stencil_launch(s, z, 132);
     const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(l.total_tiles, 3));
     std::ofstream(dir + "/k" + std::to_string(i) + ".cu") << tg::cuda::tiled_stencil_source(s);
@@ -250,9 +279,10 @@ int main(int argc, char** argv) {
     h << harness_head(i, "stencil_harness.h", z, l)
       << "  const " << ctype << " b = (" << ctype << ")1.5;\n  std::memcpy(&a.boundary, &b, sizeof b);\n"
       << "  std::printf(\"" << c.name << ": tile " << s.bx << "x" << s.by << ", ry " << s.ry << ", rz " << s.rz
-      << ", " << l.total_tiles << " tiles on " << blocks << " blocks\\n\");\n"
+      << ", stages " << s.stages << (s.vector ? " x16B" : "") << (s.zero_skip ? ", zero skip" : "") << ", "
+      << l.total_tiles << " tiles on " << blocks << " blocks\\n\");\n"
       << "  return tg_emu_stencil::run<tg_st_cfg>(a, " << blocks << ", " << l.threads << ", \"" << c.name << "\", "
-      << i + 1 << ") != 0;\n}\n";
+      << i + 1 << ", " << (c.special ? "true" : "false") << ") != 0;\n}\n";
     ++written;
   }
   const std::vector<FusedCase> fused = fused_cases();

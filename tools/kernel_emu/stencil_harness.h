@@ -46,9 +46,12 @@ inline void magic(long long d, unsigned& m, unsigned& s) {
 /// Runs config G on sizes `a` (tiles/total filled by the caller) with `blocks` blocks of
 /// `threads`; returns the number of mismatching outputs (printing the first few). The tile
 /// indices are split by the 32-bit magic divisions (the path every real launch takes), unless
-/// TG_EMU_WIDE is set.
+/// TG_EMU_WIDE is set. `special`: every third weight a zero of alternating sign, and zeros of both
+/// signs (a block of them: outputs whose kept taps are all -0) and infs among the source values
+/// (what run-time zero-tap skipping must refold).
 template <class G>
-int run(tg_dev::StencilArgs a, unsigned blocks, unsigned threads, const char* name, unsigned seed) {
+int run(tg_dev::StencilArgs a, unsigned blocks, unsigned threads, const char* name, unsigned seed,
+        bool special = false) {
   a.small = std::getenv("TG_EMU_WIDE") == nullptr ? 1 : 0;
   const long long divisors[4] = {a.tiles[0], a.tiles[1], a.tiles[2], a.out[0]};
   for (int i = 0; i < 4; ++i) magic(divisors[i], a.div_m[i], a.div_s[i]);
@@ -68,6 +71,13 @@ int run(tg_dev::StencilArgs a, unsigned blocks, unsigned threads, const char* na
   };
   for (auto& v : x) v = make(u(rng));
   for (auto& v : w) v = make(u(rng));
+  if (special && tg_dev::Num<C>::is_float) {
+    for (size_t i = 0; i < w.size(); i += 3) w[i] = tg_dev::st<T>(static_cast<C>(i % 2 ? -0.0 : 0.0));
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (i % 7 == 3 || (i >= 300 && i < 1500)) x[i] = tg_dev::st<T>(static_cast<C>(rng() % 2 ? -0.0 : 0.0));
+      if (i % 1013 == 500) x[i] = tg_dev::st<T>(static_cast<C>(i % 2 ? -INFINITY : INFINITY));
+    }
+  }
   std::vector<Y> y(static_cast<size_t>(nout));
   const T* xp = x.data();
   const T* wp = w.data();

@@ -47,6 +47,11 @@ void magic(int64_t d, unsigned& m, unsigned& s) {
 constexpr int kMaxTaps = 343;             // 7 x 7 x 7
 constexpr int kMaxUnrolledFolds = 1024;   // taps x outputs per thread
 constexpr size_t kMaxTileBytes = 40 * 1024;
+constexpr size_t kMaxRingBytes = 46 * 1024;  // under the 48 KB of static shared memory a block
+/// Shared-memory planes of the cp.async ring by default: 3 (2 in flight while one is folded; a tall
+/// tile's plane is 10 KB). H200, session 18d: the Laplacian 0.2258 ms with 3, 0.2465 with 2 (max
+/// pool 0.2372, 0.2465), 4 stages at 5 blocks an SM 0.2451 (max pool).
+constexpr int kRingStages = 3;
 
 const char* compute_type(DType t) {
   return (t == DType::f16 || t == DType::bf16) ? "float" : device_type(t);
@@ -56,10 +61,32 @@ int64_t extent(int tiles, int stride, int win, int dilation) {
   return static_cast<int64_t>(tiles - 1) * stride + static_cast<int64_t>(win - 1) * dilation + 1;
 }
 
+/// Elements a ring copy moves (device/stencil.cuh's CW).
+int copy_elements(const TiledStencilSpec& s) {
+  return s.stages >= 2 && s.vector ? static_cast<int>(16 / dtype_size(s.dtype)) : 1;
+}
+
+/// Shared memory of the kernel's plane buffers (device/stencil.cuh's StGeo).
 size_t tile_bytes(const TiledStencilSpec& s) {
   const int64_t ex = extent(s.bx, s.stride[3], s.win[3], s.dilation[3]);
   const int64_t ey = extent(s.by * s.ry, s.stride[2], s.win[2], s.dilation[2]);
-  return 2 * static_cast<size_t>(ex * ey) * dtype_size(s.dtype);  // two buffers
+  const int64_t cw = copy_elements(s);
+  const int64_t pitch = cw == 1 ? ex : (ex + 2 * cw - 2) / cw * cw;
+  return static_cast<size_t>(std::max(s.stages, 2)) * static_cast<size_t>(pitch * ey) * dtype_size(s.dtype);
+}
+
+/// Whether run-time zero-tap skipping applies: a sum of a floating type, weights read at run time,
+/// at most 64 taps.
+bool zero_skip_fits(const TiledStencilSpec& s) {
+  const bool floating = s.dtype == DType::f32 || s.dtype == DType::f64 || s.dtype == DType::f16 ||
+                        s.dtype == DType::bf16;
+  return s.reduction == 0 && floating && !s.unit_weights && s.weights.empty() &&
+         s.win[0] * s.win[1] * s.win[2] * s.win[3] <= 64;
+}
+
+/// Whether the cp.async ring can take the kernel: plain loads (no prologue) of 4- or 8-byte types.
+bool ring_fits(const TiledStencilSpec& s) {
+  return s.load.empty() && (dtype_size(s.dtype) == 4 || dtype_size(s.dtype) == 8);
 }
 
 }  // namespace
@@ -111,17 +138,42 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
       if (s.unit_weights && window <= 9 && dtype_size(s.dtype) <= 4) tall.min_blocks = 6;
       if (tall.ry * window <= kMaxUnrolledFolds && tile_bytes(tall) <= kMaxTileBytes) s = tall;
     }
-    // Tuning (TG_STENCIL_TILE="by,ry,rz,min_blocks"; 0 keeps the choice above, and so does an
-    // override the limits refuse).
-    const std::array<int, 4> o = env::stencil_tile_override();
+    // Run-time zero-tap skipping stays off unless asked for (TG_STENCIL_TILE's skip field): H200,
+    // session 18d (same call), the 8192^2 Laplacian 0.226 ms without it and 0.34 with it, the 512^3
+    // 7-point stencil 1.10 and 1.49 (each tap a branch, no register reuse of shared values).
+    s.zero_skip = false;
+    // Plain loads of 4- and 8-byte types: the cp.async ring, 16-byte copies (see kRingStages).
+    // H200, session 18d (bench_stencil_cuda): the 8192^2 Laplacian 0.2258 ms (0.2648 on registers in
+    // session 18c's call), the 3x3 max pool 0.2373 (0.2612 on registers, same call). Tiles of
+    // several z outputs keep the register path: the 512^3 7-point stencil took 1.19 ms on the ring
+    // (4 stages), 1.06 on registers, before border tiles were copied asynchronously (not measured
+    // since).
+    if (ring_fits(s) && s.rz == 1) {
+      TiledStencilSpec ring = s;
+      ring.stages = kRingStages;
+      ring.vector = sizes.in[3] % static_cast<int64_t>(16 / dtype_size(s.dtype)) == 0;
+      // Tall 2-D tiles of small windows: the ring holds no loads in registers, so every such
+      // kernel fits 80 registers (ptxas: the Laplacian's, no spills) and runs 6 blocks an SM.
+      if (s.ry == 16 && s.rz == 1 && window <= 9 && dtype_size(s.dtype) == 4) ring.min_blocks = 6;
+      while (ring.stages > 2 && tile_bytes(ring) > kMaxRingBytes) --ring.stages;
+      if (tile_bytes(ring) <= kMaxRingBytes) s = ring;
+    }
+    // Tuning (TG_STENCIL_TILE="by,ry,rz,min_blocks,stages,vector,skip"; 0 keeps the choice above,
+    // and so does an override the limits refuse).
+    const std::array<int, 7> o = env::stencil_tile_override();
     const TiledStencilSpec chosen = s;
     if (o[0] > 0 && 32 * o[0] <= 1024) s.by = o[0];
     if (o[1] > 0 && s.ry > 1) s.ry = o[1];
     if (o[2] > 0 && s.rz > 1) s.rz = std::min<int64_t>(o[2], sizes.out[1]);
     if (o[3] > 0) s.min_blocks = o[3];
-    if (s.rz * s.ry * window > kMaxUnrolledFolds || tile_bytes(s) > kMaxTileBytes) s = chosen;
+    if (o[4] > 0 && o[4] <= 4 && (o[4] == 1 || ring_fits(s))) s.stages = o[4];
+    if (o[5] > 0) s.vector = o[5] == 2 && sizes.in[3] % static_cast<int64_t>(16 / dtype_size(s.dtype)) == 0;
+    if (s.stages < 2) s.vector = false;
+    if (o[6] > 0) s.zero_skip = o[6] == 2 && zero_skip_fits(s);
+    const size_t limit = s.stages >= 2 ? kMaxRingBytes : kMaxTileBytes;
+    if (s.rz * s.ry * window > kMaxUnrolledFolds || tile_bytes(s) > limit) s = chosen;
   }
-  return tile_bytes(s) <= kMaxTileBytes;
+  return tile_bytes(s) <= (s.stages >= 2 ? kMaxRingBytes : kMaxTileBytes);
 }
 
 std::string tiled_stencil_source(const TiledStencilSpec& s) {
@@ -144,9 +196,11 @@ std::string tiled_stencil_source(const TiledStencilSpec& s) {
     }
   }
   weight += "    }\n    return C(0);\n";
-  src += fmt::format("  static constexpr int R = {}, M = {};\n  static constexpr bool UNIT_W = {}, CONST_W = {}, SKIP = {};\n",
+  src += fmt::format("  static constexpr int R = {}, M = {};\n"
+                     "  static constexpr bool UNIT_W = {}, CONST_W = {}, SKIP = {}, RSKIP = {};\n",
                      s.reduction, s.mode, s.unit_weights ? "true" : "false", const_w ? "true" : "false",
-                     const_w && zero && s.reduction == 0 ? "true" : "false");
+                     const_w && zero && s.reduction == 0 ? "true" : "false",
+                     !const_w && s.zero_skip && zero_skip_fits(s) ? "true" : "false");
   src += "  static TG_DEVICE_INLINE C weight(int n) {\n" + weight + "  }\n";
   src += "  static TG_DEVICE_INLINE constexpr bool zero_w(int n) {\n" + zero_w + ";\n  }\n";
   src += "  static TG_DEVICE_INLINE T load(const X* __restrict__ x, const tg_dev::StPtrs& P, tg_dev::i64 i) {\n"
@@ -160,7 +214,8 @@ std::string tiled_stencil_source(const TiledStencilSpec& s) {
                      s.stride[2], s.stride[3]);
   src += fmt::format("  static constexpr int D0 = {}, DZ = {}, DY = {}, DX = {};\n", s.dilation[0], s.dilation[1],
                      s.dilation[2], s.dilation[3]);
-  src += fmt::format("  static constexpr int BX = {}, BY = {}, RY = {}, RZ = {};\n}};\n", s.bx, s.by, s.ry, s.rz);
+  src += fmt::format("  static constexpr int BX = {}, BY = {}, RY = {}, RZ = {}, NS = {}, CW = {};\n}};\n", s.bx, s.by,
+                     s.ry, s.rz, std::max(s.stages, 1), copy_elements(s));
   // min_blocks resident blocks of 256 threads (3: <= 85 registers; 2 for 8-byte types): enough
   // warps and loads in flight per SM.
   src += fmt::format(
@@ -185,9 +240,22 @@ TiledStencilLaunch tiled_stencil_launch(const TiledStencilSpec& s, const TiledSt
   return l;
 }
 
-void run_tiled_stencil(const backends::KernelContext& ctx, const TiledStencilSpec& s, const TiledStencilSizes& z,
-                       const void* x, const void* w, void* y, const std::vector<const void*>& extra) {
+void run_tiled_stencil(const backends::KernelContext& ctx, const TiledStencilSpec& planned,
+                       const TiledStencilSizes& z, const void* x, const void* w, void* y,
+                       const std::vector<const void*>& extra) {
   const char* op = ctx.op_name();
+  // 16-byte ring copies need an aligned source whose rows are whole copies; else single elements.
+  const TiledStencilSpec* sp = &planned;
+  TiledStencilSpec narrow;
+  if (copy_elements(planned) > 1) {
+    const int64_t cw = copy_elements(planned);
+    if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || z.in[3] % cw != 0) {
+      narrow = planned;
+      narrow.vector = false;
+      sp = &narrow;
+    }
+  }
+  const TiledStencilSpec& s = *sp;
   DeviceContext& dc = context_of(ctx);
   // Kernel cache: (device, spec) -> kernel.
   const std::string key =
@@ -195,6 +263,7 @@ void run_tiled_stencil(const backends::KernelContext& ctx, const TiledStencilSpe
                   static_cast<int>(s.dtype), s.reduction, s.mode, s.unit_weights, s.win[0], s.win[1], s.win[2],
                   s.win[3], s.stride[0], s.stride[1], s.stride[2], s.stride[3], s.dilation[0], s.dilation[1],
                   s.dilation[2], s.dilation[3], s.bx, s.by, s.ry, s.rz, s.min_blocks) +
+      fmt::format("|{},{},{}", s.stages, s.vector, s.zero_skip) +
       fmt::format("|{:a}|{}", fmt::join(s.weights, ","), s.fusion_key);
   struct Entry {
     std::shared_ptr<const nvrtc::Program> program;

@@ -32,6 +32,18 @@ struct TiledStencilSpec {
   std::array<int, 4> win{1, 1, 1, 1}, stride{1, 1, 1, 1}, dilation{1, 1, 1, 1};
   int bx = 32, by = 8, ry = 1, rz = 1;  ///< threads (x, y) and outputs per thread along y and z
   int min_blocks = 3;  ///< resident blocks per SM the kernel is compiled for (__launch_bounds__)
+  /// Planes in flight: 1 loads the next plane through registers while one is folded; 2..4 a
+  /// cp.async ring of that many shared-memory planes (plain loads of 4- or 8-byte types only:
+  /// no prologue). `vector`: ring copies of 16 bytes (rows widened to aligned copies; the source
+  /// pointer 16-byte aligned and its rows a whole number of copies, else run_tiled_stencil uses
+  /// single elements).
+  int stages = 1;
+  bool vector = false;
+  /// Run-time zero-tap skipping (a sum of a floating type with weights read at run time, at most
+  /// 64 taps): taps whose weight is +-0 are left out, exactly as with constant weights
+  /// (device/stencil.cuh), decided per launch from the weights the kernel reads. Off unless
+  /// TG_STENCIL_TILE asks for it (measured slower on the H200: stencil_codegen.cpp).
+  bool zero_skip = false;
   /// Constant weights (row-major over the window, floating dtypes, finite), folded into the code;
   /// with the sum reduction taps of weight 0 are skipped (device/stencil.cuh). Empty: weights
   /// read at run time (or unit_weights).

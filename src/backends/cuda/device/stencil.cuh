@@ -15,7 +15,10 @@
 // while the current one is folded), then each thread folds the taps of its RY outputs
 // (consecutive y) of every z output that reads the plane, reusing each shared value it loads for
 // all of them. A block walks several tiles (grid-stride), so the loads of the next tile overlap
-// the fold of the current one. Window, strides, dilations, tile shape, reduction,
+// the fold of the current one. With plain loads of 4- and 8-byte types (no prologue) the planes
+// come through a ring of NS shared-memory buffers filled by cp.async (16-byte copies of aligned
+// row pieces where the rows allow, CW elements each), NS - 1 planes in flight while one is folded
+// and no registers held for them. Window, strides, dilations, tile shape, reduction,
 // boundary mode and dtype are compile-time constants (the loops unroll, tap conditions fold);
 // sizes come at launch (one kernel serves every size). Unit weights (max pooling) skip the
 // multiply: x * 1 == x exactly.
@@ -29,7 +32,11 @@
 // nothing unless a skipped tap reads a non-finite value (the tile's planes are checked as they
 // are staged: __syncthreads_or, one flag a plane; then every output of the tile is folded again
 // over every tap, reading the source: st_exact) or the result is -0 (that output is folded
-// again). The refolds run after the tile's stores, when the accumulators are dead.
+// again). The refolds run after the tile's stores, when the accumulators are dead. Sums of a
+// floating type with weights read at run time do the same (G::RSKIP): which weights are +-0 is
+// read at launch (zmask, the same in every thread), each tap is a block-uniform branch, and the
+// same checks and refolds keep the results exact (a 7-point stencil in a 3x3x3 window folds 7 taps,
+// not 27).
 #pragma once
 #include "elementwise.cuh"
 
@@ -148,48 +155,97 @@ TG_DEVICE_INLINE bool st_nonfinite(C v) {
   }
 }
 
+#ifndef TG_ST_LOAD_BATCH
+#define TG_ST_LOAD_BATCH 4
+#endif
+/// Loads of a tile st_load_tile keeps in flight a thread (more makes the fold around it spill).
+constexpr int StLoadBatch = TG_ST_LOAD_BATCH;
+
 /// Loads the (EY x EX) input tile at rows iy0.., columns ix0.. of plane (c0, cz) of the source
-/// block starting at element `block` of x into `tile` (every thread of the block takes part);
-/// returns whether this thread stored a non-finite value. Not inlined: the fold loops around it
-/// unroll over the planes.
-template <class G, class T, class C>
+/// block starting at element `block` of x into `tile` (element (r, c) at tile[r * PITCH + sh + c];
+/// every thread of the block takes part); returns whether this thread stored a non-finite value.
+/// Not inlined: the fold loops around it unroll over the planes.
+template <class G, int PITCH, class T, class C>
 __noinline__ bool st_load_tile(T* tile, const typename G::X* __restrict__ x, const StPtrs& P, i64 block, i64 c0,
                                i64 cz, i64 inz, i64 iny, i64 inx, i64 iy0, i64 ix0, bool plane_inside, C boundary,
-                               int tid) {
+                               int tid, int sh) {
   constexpr int TX = G::BX, TY = G::BY * G::RY, NT = G::BX * G::BY;
   constexpr int EX = (TX - 1) * G::SX + (G::WX - 1) * G::DX + 1;
   constexpr int EY = (TY - 1) * G::SY + (G::WY - 1) * G::DY + 1;
   bool nf = false;
   if (c0 < 0 || cz < 0) {
-    for (int e = tid; e < EY * EX; e += NT) tile[e] = st<T>(boundary);
+    for (int e = tid; e < EY * EX; e += NT) {
+      const int r = e / EX, c = e - r * EX;
+      tile[r * PITCH + sh + c] = st<T>(boundary);
+    }
     return st_nonfinite(boundary);
   }
   const i64 plane = block + (c0 * inz + cz) * iny * inx;
-  if (plane_inside) {
-    const i64 p0 = plane + iy0 * inx + ix0;
-    for (int e = tid; e < EY * EX; e += NT) {
-      const int r = e / EX, c = e - r * EX;
-      tile[e] = G::load(x, P, p0 + r * inx + c);
-      if (G::SKIP) nf = nf || st_nonfinite(cv(tile[e]));
+  // In batches of B a thread, every load of a batch in flight before the first store.
+  constexpr int B = StLoadBatch;
+  for (int e0 = tid; e0 < EY * EX; e0 += B * NT) {
+    T v[B];
+#pragma unroll
+    for (int k = 0; k < B; ++k) {
+      const int e = e0 + k * NT;
+      if (e < EY * EX) {
+        const int r = e / EX, c = e - r * EX;
+        if (plane_inside) {
+          v[k] = G::load(x, P, plane + (iy0 + r) * inx + ix0 + c);
+        } else {
+          const i64 gy = st_boundary_index<G::M>(iy0 + r, iny);
+          const i64 gx = st_boundary_index<G::M>(ix0 + c, inx);
+          v[k] = (gy < 0 || gx < 0) ? st<T>(boundary) : G::load(x, P, plane + gy * inx + gx);
+        }
+      }
     }
-  } else {
-    for (int e = tid; e < EY * EX; e += NT) {
-      const int r = e / EX, c = e - r * EX;
-      const i64 gy = st_boundary_index<G::M>(iy0 + r, iny);
-      const i64 gx = st_boundary_index<G::M>(ix0 + c, inx);
-      tile[e] = (gy < 0 || gx < 0) ? st<T>(boundary) : G::load(x, P, plane + gy * inx + gx);
-      if (G::SKIP) nf = nf || st_nonfinite(cv(tile[e]));
+#pragma unroll
+    for (int k = 0; k < B; ++k) {
+      const int e = e0 + k * NT;
+      if (e < EY * EX) {
+        const int r = e / EX, c = e - r * EX;
+        tile[r * PITCH + sh + c] = v[k];
+        if (G::SKIP || G::RSKIP) nf = nf || st_nonfinite(cv(v[k]));
+      }
     }
   }
   return nf;
+}
+
+/// Asynchronous copies global -> shared of B bytes (4, 8 or 16; both addresses aligned to B), in
+/// commit groups (cp.async, sm_80+). Host emulation copies at once.
+template <int B>
+TG_DEVICE_INLINE void st_cp_async(void* dst, const void* src) {
+#ifdef TG_HOST_EMULATION
+  std::memcpy(dst, src, B);
+#else
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  if constexpr (B == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(d), "l"(src), "n"(B) : "memory");
+  }
+#endif
+}
+TG_DEVICE_INLINE void st_cp_commit() {
+#ifndef TG_HOST_EMULATION
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+/// Waits until at most N of this thread's latest commit groups are pending.
+template <int N>
+TG_DEVICE_INLINE void st_cp_wait() {
+#ifndef TG_HOST_EMULATION
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
 }
 
 /// Output (b, o0, oz, oy, ox) folded over every tap in order, reading the source through G::load
 /// (the boundary mode applied per tap): the exact result where skipping zero-weight taps may not
 /// be. Inlined (a call would make the caller spill its accumulators).
 template <class G, class C>
-TG_DEVICE_INLINE C st_exact(const typename G::X* __restrict__ x, const StPtrs& P, const StencilArgs& a, i64 b,
-                            i64 o0, i64 oz, i64 oy, i64 ox, C boundary) {
+TG_DEVICE_INLINE C st_exact(const typename G::X* __restrict__ x, const typename G::T* __restrict__ w, const StPtrs& P,
+                            const StencilArgs& a, i64 b, i64 o0, i64 oz, i64 oy, i64 ox, C boundary) {
   const i64 o[4] = {o0, oz, oy, ox};
   const int W[4] = {G::W0, G::WZ, G::WY, G::WX};
   const int S[4] = {G::S0, G::SZ, G::SY, G::SX}, D[4] = {G::D0, G::DZ, G::DY, G::DX};
@@ -212,7 +268,7 @@ TG_DEVICE_INLINE C st_exact(const typename G::X* __restrict__ x, const StPtrs& P
       off = off * a.in[i] + (c < 0 ? 0 : c);
     }
     const C v = outside ? boundary : cv(G::load(x, P, block + off));
-    st_fold<G::R>(acc, at, st_mul(v, G::weight(n)), n);
+    st_fold<G::R>(acc, at, st_mul(v, G::CONST_W ? G::weight(n) : cv(w[n])), n);
   }
   return acc;
 }
@@ -220,7 +276,26 @@ TG_DEVICE_INLINE C st_exact(const typename G::X* __restrict__ x, const StPtrs& P
 /// Where tile t of a launch lies (see stencil_tiles).
 struct StTile {
   i64 b, o0, ox0, oy0, oz0, ix0, iy0, iz0;
-  bool inside;  ///< the (y, x) input tile lies inside the source plane
+  bool inside;    ///< the (y, x) input tile lies inside the source plane
+  bool inside_a;  ///< so do its rows widened to whole copies (ix0 - sh .., up to a multiple of CW)
+  int sh;         ///< ix0 mod CW: where column ix0 sits in the first copy of a row
+};
+
+/// Tile geometry of config G (see stencil_tiles). The shared tile of a plane holds EY rows of
+/// PITCH elements; input column ix0 + c of row r at [r * PITCH + sh + c]. With the cp.async ring
+/// (G::NS >= 2) rows are copied in whole copies of CW elements from column ix0 - sh (aligned).
+template <class G>
+struct StGeo {
+  static constexpr int TX = G::BX, TY = G::BY * G::RY, NT = G::BX * G::BY;
+  static constexpr int EX = (TX - 1) * G::SX + (G::WX - 1) * G::DX + 1;       // tile input columns
+  static constexpr int EY = (TY - 1) * G::SY + (G::WY - 1) * G::DY + 1;       // tile input rows
+  static constexpr int EZ = (G::RZ - 1) * G::SZ + (G::WZ - 1) * G::DZ + 1;    // planes of a z chunk
+  static constexpr int ERY = (G::RY - 1) * G::SY + (G::WY - 1) * G::DY + 1;   // input rows a thread
+  static constexpr int WIN = G::W0 * G::WZ * G::WY * G::WX;
+  static constexpr int CW = G::CW;
+  static constexpr int PITCH = CW == 1 ? EX : (EX + 2 * CW - 2) / CW * CW;  // round_up(EX + CW - 1, CW)
+  static constexpr int TILE = EY * PITCH;
+  static constexpr int NB = G::NS < 2 ? 2 : G::NS;  // shared buffers
 };
 
 template <class G>
@@ -258,53 +333,193 @@ TG_DEVICE_INLINE StTile st_tile(const StencilArgs& a, i64 t) {
   r.iy0 = r.oy0 * G::SY - a.before[2];
   r.iz0 = r.oz0 * G::SZ - a.before[1];
   r.inside = r.ix0 >= 0 && r.ix0 + EX <= a.in[3] && r.iy0 >= 0 && r.iy0 + EY <= a.in[2];
+  r.sh = static_cast<int>(r.ix0 & (G::CW - 1));
+  r.inside_a = r.inside && (r.ix0 + EX + G::CW - 1) / G::CW * G::CW <= a.in[3];
   return r;
+}
+
+/// Folds shared plane `base` (the thread's first value; row pitch PITCH) into every (rz, ry) output
+/// of the thread that reads it, as plane iz of the z chunk for tap t0 of d0: taps in row-major
+/// order (skipping sums leave out the taps of weight 0; see the top). t0 and iz are constants after
+/// unrolling.
+template <class G, class C>
+TG_DEVICE_INLINE void st_fold_plane(C (&acc)[G::RZ][G::RY], int (&at)[G::RZ][G::RY], const typename G::T* base,
+                                    const C (&wr)[StGeo<G>::WIN], const C* wsm, unsigned long long zmask, int t0,
+                                    int iz) {
+  typedef StGeo<G> K;
+  constexpr int WZ = G::WZ, WY = G::WY, WX = G::WX, SZ = G::SZ, SY = G::SY, DZ = G::DZ, DY = G::DY;
+  if constexpr (G::RSKIP) {
+    // Run-time weights, sum: tap by tap (row-major within the plane), each a block-uniform branch
+    // over the taps of weight 0 (bit n of zmask), the thread's RY outputs inside it; the weights
+    // from shared memory (wsm: registers would spill).
+#pragma unroll
+    for (int rz = 0; rz < G::RZ; ++rz) {
+      const int dz = iz - rz * SZ;
+      if (dz < 0 || dz % DZ != 0 || dz / DZ >= WZ) continue;
+#pragma unroll
+      for (int ty = 0; ty < WY; ++ty) {
+#pragma unroll
+        for (int jx = 0; jx < WX; ++jx) {
+          const int n = ((t0 * WZ + dz / DZ) * WY + ty) * WX + jx;
+          if ((zmask >> n) & 1) continue;
+          const C wn = wsm[n];
+#pragma unroll
+          for (int ry = 0; ry < G::RY; ++ry) {
+            const C v = cv(base[(ry * SY + ty * DY) * K::PITCH + jx * G::DX]);
+            acc[rz][ry] = st_add(acc[rz][ry], st_mul(v, wn));
+          }
+        }
+      }
+    }
+    (void)at, (void)wr;
+    return;
+  }
+  (void)zmask, (void)wsm;
+#pragma unroll
+  for (int iy = 0; iy < K::ERY; ++iy) {
+#pragma unroll
+    for (int jx = 0; jx < WX; ++jx) {
+      bool used = false;  // whether any output of this thread folds this value
+#pragma unroll
+      for (int rz = 0; rz < G::RZ; ++rz) {
+        const int dz = iz - rz * SZ;
+        if (dz < 0 || dz % DZ != 0 || dz / DZ >= WZ) continue;
+#pragma unroll
+        for (int ry = 0; ry < G::RY; ++ry) {
+          const int dy = iy - ry * SY;
+          if (dy < 0 || dy % DY != 0 || dy / DY >= WY) continue;
+          used = used || !(G::SKIP && G::zero_w(((t0 * WZ + dz / DZ) * WY + dy / DY) * WX + jx));
+        }
+      }
+      if (!used) continue;
+      const C v = cv(base[iy * K::PITCH + jx * G::DX]);
+#pragma unroll
+      for (int rz = 0; rz < G::RZ; ++rz) {
+        const int dz = iz - rz * SZ;
+        if (dz < 0 || dz % DZ != 0 || dz / DZ >= WZ) continue;
+        const int tz = dz / DZ;
+#pragma unroll
+        for (int ry = 0; ry < G::RY; ++ry) {
+          const int dy = iy - ry * SY;
+          if (dy < 0 || dy % DY != 0 || dy / DY >= WY) continue;
+          const int n = ((t0 * WZ + tz) * WY + dy / DY) * WX + jx;
+          if (G::SKIP && G::zero_w(n)) continue;
+          const C p = G::UNIT_W ? v : st_mul(v, wr[n]);
+          if (G::SKIP) {
+            acc[rz][ry] = st_add(acc[rz][ry], p);
+          } else {
+            st_fold<G::R>(acc[rz][ry], at[rz][ry], p, n);
+          }
+        }
+      }
+    }
+  }
+}
+
+/// Stores the thread's outputs of tile g. Skipping sums mark the outputs that came out -0 (bit
+/// rz * RY + ry) and fold them again over every tap afterwards (all of the tile's outputs when a
+/// plane held an inf or NaN, tile_nf), once the accumulators are dead.
+template <class G, class C>
+TG_DEVICE_INLINE void st_store_tile(typename G::O* __restrict__ y, const typename G::X* __restrict__ x,
+                                    const typename G::T* __restrict__ w, const StPtrs& P, const StencilArgs& a,
+                                    const StTile& g, const C (&acc)[G::RZ][G::RY], const int (&at)[G::RZ][G::RY],
+                                    bool tile_nf, bool skipping, C boundary, int tx, int ty) {
+  constexpr int RY = G::RY, RZ = G::RZ;
+  const i64 out0 = a.out[0], outz = a.out[1], outy = a.out[2], outx = a.out[3];
+  const i64 ox = g.ox0 + tx;
+  unsigned long long refold = 0;
+  if (ox < outx) {
+#pragma unroll
+    for (int rz = 0; rz < RZ; ++rz) {
+      const i64 oz = g.oz0 + rz;
+      if (oz >= outz) continue;
+#pragma unroll
+      for (int ry = 0; ry < RY; ++ry) {
+        const i64 oy = g.oy0 + ty * RY + ry;
+        if (oy >= outy) continue;
+        const i64 o = (((g.b * out0 + g.o0) * outz + oz) * outy + oy) * outx + ox;
+        if constexpr (G::R >= 4) {
+          G::store(y, P, o, static_cast<typename G::Y>(at[rz][ry]));
+        } else {
+          const C r = acc[rz][ry];
+          if constexpr (G::SKIP || G::RSKIP) {
+            if (skipping && (tile_nf || (r == C(0) && st_signbit(r)))) refold |= 1ull << (rz * RY + ry);
+          }
+          G::store(y, P, o, st<typename G::Y>(r));
+        }
+      }
+    }
+  }
+  if constexpr (G::SKIP || G::RSKIP) {
+    static_assert(RZ * RY <= 64, "one refold bit an output");
+    if (refold != 0) {
+#pragma unroll 1
+      for (int k = 0; k < RZ * RY; ++k) {
+        if (!((refold >> k) & 1)) continue;
+        const i64 oz = g.oz0 + k / RY, oy = g.oy0 + ty * RY + k % RY;
+        const i64 o = (((g.b * out0 + g.o0) * outz + oz) * outy + oy) * outx + ox;
+        G::store(y, P, o, st<typename G::Y>(st_exact<G>(x, w, P, a, g.b, g.o0, oz, oy, ox, boundary)));
+      }
+    }
+  } else {
+    (void)tile_nf, (void)skipping, (void)w;
+  }
 }
 
 /// The kernel body (see the top). G: the configuration struct the host generates, with
 /// T (source storage), C (compute), Y (the stencil's result storage: int for argmin/argmax),
-/// X (storage of the kernel input x), O (of the output y), R, M, UNIT_W, CONST_W, SKIP,
-/// W[4], S[4], D[4] (window, strides, dilations), BX, BY (threads: x, y), RY, RZ, and
-/// load(x, P, i) (source element i), store(y, P, o, v) (result o), weight(n), zero_w(n).
+/// X (storage of the kernel input x), O (of the output y), R, M, UNIT_W, CONST_W, SKIP, RSKIP,
+/// W[4], S[4], D[4] (window, strides, dilations), BX, BY (threads: x, y), RY, RZ, NS (planes in
+/// flight), CW (elements a copy), and load(x, P, i) (source element i), store(y, P, o, v)
+/// (result o), weight(n), zero_w(n).
 ///
 /// A block walks its tiles (t = blockIdx.x, + gridDim.x, ...) and each tile's planes (tap t0 of
-/// d0, input plane iz of the z chunk) as one stream through two shared buffers: while the block
-/// folds plane q from one buffer, each thread's loads of plane q + 1 (the next tile's first plane
-/// after a tile's last) are in flight into registers and then stored to the other buffer, one
-/// barrier a plane. Planes whose tile leaves the source, or that read the boundary value, are
-/// loaded by st_load_tile instead (mapped through the boundary mode).
+/// d0, input plane iz of the z chunk) as one stream of planes. NS == 1: through two shared
+/// buffers; while the block folds plane q from one buffer, each thread's loads of plane q + 1
+/// (the next tile's first plane after a tile's last) are in flight into registers and then stored
+/// to the other buffer, one barrier a plane. NS >= 2 (plain loads: X == T, 4- or 8-byte T): a ring
+/// of NS shared buffers filled by cp.async copies of CW elements (16 bytes when CW > 1), NS - 1
+/// planes in flight while one is folded, no registers held, one barrier a plane. Planes whose
+/// tile leaves the source, or that read the boundary value, are loaded by st_load_tile instead
+/// (mapped through the boundary mode).
 template <class G>
 TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
                                     const typename G::T* __restrict__ w,
                                     typename G::O* __restrict__ y, const StPtrs& P, const StencilArgs& a) {
   typedef typename G::T T;
   typedef typename G::C C;
-  constexpr int W0 = G::W0, WZ = G::WZ, WY = G::WY, WX = G::WX;
-  constexpr int SZ = G::SZ, SY = G::SY, SX = G::SX;
-  constexpr int DZ = G::DZ, DY = G::DY, DX = G::DX;
-  constexpr int BX = G::BX, BY = G::BY, RY = G::RY, RZ = G::RZ;
-  constexpr int TX = BX, TY = BY * RY, NT = BX * BY;
-  constexpr int EX = (TX - 1) * SX + (WX - 1) * DX + 1;   // tile input columns
-  constexpr int EY = (TY - 1) * SY + (WY - 1) * DY + 1;   // tile input rows
-  constexpr int EZ = (RZ - 1) * SZ + (WZ - 1) * DZ + 1;   // input planes of one z chunk
-  constexpr int ERY = (RY - 1) * SY + (WY - 1) * DY + 1;  // input rows of one thread
-  constexpr int WIN = W0 * WZ * WY * WX;
-  constexpr int TILE = EY * EX;
-  constexpr int PER = (TILE + NT - 1) / NT;  // tile elements a thread loads
-  __shared__ T tiles[2 * TILE];
+  typedef StGeo<G> K;
+  constexpr int W0 = G::W0, RY = G::RY, RZ = G::RZ, BX = G::BX, NT = K::NT, EX = K::EX, EZ = K::EZ;
+  constexpr int TILE = K::TILE, PITCH = K::PITCH, CW = K::CW, NS = G::NS;
+  constexpr int PER = (K::EY * EX + NT - 1) / NT;  // tile elements a thread loads (NS == 1)
+  static_assert(NS == 1 || NS == 2 || NS == 3 || NS == 4, "1..4 planes in flight");
+  static_assert(CW == 1 || (NS >= 2 && CW * sizeof(T) == 16), "whole copies: 16 bytes, ring only");
+  alignas(16) __shared__ T tiles[K::NB * TILE];  // 16-byte copies land in it
 
   if (static_cast<i64>(blockIdx.x) >= a.total_tiles) return;
   const C boundary = from_bits<C>(a.boundary);
   const int tid = static_cast<int>(threadIdx.x);
   const int tx = tid % BX, ty = tid / BX;
 
-  // Weights in registers (compile-time indices after unrolling).
-  C wr[WIN];
+  // Weights in registers (compile-time indices after unrolling; in shared memory with G::RSKIP).
+  C wr[K::WIN];  // unused with G::RSKIP
+  __shared__ C wsm[G::RSKIP ? K::WIN : 1];
+  // Run-time zero-tap skipping (G::RSKIP): bit n set when weight n is +-0 (the same in every thread).
+  unsigned long long zmask = 0;
+  if constexpr (G::RSKIP) {
+    static_assert(K::WIN <= 64, "one skip bit a tap");
+    for (int n = 0; n < K::WIN; ++n) {
+      const C wn = cv(w[n]);
+      zmask |= (wn == C(0) ? 1ull : 0ull) << n;
+      if (tid == n) wsm[n] = wn;  // read after the first plane's barrier
+    }
+  } else {
 #pragma unroll
-  for (int n = 0; n < WIN; ++n) wr[n] = G::UNIT_W ? C(1) : G::CONST_W ? G::weight(n) : cv(w[n]);
+    for (int n = 0; n < K::WIN; ++n) wr[n] = G::UNIT_W ? C(1) : G::CONST_W ? G::weight(n) : cv(w[n]);
+  }
+  const bool skipping = G::SKIP || zmask != 0;  // some tap may be left out: refold where needed
 
   const i64 in0 = a.in[0], inz = a.in[1], iny = a.in[2], inx = a.in[3];
-  const i64 out0 = a.out[0], outz = a.out[1], outy = a.out[2], outx = a.out[3];
   const i64 block_in = in0 * inz * iny * inx;
   const i64 step = gridDim.x;
 
@@ -322,167 +537,199 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
   auto load_now = [&](T* buf, const StTile& g, int t0, int iz) {
     i64 c0, cz;
     coords(g, t0, iz, c0, cz);
-    return st_load_tile<G>(buf, x, P, g.b * block_in, c0, cz, inz, iny, inx, g.iy0, g.ix0, g.inside, boundary,
-                           tid);
+    return st_load_tile<G, PITCH>(buf, x, P, g.b * block_in, c0, cz, inz, iny, inx, g.iy0, g.ix0, g.inside,
+                                  boundary, tid, g.sh);
   };
   // One barrier a plane; with zero-tap skipping it also tells whether the staged plane holds a
-  // non-finite value (then that plane folds every tap).
+  // non-finite value (then every output of the tile is folded again).
   auto barrier = [&](bool nf) {
-    if constexpr (G::SKIP) {
+    if constexpr (G::SKIP || G::RSKIP) {
       return __syncthreads_or(nf ? 1 : 0) != 0;
     } else {
       __syncthreads();
       return false;
     }
   };
-
-  i64 t = blockIdx.x;
-  StTile g = st_tile<G>(a, t);
-  bool plane_nf = barrier(load_now(tiles, g, 0, 0));
-  bool tile_nf = false;  // some plane of the current tile held an inf or NaN
-  int cur = 0;
-  for (; t < a.total_tiles; t += step) {
-    const bool has_next_tile = t + step < a.total_tiles;
-    StTile gn = g;  // the next tile (made at the tile's last plane)
-    C acc[RZ][RY];
-    int at[RZ][RY];
+  auto zero_acc = [&](C (&acc)[RZ][RY], int (&at)[RZ][RY]) {
 #pragma unroll
     for (int rz = 0; rz < RZ; ++rz) {
 #pragma unroll
       for (int ry = 0; ry < RY; ++ry) {
-        acc[rz][ry] = G::SKIP ? C(-0.0) : C(0);  // skipping sums add every tap to -0 (exact)
+        acc[rz][ry] = (G::SKIP || G::RSKIP) ? C(-0.0) : C(0);  // skipping sums add every tap to -0 (exact)
         at[rz][ry] = 0;
       }
     }
+  };
+  const int thread_at = (ty * RY * G::SY) * PITCH + tx * G::SX;  // the thread's first value in a tile
+
+  i64 t = blockIdx.x;
+  StTile g = st_tile<G>(a, t);
+  if constexpr (NS >= 2) {
+    // The ring. The issue position (tile gi, plane it0/iiz) runs NS - 1 planes ahead of the fold.
+    constexpr int CPR = PITCH / CW;  // copies a row at most (a row needs (sh + EX) / CW rounded up)
+    constexpr int COPIES = K::EY * CPR;
+    constexpr int TE = K::EY * EX, PER_E = (TE + NT - 1) / NT;  // tile elements (mapped copies)
+    i64 ti = t;  // (its tile is made again at each issue: registers are short)
+    int it0 = 0, iiz = 0, slot_in = 0;
+    unsigned elem_bits = 0;  // per slot: filled element by element (else in copies of CW)
+    auto issue = [&]() {
+      if (ti < a.total_tiles) {
+        const StTile gi = st_tile<G>(a, ti);
+        T* buf = tiles + slot_in * TILE;
+        i64 c0, cz;
+        coords(gi, it0, iiz, c0, cz);
+        const unsigned bit = 1u << slot_in;
+        if (c0 < 0 || cz < 0) {  // the boundary value (zero and constant modes)
+          for (int e = tid; e < TE; e += NT) {
+            const int r = e / EX, c = e - r * EX;
+            buf[r * PITCH + gi.sh + c] = st<T>(boundary);
+          }
+          elem_bits |= bit;
+        } else if (gi.inside_a) {  // whole copies of the rows' aligned span
+          const T* src = reinterpret_cast<const T*>(x) + origin(gi, c0, cz) - gi.sh;
+          const int cpr = (gi.sh + EX + CW - 1) / CW;
 #pragma unroll
-    for (int t0 = 0; t0 < W0; ++t0) {
-#pragma unroll
-      for (int iz = 0; iz < EZ; ++iz) {
-        // The next plane of the stream.
-        const bool last = t0 == W0 - 1 && iz == EZ - 1;
-        const bool has_next = !last || has_next_tile;
-        if (last && has_next_tile) gn = st_tile<G>(a, t + step);
-        const StTile& nx = last ? gn : g;
-        const int nt0 = last ? 0 : (iz == EZ - 1 ? t0 + 1 : t0), niz = last ? 0 : (iz == EZ - 1 ? 0 : iz + 1);
-        i64 nc0 = -1, ncz = -1;
-        if (has_next) coords(nx, nt0, niz, nc0, ncz);
-        const bool direct = has_next && nx.inside && nc0 >= 0 && ncz >= 0;
-        T pre[PER];
-        if (direct) {
-          const i64 p0 = origin(nx, nc0, ncz);
-#pragma unroll
-          for (int q = 0; q < PER; ++q) {
+          for (int q = 0; q < (COPIES + NT - 1) / NT; ++q) {
             const int e = tid + q * NT;
-            if (e < TILE) {
+            const int r = e / CPR, c = e - r * CPR;
+            if (e < COPIES && c < cpr) {
+              st_cp_async<CW * sizeof(T)>(buf + r * PITCH + c * CW, src + r * inx + c * CW);
+            }
+          }
+          elem_bits &= ~bit;
+        } else {  // a tile leaving the source: element copies mapped through the boundary mode
+          const T* plane = reinterpret_cast<const T*>(x) + gi.b * block_in + (c0 * inz + cz) * iny * inx;
+#pragma unroll
+          for (int q = 0; q < PER_E; ++q) {
+            const int e = tid + q * NT;
+            if (e < TE) {
               const int r = e / EX, c = e - r * EX;
-              pre[q] = G::load(x, P, p0 + r * inx + c);
-            }
-          }
-        }
-        // Fold the current plane into every (rz, ry) output that reads it, taps in row-major
-        // order (skipping sums leave out the taps of weight 0; see the top).
-        tile_nf = tile_nf || plane_nf;
-        const T* base = tiles + cur * TILE + (ty * RY * SY) * EX + tx * SX;
-#pragma unroll
-        for (int iy = 0; iy < ERY; ++iy) {
-#pragma unroll
-          for (int jx = 0; jx < WX; ++jx) {
-            bool used = false;  // whether any output of this thread folds this value
-#pragma unroll
-            for (int rz = 0; rz < RZ; ++rz) {
-              const int dz = iz - rz * SZ;
-              if (dz < 0 || dz % DZ != 0 || dz / DZ >= WZ) continue;
-#pragma unroll
-              for (int ry = 0; ry < RY; ++ry) {
-                const int dy = iy - ry * SY;
-                if (dy < 0 || dy % DY != 0 || dy / DY >= WY) continue;
-                used = used || !(G::SKIP && G::zero_w(((t0 * WZ + dz / DZ) * WY + dy / DY) * WX + jx));
-              }
-            }
-            if (!used) continue;
-            const C v = cv(base[iy * EX + jx * DX]);
-#pragma unroll
-            for (int rz = 0; rz < RZ; ++rz) {
-              const int dz = iz - rz * SZ;
-              if (dz < 0 || dz % DZ != 0 || dz / DZ >= WZ) continue;
-              const int tz = dz / DZ;
-#pragma unroll
-              for (int ry = 0; ry < RY; ++ry) {
-                const int dy = iy - ry * SY;
-                if (dy < 0 || dy % DY != 0 || dy / DY >= WY) continue;
-                const int n = ((t0 * WZ + tz) * WY + dy / DY) * WX + jx;
-                if (G::SKIP && G::zero_w(n)) continue;
-                const C p = G::UNIT_W ? v : st_mul(v, wr[n]);
-                if (G::SKIP) {
-                  acc[rz][ry] = st_add(acc[rz][ry], p);
-                } else {
-                  st_fold<G::R>(acc[rz][ry], at[rz][ry], p, n);
-                }
+              const i64 gy = st_boundary_index<G::M>(gi.iy0 + r, iny);
+              const i64 gx = st_boundary_index<G::M>(gi.ix0 + c, inx);
+              T* d = buf + r * PITCH + gi.sh + c;
+              if (gy < 0 || gx < 0) {
+                *d = st<T>(boundary);
+              } else {
+                st_cp_async<sizeof(T)>(d, plane + gy * inx + gx);
               }
             }
           }
+          elem_bits |= bit;
         }
-        // Stage the next plane in the other buffer (nobody reads it: the barrier after the
-        // previous plane's fold has passed).
-        T* other = tiles + (cur ^ 1) * TILE;
-        bool nf = false;
-        if (direct) {
-#pragma unroll
-          for (int q = 0; q < PER; ++q) {
-            const int e = tid + q * NT;
-            if (e < TILE) {
-              other[e] = pre[q];
-              if (G::SKIP) nf = nf || st_nonfinite(cv(pre[q]));
-            }
-          }
-        } else if (has_next) {
-          nf = load_now(other, nx, nt0, niz);
-        }
-        plane_nf = barrier(nf);
-        cur ^= 1;
-      }
-    }
-    // Store. Skipping sums mark the outputs that came out -0 (bit rz * RY + ry) and fold them
-    // again over every tap afterwards (all of the tile's outputs when a plane held an inf or NaN),
-    // once the accumulators are dead.
-    const i64 ox = g.ox0 + tx;
-    unsigned long long refold = 0;
-    if (ox < outx) {
-#pragma unroll
-      for (int rz = 0; rz < RZ; ++rz) {
-        const i64 oz = g.oz0 + rz;
-        if (oz >= outz) continue;
-#pragma unroll
-        for (int ry = 0; ry < RY; ++ry) {
-          const i64 oy = g.oy0 + ty * RY + ry;
-          if (oy >= outy) continue;
-          const i64 o = (((g.b * out0 + g.o0) * outz + oz) * outy + oy) * outx + ox;
-          if constexpr (G::R >= 4) {
-            G::store(y, P, o, static_cast<typename G::Y>(at[rz][ry]));
-          } else {
-            const C r = acc[rz][ry];
-            if constexpr (G::SKIP) {
-              if (tile_nf || (r == C(0) && st_signbit(r))) refold |= 1ull << (rz * RY + ry);
-            }
-            G::store(y, P, o, st<typename G::Y>(r));
+        if (++iiz == EZ) {
+          iiz = 0;
+          if (++it0 == W0) {
+            it0 = 0;
+            ti += step;
           }
         }
       }
-    }
-    if constexpr (G::SKIP) {
-      static_assert(RZ * RY <= 64, "one refold bit an output");
-      if (refold != 0) {
-#pragma unroll 1
-        for (int k = 0; k < RZ * RY; ++k) {
-          if (!((refold >> k) & 1)) continue;
-          const i64 oz = g.oz0 + k / RY, oy = g.oy0 + ty * RY + k % RY;
-          const i64 o = (((g.b * out0 + g.o0) * outz + oz) * outy + oy) * outx + ox;
-          G::store(y, P, o, st<typename G::Y>(st_exact<G>(x, P, a, g.b, g.o0, oz, oy, ox, boundary)));
+      st_cp_commit();
+      slot_in = slot_in + 1 == NS ? 0 : slot_in + 1;
+    };
+    // Whether this thread's part of slot s holds a non-finite value (after its copies landed).
+    auto slot_nf = [&](int s) {
+      if (!(G::SKIP || G::RSKIP) || !skipping) return false;
+      const T* buf = tiles + s * TILE;
+      bool nf = false;
+      if ((elem_bits >> s) & 1) {
+        for (int e = tid; e < TE; e += NT) {
+          const int r = e / EX, c = e - r * EX;
+          nf = nf || st_nonfinite(cv(buf[r * PITCH + g.sh + c]));
+        }
+      } else {
+        for (int e = tid; e < COPIES; e += NT) {
+          const int r = e / CPR, c = e - r * CPR;
+#pragma unroll
+          for (int k = 0; k < CW; ++k) nf = nf || st_nonfinite(cv(buf[r * PITCH + c * CW + k]));
         }
       }
-      tile_nf = false;
+      return nf;
+    };
+#pragma unroll
+    for (int k = 0; k < NS - 1; ++k) issue();
+    int cur = 0;
+    for (; t < a.total_tiles; t += step) {
+      C acc[RZ][RY];
+      int at[RZ][RY];
+      zero_acc(acc, at);
+      bool tile_nf = false;
+#pragma unroll
+      for (int t0 = 0; t0 < W0; ++t0) {
+#pragma unroll
+        for (int iz = 0; iz < EZ; ++iz) {
+          st_cp_wait<NS - 2>();  // this thread's copies of plane `cur` landed
+          const bool nf = slot_nf(cur);
+          tile_nf = barrier(nf) || tile_nf;  // everyone's landed; everyone folded the previous plane
+          issue();                           // into the previous plane's slot
+          st_fold_plane<G>(acc, at, tiles + cur * TILE + g.sh + thread_at, wr, wsm, zmask, t0, iz);
+          cur = cur + 1 == NS ? 0 : cur + 1;
+        }
+      }
+      st_store_tile<G>(y, x, w, P, a, g, acc, at, tile_nf, skipping, boundary, tx, ty);
+      if (t + step < a.total_tiles) g = st_tile<G>(a, t + step);
     }
-    g = gn;
+    st_cp_wait<0>();
+  } else {
+    bool plane_nf = barrier(load_now(tiles, g, 0, 0));
+    int cur = 0;
+    for (; t < a.total_tiles; t += step) {
+      const bool has_next_tile = t + step < a.total_tiles;
+      StTile gn = g;  // the next tile (made at the tile's last plane)
+      C acc[RZ][RY];
+      int at[RZ][RY];
+      zero_acc(acc, at);
+      bool tile_nf = false;  // some plane of the current tile held an inf or NaN
+#pragma unroll
+      for (int t0 = 0; t0 < W0; ++t0) {
+#pragma unroll
+        for (int iz = 0; iz < EZ; ++iz) {
+          // The next plane of the stream.
+          const bool last = t0 == W0 - 1 && iz == EZ - 1;
+          const bool has_next = !last || has_next_tile;
+          if (last && has_next_tile) gn = st_tile<G>(a, t + step);
+          const StTile& nx = last ? gn : g;
+          const int nt0 = last ? 0 : (iz == EZ - 1 ? t0 + 1 : t0), niz = last ? 0 : (iz == EZ - 1 ? 0 : iz + 1);
+          i64 nc0 = -1, ncz = -1;
+          if (has_next) coords(nx, nt0, niz, nc0, ncz);
+          const bool direct = has_next && nx.inside && nc0 >= 0 && ncz >= 0;
+          T pre[PER];
+          if (direct) {
+            const i64 p0 = origin(nx, nc0, ncz);
+#pragma unroll
+            for (int q = 0; q < PER; ++q) {
+              const int e = tid + q * NT;
+              if (e < K::EY * EX) {
+                const int r = e / EX, c = e - r * EX;
+                pre[q] = G::load(x, P, p0 + r * inx + c);
+              }
+            }
+          }
+          tile_nf = tile_nf || plane_nf;
+          st_fold_plane<G>(acc, at, tiles + cur * TILE + thread_at, wr, wsm, zmask, t0, iz);
+          // Stage the next plane in the other buffer (nobody reads it: the barrier after the
+          // previous plane's fold has passed).
+          T* other = tiles + (cur ^ 1) * TILE;
+          bool nf = false;
+          if (direct) {
+#pragma unroll
+            for (int q = 0; q < PER; ++q) {
+              const int e = tid + q * NT;
+              if (e < K::EY * EX) {
+                other[e] = pre[q];
+                if (G::SKIP || G::RSKIP) nf = nf || st_nonfinite(cv(pre[q]));
+              }
+            }
+          } else if (has_next) {
+            nf = load_now(other, nx, nt0, niz);
+          }
+          plane_nf = barrier(nf);
+          cur ^= 1;
+        }
+      }
+      st_store_tile<G>(y, x, w, P, a, g, acc, at, tile_nf, skipping, boundary, tx, ty);
+      g = gn;
+    }
   }
 }
 
