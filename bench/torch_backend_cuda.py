@@ -60,10 +60,10 @@ def tg_stats():
 
 def stats_delta(name, before, calls):
     """TensorGraph's runtime counters per call over `calls` calls (CUDA graph launches and
-    recordings, interpreted runs, host waits, bytes copied into input slots)."""
+    recordings, interpreted runs, host waits, bytes copied into input slots and out of arenas)."""
     after = tg_stats()
     keys = ("runs", "graph_launches", "graph_captures", "capture_fallbacks", "interpreted_runs", "host_waits",
-            "input_copy_bytes", "compiles")
+            "input_copy_bytes", "result_copy_bytes", "compiles")
     result(f"{name}.tg_runtime_per_call", {k: round((after[k] - before[k]) / calls, 2) for k in keys})
 
 

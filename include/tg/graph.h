@@ -166,6 +166,12 @@ struct RuntimeStats {
   /// another device; on a GPU also device inputs that came at another address than the one its
   /// CUDA graph was recorded with: inputs that keep their address are read in place).
   int64_t input_copy_bytes = 0;
+  /// Bytes of results copied out of an executable's arena for the caller. A run that walks the
+  /// nodes (no CUDA graph replay) has each kernel write a result straight into the buffer it
+  /// hands out, so only results that are views, feeds, variables or repeats are copied; a CUDA
+  /// graph replay copies its results out of the arena. Result buffers the caller has released
+  /// are reused by the next run (the same addresses run after run).
+  int64_t result_copy_bytes = 0;
   /// Executables whose control flow could not be lowered to CUDA graph conditional nodes (a loop
   /// value whose shape changes per iteration): their runs are driven by the host (logged once).
   int64_t control_fallbacks = 0;

@@ -407,6 +407,7 @@ void bind_graph(py::module_& m) {
     d["arena_allocations"] = s.arena_allocations;
     d["arena_bytes"] = s.arena_bytes;
     d["input_copy_bytes"] = s.input_copy_bytes;
+    d["result_copy_bytes"] = s.result_copy_bytes;
     d["control_fallbacks"] = s.control_fallbacks;
     d["kernel_cache_rejects"] = s.kernel_cache_rejects;
     return d;

@@ -36,6 +36,7 @@ RuntimeStats runtime_stats() {
   s.autotune_runs = get(Counter::autotune_runs);
   s.arena_allocations = get(Counter::arena_allocations);
   s.input_copy_bytes = get(Counter::input_copy_bytes);
+  s.result_copy_bytes = get(Counter::result_copy_bytes);
   s.control_fallbacks = get(Counter::control_fallbacks);
   s.arena_bytes = get(Counter::arena_bytes);
   s.executable_loads = get(Counter::executable_loads);

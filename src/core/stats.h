@@ -19,6 +19,7 @@ enum class Counter {
   autotune_runs,
   arena_allocations,
   input_copy_bytes,
+  result_copy_bytes,
   control_fallbacks,
   executable_loads,
   executable_load_recompiles,

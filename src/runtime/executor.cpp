@@ -169,6 +169,22 @@ Program::Program(std::shared_ptr<const PlannedGraph> plan, const backends::Backe
   direct_.resize(static_cast<size_t>(g.size()));
   for (const ir::Node& n : g.nodes()) direct_[n.id].assign(n.outputs.size(), -1);
   if (recordable_ && regions_.empty()) plan_direct_writes();
+  fresh_target_.resize(static_cast<size_t>(g.size()));
+  for (const ir::Node& n : g.nodes()) fresh_target_[n.id].assign(n.outputs.size(), -1);
+  const std::vector<ir::ValueRef>& targets = plan_->targets;
+  for (size_t t = 0; t < targets.size(); ++t) {
+    const ir::Node& n = g.node(targets[t].node);
+    using K = ir::OpKind;
+    const bool bound = n.kind == K::placeholder || n.kind == K::variable || n.kind == K::read_variable ||
+                       n.kind == K::assign_variable;  // the run binds these, no kernel writes them
+    if (memory_.target_offset[t] == MemoryPlan::kUnplanned || bound || !n.regions.empty() ||
+        !writes_planned_outputs(n)) {
+      continue;
+    }
+    bool first = true;
+    for (size_t u = 0; u < t; ++u) first = first && !(targets[u] == targets[t]);
+    if (first) fresh_target_[n.id][static_cast<size_t>(targets[t].index)] = static_cast<int>(t);
+  }
   if (budget_ > 0 && static_cast<size_t>(memory_.arena_bytes) > budget_) {
     fail(ErrorCode::out_of_memory, "compile", "one run's arena needs {} bytes, more than memory_budget_bytes {}",
          memory_.arena_bytes, budget_);
@@ -446,6 +462,8 @@ TensorData RunState::to_host(const TensorData& t) {
 void RunState::enqueue(std::span<const TensorData> feeds) {
   const backends::Backend& b = p_.backend_;
   profile_ = env::profile() && p_.runs_.fetch_add(1) > 0;
+  fresh_ = true;
+  inst_.result_buffers.resize(p_.plan_->targets.size());
   if (inst_.record) b.fill_zero(inst_.record, sizeof(backends::DeviceErrorRecord), stream_);
   std::vector<TensorData> bound(feeds.size());
   for (size_t i = 0; i < feeds.size(); ++i) {
@@ -576,6 +594,8 @@ void RunState::run_step(const GraphPlan& plan, size_t step, std::vector<std::vec
   } else if (top) {
     outs = inst_.views[node.id];
     for (size_t i = 0; i < outs.size(); ++i) {
+      // A result of a walking run: written straight into the buffer handed to the caller.
+      if (fresh(node, i)) outs[i] = result_buffer(static_cast<size_t>(p_.fresh_target_[node.id][i]), node.outputs[i]);
       if (outs[i].empty()) outs[i] = TensorData(node.outputs[i].shape, node.outputs[i].dtype, p_.device_);
       // A recorded run writes this value straight into its variable's buffer (plan_direct_writes).
       if (recording_ && p_.direct_[node.id][i] >= 0) {
@@ -657,6 +677,7 @@ void RunState::stage_targets() {
     const int64_t off = p_.memory_.target_offset[i];
     if (off == MemoryPlan::kUnplanned) continue;
     const TensorData& v = inst_.values[targets[i].node][targets[i].index];
+    if (handed_out(i)) continue;  // results() hands out that buffer itself
     if (v.storage_ptr() != base + off) {
       p_.backend_.copy(base + off, p_.device_, v.storage_ptr(), v.device(), v.nbytes(), stream_);
     }
@@ -700,11 +721,37 @@ std::vector<TensorData> RunState::results() {
       }
       continue;
     }
-    TensorData r(type.shape, type.dtype, p_.device_);
+    if (handed_out(i)) {
+      out.push_back(inst_.values[targets[i].node][targets[i].index]);
+      continue;
+    }
+    TensorData r = result_buffer(i, type);
     p_.backend_.copy(r.storage_ptr(), p_.device_, base + off, p_.device_, r.nbytes(), stream_);
+    stats::add(Counter::result_copy_bytes, static_cast<int64_t>(r.nbytes()));
     out.push_back(std::move(r));
   }
+  // The instance keeps no reference to what it handed out: result_buffer() sees when the caller
+  // has released a buffer.
+  if (fresh_) {
+    for (const auto& t : targets) inst_.values[t.node][t.index] = TensorData();
+  }
   return out;
+}
+
+TensorData RunState::result_buffer(size_t target, const TensorType& type) {
+  if (inst_.result_buffers.size() <= target) inst_.result_buffers.resize(p_.plan_->targets.size());
+  TensorData& b = inst_.result_buffers[target];
+  if (b.empty() || b.storage().use_count() != 1 || b.shape() != type.shape || b.dtype() != type.dtype) {
+    b = TensorData(type.shape, type.dtype, p_.device_);
+  }
+  return b;
+}
+
+bool RunState::handed_out(size_t target) const {
+  const ir::ValueRef t = p_.plan_->targets[target];
+  if (!fresh_ || p_.fresh_target_[t.node][static_cast<size_t>(t.index)] != static_cast<int>(target)) return false;
+  const TensorData& v = inst_.values[t.node][t.index];
+  return !v.empty() && target < inst_.result_buffers.size() && v.storage_ptr() == inst_.result_buffers[target].storage_ptr();
 }
 
 void RunState::check_device_errors(const std::vector<backends::DeviceErrorFormatter>& f) {

@@ -124,6 +124,11 @@ class Program {
   /// of the arena (the commit then has nothing to copy for them): per node id, per output, the
   /// program variable index, or -1. See plan_direct_writes.
   std::vector<std::vector<int>> direct_;
+  /// Runs that walk the nodes (not recorded): outputs whose kernel writes straight into the
+  /// buffer handed to the caller as a result, instead of the arena (results() copies nothing for
+  /// them): per node id, per output, the target index, or -1. A top-level output with a kernel
+  /// (not a view) that is a planned target, its first occurrence among the targets.
+  std::vector<std::vector<int>> fresh_target_;
   bool recordable_ = false;
   size_t budget_ = 0;
   std::shared_ptr<SharedArena> shared_;

@@ -38,6 +38,10 @@ struct Instance {
   size_t held_bytes = 0;  ///< counted in runtime_stats().arena_bytes
   uint64_t shared_generation = 0;  ///< the shared arena's generation the views point into
   std::vector<TensorData> inputs_scratch;        ///< reused per step (no allocation per step)
+  /// Per target: the buffer last handed to the caller as that result. Reused by the next run
+  /// once the caller has released it (only this instance holds its storage), so a result comes
+  /// at the same address run after run (a consumer's CUDA graph then reads it in place).
+  std::vector<TensorData> result_buffers;
   ~Instance();
 };
 
@@ -60,7 +64,9 @@ class RunState final : public backends::RunServices {
   /// placeholders read their input slots.
   void enqueue_recorded(std::span<const TensorData> feeds);
   void set_stream(void* stream) { stream_ = stream; }
-  /// The targets: copies out of the arena (or the values themselves where unplanned).
+  /// The targets: the buffers an enqueue()d run's kernels wrote them into (Program::
+  /// fresh_target_), else copies out of the arena (or the values themselves where unplanned).
+  /// Call once per run: it moves the handed-out values out of the instance.
   std::vector<TensorData> results();
   /// Raises the error a kernel reported on the device, if any (waits for the stream).
   void check_device_errors(const std::vector<backends::DeviceErrorFormatter>& formatters);
@@ -112,6 +118,15 @@ class RunState final : public backends::RunServices {
   Device device() const;
   void stage_targets();
   void commit();
+  /// The buffer for result `target` of `type`: Instance::result_buffers' one when the caller
+  /// released it, else a new one (kept there).
+  TensorData result_buffer(size_t target, const TensorType& type);
+  /// The value of output `index` of `node` goes straight into its result buffer in this run.
+  bool fresh(const ir::Node& node, size_t index) const {
+    return fresh_ && p_.fresh_target_[node.id][index] >= 0;
+  }
+  /// Target `target` of this run is the buffer its kernel wrote into (a fresh() value).
+  bool handed_out(size_t target) const;
 
   // Variables of this run (per program variable index): the value a read sees now.
   const TensorData& start_value(int slot);
@@ -127,6 +142,7 @@ class RunState final : public backends::RunServices {
   std::unordered_map<int, TensorData> host_feeds_;  ///< placeholder node -> small host feed
   bool profile_ = false;
   bool recording_ = false;
+  bool fresh_ = false;  ///< enqueue(): results written straight into their buffers (fresh_target_)
   bool guard_ = false;  ///< the current kernel writes variables' buffers directly
   /// run_region's destinations for the results of the region now running (dest_graph_).
   const ir::Graph* dest_graph_ = nullptr;

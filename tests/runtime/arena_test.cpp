@@ -63,6 +63,66 @@ TEST(Arena, ResultsAreNotOverwrittenByLaterRuns) {
   c.check(second, -1.0f);
 }
 
+// A run that walks the nodes (every CPU run) has each result's kernel write straight into the
+// buffer handed to the caller: nothing is copied out of the arena for it. A feed, a view or a
+// repeated target is still copied (they are not the run's own buffers). A result buffer the
+// caller has released is reused by the next run: the same address run after run.
+TEST(Arena, WalkingRunsHandOutResultsWithoutACopy) {
+  Chain c;
+  Tensor view = reshape(c.y, {64, 64});
+  Executable exe = c.g.compile(Device::cpu(), {{c.x, {{kN}, DType::f32}}}, {c.y, c.x, c.y, view});
+  const RuntimeStats before = runtime_stats();
+  std::vector<TensorData> first = exe.run({c.input(0.5f)});
+  ASSERT_EQ(first.size(), 4u);
+  const RuntimeStats after = runtime_stats();
+  EXPECT_EQ(after.result_copy_bytes - before.result_copy_bytes, 3 * kN * 4);  // feed, repeat, view
+  EXPECT_EQ(after.input_copy_bytes - before.input_copy_bytes, 0);              // the feed read in place
+  c.check(first[0], 0.5f);
+  c.check(first[2], 0.5f);
+  c.check(first[3].reshaped({kN}), 0.5f);
+  EXPECT_EQ(first[1].to_vector<float>(), c.input(0.5f).to_vector<float>());
+  EXPECT_NE(first[0].storage_ptr(), first[2].storage_ptr());  // a repeat is its own copy
+  const void* y_at = first[0].storage_ptr();
+
+  // While the caller holds the results, the next run writes elsewhere.
+  std::vector<TensorData> second = exe.run({c.input(-1.0f)});
+  EXPECT_NE(second[0].storage_ptr(), y_at);
+  c.check(first[0], 0.5f);
+  c.check(first[3].reshaped({kN}), 0.5f);
+  c.check(second[0], -1.0f);
+  c.check(second[3].reshaped({kN}), -1.0f);
+  EXPECT_EQ(second[1].to_vector<float>(), c.input(-1.0f).to_vector<float>());
+
+  // Released: the next run writes into the same buffer again.
+  const void* second_at = second[0].storage_ptr();
+  second.clear();
+  std::vector<TensorData> third = exe.run({c.input(2.0f)});
+  EXPECT_EQ(third[0].storage_ptr(), second_at);
+  c.check(third[0], 2.0f);
+  c.check(first[0], 0.5f);
+}
+
+// A graph whose results are all its kernels' own outputs copies no byte across the run's
+// boundary: feeds are read in place and results handed out as written.
+TEST(Arena, WalkingRunsCopyNothingForKernelResults) {
+  Chain c;
+  Tensor sq = c.x * c.x;
+  Executable exe = c.g.compile(Device::cpu(), {{c.x, {{kN}, DType::f32}}}, {c.y, sq});
+  const RuntimeStats before = runtime_stats();
+  for (int r = 0; r < 4; ++r) {
+    const float base = 0.25f * static_cast<float>(r);
+    std::vector<TensorData> out = exe.run({c.input(base)});
+    c.check(out[0], base);
+    std::vector<float> got = out[1].to_vector<float>();
+    const float v = base + 0.001f * 123.0f;
+    EXPECT_FLOAT_EQ(got[123], v * v);
+  }
+  const RuntimeStats after = runtime_stats();
+  EXPECT_EQ(after.result_copy_bytes - before.result_copy_bytes, 0);
+  EXPECT_EQ(after.input_copy_bytes - before.input_copy_bytes, 0);
+  EXPECT_EQ(after.interpreted_runs - before.interpreted_runs, 4);
+}
+
 TEST(Arena, ConcurrentCallersGetTheirOwnArena) {
   Chain c;
   Executable exe = c.g.compile(Device::cpu(), {{c.x, {{kN}, DType::f32}}}, {c.y});
