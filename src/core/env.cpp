@@ -36,6 +36,14 @@ bool cuda_graphs_enabled() {
   return v == nullptr || std::string(v) != "0";
 }
 
+bool dependent_launch() {
+  static const bool on = [] {
+    const char* v = std::getenv("TG_PDL");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return on;
+}
+
 int loop_unroll() {
   const char* v = std::getenv("TG_LOOP_UNROLL");
   if (v == nullptr || *v == 0) return 4;

@@ -42,6 +42,12 @@ int64_t unroll_limit();
 /// an if_else of a few elementwise ops a branch and a bool predicate becomes a select of both
 /// sides: passes::select_cheap_branches). Read at every compile.
 bool branch_select();
+
+/// TG_PDL: "1" launches the generated elementwise and reduction kernels as programmatic dependent
+/// launches on devices of compute capability 9.0 and later (a kernel's blocks are scheduled while
+/// the kernel before it finishes, and wait for it before touching memory); "0" or unset: plain
+/// launches. Read once.
+bool dependent_launch();
 /// TG_DETERMINISTIC=1: every executable compiles as with CompileOptions::deterministic. Read at
 /// every compile.
 bool deterministic();

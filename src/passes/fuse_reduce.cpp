@@ -20,7 +20,9 @@
 //    and read three times.
 // 3. Reductions: reduce_sum (floating dtypes) of a program's value becomes fused_reduce, the
 //    program's cone for that value summed in one kernel, when the cone reads at most two
-//    full-size inputs (the CUDA kernel finishes a full sum in its last block). fused_reduce nodes (and plain reduce_sums) of one shape, axes and
+//    full-size inputs; a sum to one element of any other value becomes an identity fused_reduce
+//    (the CUDA kernel finishes a full sum in its last block: one launch, not two). fused_reduce
+//    nodes (and plain reduce_sums) of one shape, axes and
 //    keep_dims that read a common full-size input merge into one node with several outputs (one
 //    pass over the data: batch norm's backward sums of dy and dy * x_hat); the merged node takes
 //    the later one's place when every reader of the earlier one comes after it, else the
@@ -259,10 +261,9 @@ class Rewriter {
     const ir::Node& a = g_.node(u.node);
     std::optional<Prog> pa = a.kind == ir::OpKind::fused_reduce ? std::nullopt : program_of(a);
     if (!pa || !is_known(a.outputs[0].shape) || has_int_division(pa->attrs)) {
-      // (Issue 16c turned a sum to one element of a value no program makes into an identity
-      // fused_reduce here, one kernel instead of two for a loop's mean(y); disabled: with it a
-      // branch's variable assignment was lost under fusion, IfElse.OnlyTheTakenBranchRuns with
-      // TG_FUSION=1. To re-enable once that is understood.)
+      // A sum to one element of a value no program makes (a loop's mean(y) of its parameter)
+      // becomes an identity fused_reduce: one kernel whose last block finishes the split sums.
+      if (numel(n.outputs[0].shape) == 1) set_program(n, ir::OpKind::fused_reduce, reduction_program(n));
       candidates_.push_back(n.id);  // may still merge with a sibling
       return;
     }

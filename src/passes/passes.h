@@ -13,8 +13,9 @@ namespace tg::passes {
 using GraphPass = std::function<bool(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
                                      std::vector<int>& keep)>;
 
-/// Runs `pass` on a copy of every region body of g's nodes (results and parameters as roots and
-/// kept nodes) and puts back the copies it changed. True when any changed.
+/// Runs `pass` on a copy of every region body of g's nodes (results as roots, the body's nodes with
+/// side effects as root ops, parameters as kept nodes) and puts back the copies it changed. True
+/// when any changed.
 bool run_on_region_bodies(ir::Graph& g, const GraphPass& pass);
 
 /// Dead-code elimination: keeps exactly the nodes that `roots` (values) and `root_ops` reach

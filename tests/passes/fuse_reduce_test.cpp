@@ -95,5 +95,38 @@ TEST(FuseReduce, BatchNormTrainingStepMatchesTheUnfusedGraph) {
   EXPECT_NEAR(fused[4].to_vector<float>()[0], 0.1 * m0 / 36, 1e-5);
 }
 
+
+// A branch's assignment that no result reads survives the fusion of that branch: the sum of the
+// then-branch becomes an identity fused_reduce (a one-element sum of a value no program makes),
+// and the dead-code elimination that follows in the body keeps its side effects (an empty list of
+// the body's root ops once dropped the assign_variable there).
+TEST(FuseReduce, AssignmentInAFusedBranchIsKept) {
+  Graph g;
+  Tensor v = g.variable(TensorData::scalar<int32_t>(0), "v");
+  Tensor x = g.placeholder({4}, DType::f32, "x");
+  Tensor p = g.placeholder({}, DType::bool_, "p");
+  Tensor r = if_else(
+      p,
+      [&] {
+        assign_variable(v, g.constant(TensorData::scalar<int32_t>(1)));
+        return std::vector{reduce_sum(x)};
+      },
+      [&] {
+        assign_variable(v, g.constant(TensorData::scalar<int32_t>(2)));
+        return std::vector{reduce_max(x)};
+      })[0];
+  ScopedFusion f("1");
+  Executable exe = g.compile(Device::cpu(), {{x, TensorType{{4}, DType::f32}}, {p, TensorType{{}, DType::bool_}}}, {r});
+  const std::string text = exe.to_string();
+  EXPECT_EQ(count(text, "fused_reduce"), 1) << text;
+  EXPECT_EQ(count(text, "reduce_sum"), 0) << text;
+  EXPECT_EQ(count(text, "assign_variable"), 2) << text;
+  const TensorData xv = f32_data({1, 2, 3, 4.5f}, {4});
+  testing::expect_equal(exe.run({xv, TensorData::scalar<bool>(true)})[0], {10.5}, {});  // 1 + 2 + 3 + 4.5
+  testing::expect_equal(g.variable_value(v), {1}, {});
+  testing::expect_equal(exe.run({xv, TensorData::scalar<bool>(false)})[0], {4.5}, {});
+  testing::expect_equal(g.variable_value(v), {2}, {});
+}
+
 }  // namespace
 }  // namespace tg

@@ -90,7 +90,7 @@ std::string prologue(const ElementwiseSpec& s, std::string_view kinds) {
 std::string contiguous_source(const ElementwiseSpec& s, std::string_view kinds) {
   std::string args;
   const std::string params = param_list(s, kinds, &args);
-  std::string src = "#include \"elementwise.cuh\"\n\n" + s.prelude + "\n";
+  std::string src = "#include \"elementwise.cuh\"\n\n" + std::string(nvrtc::kGridDependencySource) + s.prelude + "\n";
   src += "template <int VEC>\n__device__ __forceinline__ void tg_body(" + params + ") {\n";
   src += prologue(s, kinds);
   src +=
@@ -130,9 +130,9 @@ std::string contiguous_source(const ElementwiseSpec& s, std::string_view kinds) 
   // Entry points: kernel parameters by value (Strided is never used here).
   std::string kparams = params;
   const int vec = vec_width(s, kinds, "c");
-  src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) tg_ew_vec({}) {{ tg_body<{}>({}); }}\n",
+  src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) tg_ew_vec({}) {{ tg_grid_dependency(); tg_body<{}>({}); }}\n",
                      kThreads, kparams, vec, args);
-  src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) tg_ew_1({}) {{ tg_body<1>({}); }}\n",
+  src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) tg_ew_1({}) {{ tg_grid_dependency(); tg_body<1>({}); }}\n",
                      kThreads, kparams, args);
   return src;
 }
@@ -173,7 +173,7 @@ std::string offsets_code(const ElementwiseSpec& s, std::string_view kinds, std::
 std::string strided_source(const ElementwiseSpec& s, std::string_view kinds) {
   std::string args;
   const std::string params = param_list(s, kinds, &args);
-  std::string src = "#include \"elementwise.cuh\"\n\n" + s.prelude + "\n";
+  std::string src = "#include \"elementwise.cuh\"\n\n" + std::string(nvrtc::kGridDependencySource) + s.prelude + "\n";
   // Element by element, index type I.
   src += "template <class I>\n__device__ __forceinline__ void tg_body(" + params + ") {\n";
   src += prologue(s, kinds);
@@ -249,12 +249,12 @@ std::string strided_source(const ElementwiseSpec& s, std::string_view kinds) {
     kparams.replace(kparams.find(ref), ref.size(), fmt::format("const tg_dev::Strided s{}", m));
   }
   src += fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({}) tg_ew_s32({}) {{ tg_body<unsigned int>({}); }}\n",
+      "extern \"C\" __global__ void __launch_bounds__({}) tg_ew_s32({}) {{ tg_grid_dependency(); tg_body<unsigned int>({}); }}\n",
       kThreads, kparams, args);
   src += fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({}) tg_ew_s64({}) {{ tg_body<long long>({}); }}\n",
+      "extern \"C\" __global__ void __launch_bounds__({}) tg_ew_s64({}) {{ tg_grid_dependency(); tg_body<long long>({}); }}\n",
       kThreads, kparams, args);
-  src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) tg_ew_svec({}) {{ tg_body_vec<{}>({}); }}\n",
+  src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) tg_ew_svec({}) {{ tg_grid_dependency(); tg_body_vec<{}>({}); }}\n",
                      kThreads, kparams, vec_width(s, kinds, "crh"), args);
   return src;
 }
@@ -500,7 +500,7 @@ void run_elementwise(const backends::KernelContext& ctx, const ElementwiseSpec& 
     if (!vec_ok) blocks = grid_for(n, kThreads);
   }
   cudaKernel_t kernel = vec_ok ? e.vec_kernel : n < (int64_t{1} << 31) ? e.fast : e.slow;
-  nvrtc::launch(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), args.data(), stream, op);
+  nvrtc::launch(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), args.data(), stream, op, 0, true);
 
   if (spec.uses_flag) {
     // Integer division by zero raises (the CPU's semantics): the kernel sets the flag, the report

@@ -207,7 +207,7 @@ std::string reduce_source(const FusedProgramSource& p, std::span<const DType> in
   std::string args;
   const std::string params = param_list(p, in, pl, true, &args);
   const std::string kparams = param_list(p, in, pl, false, &args);
-  std::string src = "#include \"elementwise.cuh\"\n\n" + p.prelude + "\n";
+  std::string src = "#include \"elementwise.cuh\"\n\n" + std::string(nvrtc::kGridDependencySource) + p.prelude + "\n";
   src +=
       "struct tg_fr_dims { long long k[4]; long long r[4]; long long O; long long R; };\n"
       "struct tg_fr_st { long long k[4]; long long r[4]; };\n\n"
@@ -331,7 +331,7 @@ std::string reduce_source(const FusedProgramSource& p, std::span<const DType> in
   // Entry points by index type: 32-bit when the shape has < 2^31 elements.
   const std::pair<const char*, const char*> entries[] = {{"tg_fr_32", "unsigned int"}, {"tg_fr_64", "long long"}};
   for (const auto& [name, index] : entries) {
-    src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{ tg_fr_body<{}>({}); }}\n",
+    src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{ tg_grid_dependency(); tg_fr_body<{}>({}); }}\n",
                        kThreads, name, kparams, index, args);
   }
   src += "\n";
@@ -658,7 +658,7 @@ void fused_reduce_kernel(KernelContext& ctx) {
   args.push_back(&counter);
   const bool small = O * R < (int64_t{1} << 31);
   nvrtc::launch(small ? e.main32 : e.main64, dim3(static_cast<unsigned>(l.blocks), static_cast<unsigned>(splits)),
-                l.block, args.data(), stream_of(ctx), op);
+                l.block, args.data(), stream_of(ctx), op, 0, true);
   if (splits > 1 && !last_block) {
     std::vector<void*> fargs;
     for (size_t k = 0; k < nout; ++k) fargs.push_back(&ptrs[k]);

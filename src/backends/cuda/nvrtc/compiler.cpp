@@ -424,7 +424,36 @@ void preload(std::span<const backends::CodeObject> objects) {
 }
 
 void launch(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, cudaStream_t stream,
-            std::string_view op, size_t shared_bytes) {
+            std::string_view op, size_t shared_bytes, bool dependent) {
+  if (dependent && env::dependent_launch()) {
+    // Compute capability 9.0 and later only (per device, read once).
+    static std::mutex mu;
+    static std::vector<int> major;  // per device ordinal, -1 unknown
+    int dev = 0;
+    check(cudaGetDevice(&dev), op, "cudaGetDevice");
+    int cc = 0;
+    {
+      std::lock_guard lock(mu);
+      if (major.size() <= static_cast<size_t>(dev)) major.resize(static_cast<size_t>(dev) + 1, -1);
+      int& m = major[static_cast<size_t>(dev)];
+      if (m < 0) check(cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev), op, "cudaDeviceGetAttribute");
+      cc = m;
+    }
+    if (cc >= 9) {
+      cudaLaunchAttribute attr{};
+      attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr.val.programmaticStreamSerializationAllowed = 1;
+      cudaLaunchConfig_t config{};
+      config.gridDim = grid;
+      config.blockDim = block;
+      config.dynamicSmemBytes = shared_bytes;
+      config.stream = stream;
+      config.attrs = &attr;
+      config.numAttrs = 1;
+      check(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(kernel), args), op, "cudaLaunchKernelExC");
+      return;
+    }
+  }
   check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, block, args, shared_bytes, stream), op,
         "cudaLaunchKernel");
 }

@@ -64,10 +64,25 @@ class Program {
 /// `source` compiled for cuda:`device` (cached in memory and on disk, see above).
 std::shared_ptr<const Program> compile(std::string_view source, int device, std::string_view op);
 
+/// Device code that a kernel launched with `dependent` (below) runs before anything else: waits
+/// until the grids it depends on have finished and their writes are visible (griddepcontrol.wait),
+/// then lets the grid after it be scheduled (griddepcontrol.launch_dependents). Defines
+/// `tg_grid_dependency()`; a no-op below sm_90 and in host builds (the kernel emulators).
+inline constexpr const char* kGridDependencySource =
+    "__device__ __forceinline__ void tg_grid_dependency() {\n"
+    "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
+    "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+    "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
+    "#endif\n"
+    "}\n";
+
 /// Launches `kernel` on `stream` with `args` (pointers to the argument values, in the kernel's
-/// parameter order); raises tg::Error(internal) naming `op` when the launch fails.
+/// parameter order); raises tg::Error(internal) naming `op` when the launch fails. `dependent`:
+/// the kernel calls tg_grid_dependency() first, so it may be launched as a programmatic dependent
+/// launch (TG_PDL=1, compute capability >= 9.0): its blocks are scheduled while the work before it
+/// on the stream finishes (in a captured graph: a programmatic edge), hiding the launch gap.
 void launch(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, cudaStream_t stream,
-            std::string_view op, size_t shared_bytes = 0);
+            std::string_view op, size_t shared_bytes = 0, bool dependent = false);
 
 /// The disk cache directory in use ("" when disabled), for tools and tests.
 std::string cache_dir();
