@@ -162,7 +162,7 @@ struct Printer {
   }
   std::string operator()(const Conv2dDesc& a) const { return conv_to_string(a); }
   std::string operator()(const ConvBackwardAttrs& a) const {
-    return fmt::format("{}, shape=[{}]", conv_to_string(a.conv), fmt::join(a.shape, ","));
+    return fmt::format("{}, shape={}", conv_to_string(a.conv), shape_to_string(a.shape));  // symbols by name
   }
   std::string operator()(const Pool2dDesc& a) const { return pool_to_string(a); }
   std::string operator()(const RandomLikeAttrs& a) const {
@@ -180,7 +180,7 @@ struct Printer {
       steps += fmt::format("{}{}({}):{}", k ? "; " : "", op_name(s.kind), fmt::join(s.args, ","),
                            dtype_name(s.dtype));
     }
-    std::string out = fmt::format("shape=[{}], steps={{{}}}, outputs=[{}]", fmt::join(a.shape, ","), steps,
+    std::string out = fmt::format("shape={}, steps={{{}}}, outputs=[{}]", shape_to_string(a.shape), steps,
                                   fmt::join(a.outputs, ","));
     if (!a.reduce_axes.empty()) {
       out += fmt::format(", reduce_axes=[{}], keep_dims={}", fmt::join(a.reduce_axes, ","), a.keep_dims);

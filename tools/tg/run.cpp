@@ -466,7 +466,16 @@ void compile_model(const RunArgs& a, const std::string& out) {
   tg::Executable exe = m.graph.compile(
       device, types, m.targets(), {},
       {.disable_type_inference = a.dynamic, .precision = tg::cli::parse_precision(a.precision)});
-  if (!device.is_cpu()) exe.run(feeds);  // generates the kernels the file stores
+  if (!device.is_cpu()) {  // generates the kernels the file stores
+    try {
+      exe.run(feeds);
+    } catch (const tg::Error& e) {
+      if (!a.dynamic) throw;
+      throw tg::Error(e.code(), fmt::format("[tg compile] the warm-up run at {} failed: {} (give the warm-up sizes with "
+                                            "--shape)", a.shapes.empty() ? "size 1 for each symbol" : "--shape's sizes",
+                                            e.what()));
+    }
+  }
   exe.save(out);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "compiled " << a.model << " for " << device.to_string() << ", precision " << a.precision << " in "
