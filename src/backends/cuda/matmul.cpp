@@ -348,15 +348,19 @@ std::unique_ptr<LtPlan> build_plan(const LtKey& key, cublasLtHandle_t handle, co
   plan->choice_key = choice_key(key);
   if (const std::optional<std::string> text = algo_choices::find(plan->choice_key)) {
     StoredAlgo stored;
+    // The plan with the stored algorithm and a workspace of `ws` bytes.
+    auto with_stored = [&](size_t ws) {
+      cublasLtMatmulPreferenceDestroy(pref);
+      plan->algo = stored.algo;
+      plan->workspace = ws;
+      plan->choice = encode_choice(plan->algo, plan->workspace);
+      return std::move(plan);
+    };
     if (decode_choice(*text, &stored)) {
       if (trust && stored.version == cublasLtGetVersion() && stored.workspace <= kMaxWorkspace) {
         phases::Scope timed("cublaslt_trusted_choice");
-        cublasLtMatmulPreferenceDestroy(pref);
-        plan->algo = stored.algo;
-        plan->workspace = stored.workspace;
-        plan->choice = encode_choice(plan->algo, plan->workspace);
         *trusted = true;
-        return plan;
+        return with_stored(stored.workspace);
       }
       phases::Scope timed("cublaslt_from_choice");
       cublasLtMatmulHeuristicResult_t checked{};
@@ -364,11 +368,7 @@ std::unique_ptr<LtPlan> build_plan(const LtKey& key, cublasLtHandle_t handle, co
       if (cublasLtMatmulAlgoCheck(handle, plan->desc, plan->la, plan->lb, plan->lc, plan->lc, &stored.algo,
                                   &checked) == CUBLAS_STATUS_SUCCESS &&
           checked.workspaceSize <= kMaxWorkspace) {
-        cublasLtMatmulPreferenceDestroy(pref);
-        plan->algo = stored.algo;
-        plan->workspace = checked.workspaceSize;
-        plan->choice = encode_choice(plan->algo, plan->workspace);
-        return plan;
+        return with_stored(checked.workspaceSize);
       }
     }
   }
