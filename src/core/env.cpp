@@ -51,6 +51,13 @@ int loop_unroll() {
   return k < 1 ? 1 : k > 8 ? 8 : k;
 }
 
+int condition_streams() {
+  const char* v = std::getenv("TG_CONDITION_STREAMS");
+  if (v == nullptr || *v == 0) return 2;
+  const int n = std::atoi(v);
+  return n < 0 ? 0 : n > 4 ? 4 : n;
+}
+
 bool branch_select() {
   const char* v = std::getenv("TG_BRANCH_SELECT");
   return v == nullptr || std::string_view(v) != "0";
