@@ -46,7 +46,7 @@ bool dependent_launch() {
 
 int loop_unroll() {
   const char* v = std::getenv("TG_LOOP_UNROLL");
-  if (v == nullptr || *v == 0) return 4;
+  if (v == nullptr || *v == 0) return 8;
   const int k = std::atoi(v);
   return k < 1 ? 1 : k > 8 ? 8 : k;
 }

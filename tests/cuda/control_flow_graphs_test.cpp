@@ -139,7 +139,8 @@ TEST(CudaControlFlow, OneElementPredicateShapes) {
 TEST(CudaControlFlow, ForLoopFixedTripCountUnrolledAndInWhileNodes) {
   REQUIRE_GPU();
   // y = y * 0.999 + 0.001 plus the index: 37 iterations. Unrolled (the default limit), then as a
-  // WHILE node with 4 copies per iteration and the 37 mod 4 remainder unrolled first, then with 1.
+  // WHILE node with 8 and 4 copies per iteration and the 37 mod 8 (mod 4) remainder unrolled
+  // first, then with 1.
   Builder build = [](Graph& g) {
     Tensor y = g.placeholder({256}, DType::f32, "y");
     std::vector<Tensor> r = for_loop(37, {y, g.constant(0.0, DType::f32)}, [&](Tensor i, std::span<const Tensor> v) {
@@ -152,7 +153,11 @@ TEST(CudaControlFlow, ForLoopFixedTripCountUnrolledAndInWhileNodes) {
   expect_on_device(expect_gpu_matches_cpu(build, feeds));
   {
     Env limit("TG_UNROLL_LIMIT", "0");
-    expect_on_device(expect_gpu_matches_cpu(build, feeds));
+    expect_on_device(expect_gpu_matches_cpu(build, feeds));  // 8 copies (the default), 5 unrolled first
+    {
+      Env four("TG_LOOP_UNROLL", "4");
+      expect_on_device(expect_gpu_matches_cpu(build, feeds));
+    }
     Env one("TG_LOOP_UNROLL", "1");
     expect_on_device(expect_gpu_matches_cpu(build, feeds));
   }
@@ -198,7 +203,7 @@ FeedsOf mean_feeds = [](int r) {
 
 TEST(CudaControlFlow, WhileLoopSpeculatedAndPlain) {
   REQUIRE_GPU();
-  expect_on_device(expect_gpu_matches_cpu(mean_while(std::nullopt), mean_feeds, 6), 6);  // speculated, k = 4
+  expect_on_device(expect_gpu_matches_cpu(mean_while(std::nullopt), mean_feeds, 6), 6);  // speculated, k = 8 (the default)
   {
     Env k("TG_LOOP_UNROLL", "3");
     expect_on_device(expect_gpu_matches_cpu(mean_while(std::nullopt), mean_feeds, 6), 6);

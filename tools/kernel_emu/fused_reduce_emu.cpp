@@ -158,6 +158,19 @@ std::vector<std::string> normalize_graph(const Shape& shape, const Shape& scale_
   return split(exe.to_string(), "\n");
 }
 
+/// Two sibling sums over `axes` (one fused_reduce node with two outputs, a one-element input):
+/// sum(x) and sum(x * x * s), compiled for the CPU with fusion on; the printed lines.
+std::vector<std::string> sums_graph(const Shape& shape, DType dtype, std::vector<int64_t> axes) {
+  Graph g;
+  Tensor x = g.placeholder(shape, dtype, "x");
+  Tensor s = g.placeholder({}, dtype, "s");
+  Tensor a = reduce_sum(x, {.axes = axes});
+  Tensor b = reduce_sum(x * x * s, {.axes = axes});
+  setenv("TG_FUSION", "1", 1);
+  Executable exe = g.compile(Device::cpu(), {{x, {shape, dtype}}, {s, {{}, dtype}}}, {a, b});
+  return split(exe.to_string(), "\n");
+}
+
 /// --selftest: the fused reductions of NHWC statistics (40 channels: vector loads, a partial
 /// block of outputs; f32 and bf16 with 128 splits, so the finish kernel's lanes run their unrolled
 /// loop; f16 with 8), of NCHW ones (row mode, 4 splits), of a whole vector (4 splits, also
@@ -168,6 +181,7 @@ void selftest(const std::string& out_dir) {
     Shape shape, scale;
     DType dtype;
     std::vector<int64_t> axes;
+    bool sums = false;  ///< sums_graph instead of normalize_graph
   };
   const Case cases[] = {{"nhwc_f32", {16, 32, 32, 40}, {40}, DType::f32, {0, 1, 2}},
                         {"nhwc_bf16", {32, 32, 32, 40}, {40}, DType::bf16, {0, 1, 2}},
@@ -176,13 +190,15 @@ void selftest(const std::string& out_dir) {
                         // A full reduction (one output, 4 splits): the last-block finish of a
                         // loop condition such as mean(y) > t (small: the emulation is slow).
                         {"full_f32", {16384}, {1}, DType::f32, {0}},
-                        // Stream mode (>= 2^16 elements in one contiguous reduced dim): float4
-                        // loads and a tail of 3 (f32), 8-element half vectors over two merged dims
-                        // (f16); 16 blocks, the unrolled loop and the last-block finish.
-                        {"stream_f32", {65539}, {1}, DType::f32, {0}},
-                        {"stream_f16", {2, 65536}, {1}, DType::f16, {0, 1}}};
+                        // Stream mode (>= 2^16 elements in one contiguous reduced dim), two
+                        // sibling sums with a one-element input: float4 loads and a tail of 3
+                        // (f32), 8-element bf16 vectors over two merged dims (sums beyond f16's
+                        // range); 16 blocks, the loop, the finish kernel and the last-block finish.
+                        {"stream_f32", {65539}, {1}, DType::f32, {0}, true},
+                        {"stream_bf16", {2, 65536}, {1}, DType::bf16, {0, 1}, true}};
   for (const Case& c : cases) {
-    const std::vector<std::string> lines = normalize_graph(c.shape, c.scale, c.dtype, c.axes);
+    const std::vector<std::string> lines =
+        c.sums ? sums_graph(c.shape, c.dtype, c.axes) : normalize_graph(c.shape, c.scale, c.dtype, c.axes);
     int count = 0;
     for (const std::string& l : lines) {
       if (l.find(" = fused_reduce(") == std::string::npos) continue;
