@@ -65,6 +65,21 @@ class ControlRecorder {
   /// Queues dst[4 * i] = start + i (i32, 16 bytes apart: each a scalar of its own) for i in [0, n).
   virtual void iota_i32(int32_t* dst, int64_t n, int32_t start, void* stream) const = 0;
 
+  // Work on several streams inside a recording (a speculated while loop's conditions beside its
+  // updates): side streams join the recording through follow() and must follow back into the
+  // recording stream before its recording ends.
+  /// A new stream of the device the runtime records on; close_stream() it once the recording it
+  /// joined has ended.
+  virtual void* open_stream() const = 0;
+  virtual void close_stream(void* s) const = 0;
+  /// Work queued on `waiter` from now on runs after the work queued on `stream` so far (in a
+  /// recording: graph edges from those nodes).
+  virtual void follow(void* waiter, void* stream) const = 0;
+  /// While held (calls nest), the recording's memory pool hands out no block released during the
+  /// hold: work queued on another stream may still use it. Blocks released meanwhile return to
+  /// the pool when the last hold ends (call it after the streams have followed back).
+  virtual void hold_pool(bool hold) const = 0;
+
 };
 
 /// The recorder of `device`'s backend, or null when its runs cannot hold control flow. Defined in

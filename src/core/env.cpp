@@ -46,9 +46,16 @@ bool dependent_launch() {
 
 int loop_unroll() {
   const char* v = std::getenv("TG_LOOP_UNROLL");
-  if (v == nullptr || *v == 0) return 4;
+  if (v == nullptr || *v == 0) return 8;
   const int k = std::atoi(v);
   return k < 1 ? 1 : k > 8 ? 8 : k;
+}
+
+int condition_streams() {
+  const char* v = std::getenv("TG_CONDITION_STREAMS");
+  if (v == nullptr || *v == 0) return 2;
+  const int n = std::atoi(v);
+  return n < 0 ? 0 : n > 4 ? 4 : n;
 }
 
 bool branch_select() {

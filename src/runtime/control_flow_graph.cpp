@@ -16,10 +16,17 @@
 // max_iterations runs k iterations speculatively per WHILE iteration, each into its own buffers,
 // and one kernel keeps the state of the first iteration whose condition is false
 // (Backend::select_state). Extra iterations past the exit compute values that are thrown away.
+// The speculated iterations' conditions (`before`) run on TG_CONDITION_STREAMS side streams
+// beside the next iterations' updates (`after`, which never reads a condition): iteration j's on
+// side stream j mod n once its `after` is done; the side streams join before the select kernel.
+// Each side stream has a workspace of its own (kernels on different streams may run at once),
+// and the recording's pool hands out no block released while the streams run apart. Bodies that
+// draw random numbers keep one stream.
 #include <algorithm>
 
 #include "core/env.h"
 #include "core/error_util.h"
+#include "ir/op_info.h"
 #include "runtime/run_state.h"
 
 namespace tg::runtime {
@@ -57,6 +64,13 @@ bool speculable(const ir::Graph& g) {
     if (n.kind == ir::OpKind::assign_variable || !n.regions.empty() || may_fail_on_device(n)) return false;
   }
   return true;
+}
+
+bool draws_random(const ir::Graph& g) {
+  for (const ir::Node& n : g.nodes()) {
+    if (ir::op_info(n.kind).family == ir::OpFamily::random) return true;
+  }
+  return false;
 }
 
 // The node a value's storage comes from (through views: reshape, stop_gradient).
@@ -135,6 +149,52 @@ struct StreamSwitch {
     set(body);
   }
   ~StreamSwitch() { set(previous); }
+};
+
+// Side streams of a recording (ControlRecorder::open_stream), closed when it goes out of scope
+// (after the conditional node whose body they joined has been recorded).
+struct SideStreams {
+  const backends::ControlRecorder& b;
+  std::vector<void*> streams;
+  SideStreams(const backends::ControlRecorder& r, int n) : b(r) {
+    for (int i = 0; i < n; ++i) streams.push_back(b.open_stream());
+  }
+  ~SideStreams() {
+    for (void* s : streams) b.close_stream(s);
+  }
+  SideStreams(const SideStreams&) = delete;
+  SideStreams& operator=(const SideStreams&) = delete;
+};
+
+// ControlRecorder::hold_pool for a scope.
+struct PoolHold {
+  const backends::ControlRecorder* b;
+  explicit PoolHold(const backends::ControlRecorder* r) : b(r) {
+    if (b != nullptr) b->hold_pool(true);
+  }
+  ~PoolHold() {
+    if (b != nullptr) b->hold_pool(false);
+  }
+  PoolHold(const PoolHold&) = delete;
+  PoolHold& operator=(const PoolHold&) = delete;
+};
+
+// An instance's workspace switched to another buffer for a scope (a side stream's own).
+struct ScratchSwitch {
+  Instance& inst;
+  std::shared_ptr<void> saved;
+  size_t saved_bytes;
+  ScratchSwitch(Instance& i, std::shared_ptr<void> scratch, size_t bytes)
+      : inst(i), saved(std::move(i.scratch)), saved_bytes(i.scratch_bytes) {
+    inst.scratch = std::move(scratch);
+    inst.scratch_bytes = inst.scratch ? bytes : 0;
+  }
+  ~ScratchSwitch() {
+    inst.scratch = std::move(saved);
+    inst.scratch_bytes = saved_bytes;
+  }
+  ScratchSwitch(const ScratchSwitch&) = delete;
+  ScratchSwitch& operator=(const ScratchSwitch&) = delete;
 };
 
 }  // namespace
@@ -376,6 +436,10 @@ void RunState::record_while(const ir::Node& node, std::span<const TensorData> in
   const bool speculate = unroll > 1 && attrs.max_iterations < 0 && pinned.slots.empty() && speculable(*before.body) &&
                          speculable(*after.body) && passed.size() <= 16 && results_apart(before, 1, true) &&
                          results_apart(after, 0, false);
+  const int sides = speculate && !draws_random(*before.body) && !draws_random(*after.body)
+                        ? std::min(env::condition_streams(), unroll)
+                        : 0;
+  const SideStreams side(b, sides);  // outlives the body's recording
   b.record_conditional(stream_, handle, true, 1, [&](int, void* s) {
     StreamSwitch on([this](void* x) { stream_ = x; }, stream_, s);
     if (!speculate) {
@@ -404,10 +468,27 @@ void RunState::record_while(const ir::Node& node, std::span<const TensorData> in
                            before.body->node(before.results[1 + v].node).kind == ir::OpKind::placeholder;
       last_dests.push_back(through ? passed[v] : fresh(passed[v].type()));
     }
+    // With side streams: no pool block changes hands until they have joined, and each has a
+    // workspace of its own (this stream's `after` kernels use the instance's).
+    const PoolHold hold(side.streams.empty() ? nullptr : &b);
+    std::vector<std::shared_ptr<void>> side_scratch;
+    for (size_t i = 0; i < side.streams.size(); ++i) {
+      side_scratch.push_back(inst_.scratch_bytes > 0 ? p_.backend_.allocate(inst_.scratch_bytes) : nullptr);
+    }
     std::vector<TensorData> vals = passed;
     for (int j = 0; j < unroll; ++j) {
-      std::vector<TensorData> r =
-          run_before(run_after(vals, j + 1 == unroll ? std::span<const TensorData>(last_dests) : std::span<const TensorData>()));
+      std::vector<TensorData> next =
+          run_after(vals, j + 1 == unroll ? std::span<const TensorData>(last_dests) : std::span<const TensorData>());
+      std::vector<TensorData> r;
+      if (side.streams.empty()) {
+        r = run_before(std::move(next));
+      } else {
+        const size_t i = static_cast<size_t>(j) % side.streams.size();
+        b.follow(side.streams[i], stream_);
+        StreamSwitch on([this](void* x) { stream_ = x; }, stream_, side.streams[i]);
+        const ScratchSwitch scratch(inst_, side_scratch[i], inst_.scratch_bytes);
+        r = run_before(std::move(next));
+      }
       conds.push_back(r[0].storage_ptr());
       vals.assign(r.begin() + 1, r.end());
       for (size_t v = 0; v < passed.size(); ++v) {
@@ -421,6 +502,7 @@ void RunState::record_while(const ir::Node& node, std::span<const TensorData> in
       }
       kept.push_back(std::move(r));
     }
+    for (void* x : side.streams) b.follow(stream_, x);  // every side stream ran a condition (sides <= unroll)
     b.select_state(handle, conds, kept[0][0].dtype(), state, stream_);
   });
   outs = std::move(passed);

@@ -52,6 +52,11 @@ TG_CONFORMANCE_CASES(fused) {
   // partial block of outputs.
   cases.push_back(normalize_case("fused_normalize_nhwc_many_rows", {32, 32, 32, 40}, {40}, {0, 1, 2}));
   cases.push_back(normalize_case("fused_normalize_nchw", {6, 12, 9, 11}, {12, 1, 1}, {0, 2, 3}));
+  // Whole-tensor statistics of >= 2^16 contiguous elements: the CUDA kernel's stream mode (16-byte
+  // loads, one wave of blocks, the last block sums their partials), with a tail of 3 elements
+  // after the vectors, and over two merged dims.
+  cases.push_back(normalize_case("fused_normalize_full_stream", {131075}, {1}, {0}));
+  cases.push_back(normalize_case("fused_normalize_full_stream_2d", {3, 40000}, {1}, {0, 1}));
 
   // Softmax over rows of 10 and the sum of its cross-entropy-like log term.
   OpCase softmax;

@@ -139,7 +139,8 @@ TEST(CudaControlFlow, OneElementPredicateShapes) {
 TEST(CudaControlFlow, ForLoopFixedTripCountUnrolledAndInWhileNodes) {
   REQUIRE_GPU();
   // y = y * 0.999 + 0.001 plus the index: 37 iterations. Unrolled (the default limit), then as a
-  // WHILE node with 4 copies per iteration and the 37 mod 4 remainder unrolled first, then with 1.
+  // WHILE node with 8 and 4 copies per iteration and the 37 mod 8 (mod 4) remainder unrolled
+  // first, then with 1.
   Builder build = [](Graph& g) {
     Tensor y = g.placeholder({256}, DType::f32, "y");
     std::vector<Tensor> r = for_loop(37, {y, g.constant(0.0, DType::f32)}, [&](Tensor i, std::span<const Tensor> v) {
@@ -152,7 +153,11 @@ TEST(CudaControlFlow, ForLoopFixedTripCountUnrolledAndInWhileNodes) {
   expect_on_device(expect_gpu_matches_cpu(build, feeds));
   {
     Env limit("TG_UNROLL_LIMIT", "0");
-    expect_on_device(expect_gpu_matches_cpu(build, feeds));
+    expect_on_device(expect_gpu_matches_cpu(build, feeds));  // 8 copies (the default), 5 unrolled first
+    {
+      Env four("TG_LOOP_UNROLL", "4");
+      expect_on_device(expect_gpu_matches_cpu(build, feeds));
+    }
     Env one("TG_LOOP_UNROLL", "1");
     expect_on_device(expect_gpu_matches_cpu(build, feeds));
   }
@@ -198,7 +203,7 @@ FeedsOf mean_feeds = [](int r) {
 
 TEST(CudaControlFlow, WhileLoopSpeculatedAndPlain) {
   REQUIRE_GPU();
-  expect_on_device(expect_gpu_matches_cpu(mean_while(std::nullopt), mean_feeds, 6), 6);  // speculated, k = 4
+  expect_on_device(expect_gpu_matches_cpu(mean_while(std::nullopt), mean_feeds, 6), 6);  // speculated, k = 8 (the default)
   {
     Env k("TG_LOOP_UNROLL", "3");
     expect_on_device(expect_gpu_matches_cpu(mean_while(std::nullopt), mean_feeds, 6), 6);
@@ -208,6 +213,42 @@ TEST(CudaControlFlow, WhileLoopSpeculatedAndPlain) {
     expect_on_device(expect_gpu_matches_cpu(mean_while(std::nullopt), mean_feeds, 6), 6);
   }
   expect_on_device(expect_gpu_matches_cpu(mean_while(7), mean_feeds, 6), 6);  // max_iterations: plain
+  // The speculated conditions on one stream, on one side stream, and on three beside 8 updates.
+  for (const char* streams : {"0", "1", "3"}) {
+    Env n("TG_CONDITION_STREAMS", streams);
+    Env k("TG_LOOP_UNROLL", streams[0] == '3' ? "8" : "4");
+    expect_on_device(expect_gpu_matches_cpu(mean_while(std::nullopt), mean_feeds, 6), 6);
+  }
+}
+
+TEST(CudaControlFlow, WhileLoopOnALongVectorWithTwoReductions) {
+  REQUIRE_GPU();
+  // The benchmark's loop at 2^17 + 3 floats (the condition's full sum in stream mode: vector
+  // loads, a tail, the last block's finish), and a second condition over per-row sums of 64 rows
+  // (a reduction with split partials in the workspace): both reductions run on the side streams
+  // beside the next updates. Trip counts differ per run (fed thresholds); the loop also counts.
+  constexpr int64_t n = (1 << 17) + 3;
+  Builder build = [](Graph& g) {
+    Tensor y = g.placeholder({n}, DType::f32, "y");
+    Tensor t = g.placeholder({}, DType::f32, "t");
+    std::vector<Tensor> r = while_loop(
+        {y, g.constant(TensorData::scalar<int32_t>(0))},
+        [&](std::span<const Tensor> a) {
+          Tensor rows = reduce_sum(reshape(slice(a[0], {.begin = {0}, .end = {64 * 2048}}), {64, 2048}), {.axes = {1}});
+          Tensor ok = logical_and(greater(reduce_mean(a[0]), t), less(reduce_max(rows), g.constant(1e9, DType::f32)));
+          return std::pair{ok, std::vector{a[0], a[1]}};
+        },
+        [&](std::span<const Tensor> a) { return std::vector{a[0] * 0.99f + 0.001f, a[1] + 1.0}; });
+    return Model{{y, t}, {r[0], r[1]}, {}, {}};
+  };
+  FeedsOf feeds = [](int r) {
+    const float t[] = {1.5f, 0.9f, 3.f, 0.5f, 1.2f, 0.7f};  // 3.f: no iteration
+    return std::vector{TensorData::random_uniform({n}, 1.f, 3.f, 60 + r), TensorData::scalar<float>(t[r])};
+  };
+  expect_on_device(expect_gpu_matches_cpu(build, feeds, 6), 6);
+  Env k("TG_LOOP_UNROLL", "8");
+  Env s("TG_CONDITION_STREAMS", "3");
+  expect_on_device(expect_gpu_matches_cpu(build, feeds, 6), 6);
 }
 
 TEST(CudaControlFlow, WhileLoopWhoseValuesSwap) {

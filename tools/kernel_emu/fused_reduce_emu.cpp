@@ -134,7 +134,7 @@ void write_node(const std::vector<std::string>& lines, const std::string& id, co
   }
   const FusedProgramSource& prog = cached_fused_program(attrs, in, "fused_reduce");
   Plan pl = plan_reduce(attrs, inputs, "fused_reduce");
-  pl.vec = vector_width(pl, inputs);
+  choose_layout(pl, inputs);
   const Launch launch = launch_shape(pl, 132);  // an H200's SM count
   std::ofstream(out_dir + "/k" + name + ".cu") << reduce_source(prog, in, pl);
   std::ofstream(out_dir + "/h" + name + ".cpp") << harness(name, prog, in, inputs, pl, launch);
@@ -158,16 +158,30 @@ std::vector<std::string> normalize_graph(const Shape& shape, const Shape& scale_
   return split(exe.to_string(), "\n");
 }
 
+/// Two sibling sums over `axes` (one fused_reduce node with two outputs, a one-element input):
+/// sum(x) and sum(x * x * s), compiled for the CPU with fusion on; the printed lines.
+std::vector<std::string> sums_graph(const Shape& shape, DType dtype, std::vector<int64_t> axes) {
+  Graph g;
+  Tensor x = g.placeholder(shape, dtype, "x");
+  Tensor s = g.placeholder({}, dtype, "s");
+  Tensor a = reduce_sum(x, {.axes = axes});
+  Tensor b = reduce_sum(x * x * s, {.axes = axes});
+  setenv("TG_FUSION", "1", 1);
+  Executable exe = g.compile(Device::cpu(), {{x, {shape, dtype}}, {s, {{}, dtype}}}, {a, b});
+  return split(exe.to_string(), "\n");
+}
+
 /// --selftest: the fused reductions of NHWC statistics (40 channels: vector loads, a partial
 /// block of outputs; f32 and bf16 with 128 splits, so the finish kernel's lanes run their unrolled
-/// loop; f16 with 8), of NCHW ones (row mode, 4 splits) and of a whole vector (4 splits, also
-/// through the last-block finish). Written for run.sh.
+/// loop; f16 with 8), of NCHW ones (row mode, 4 splits), of a whole vector (4 splits, also
+/// through the last-block finish) and of long vectors in stream mode. Written for run.sh.
 void selftest(const std::string& out_dir) {
   struct Case {
     std::string name;
     Shape shape, scale;
     DType dtype;
     std::vector<int64_t> axes;
+    bool sums = false;  ///< sums_graph instead of normalize_graph
   };
   const Case cases[] = {{"nhwc_f32", {16, 32, 32, 40}, {40}, DType::f32, {0, 1, 2}},
                         {"nhwc_bf16", {32, 32, 32, 40}, {40}, DType::bf16, {0, 1, 2}},
@@ -175,9 +189,16 @@ void selftest(const std::string& out_dir) {
                         {"nchw_f32", {16, 12, 32, 32}, {12, 1, 1}, DType::f32, {0, 2, 3}},
                         // A full reduction (one output, 4 splits): the last-block finish of a
                         // loop condition such as mean(y) > t (small: the emulation is slow).
-                        {"full_f32", {16384}, {1}, DType::f32, {0}}};
+                        {"full_f32", {16384}, {1}, DType::f32, {0}},
+                        // Stream mode (>= 2^16 elements in one contiguous reduced dim), two
+                        // sibling sums with a one-element input: float4 loads and a tail of 3
+                        // (f32), 8-element bf16 vectors over two merged dims (sums beyond f16's
+                        // range); 16 blocks, the loop, the finish kernel and the last-block finish.
+                        {"stream_f32", {65539}, {1}, DType::f32, {0}, true},
+                        {"stream_bf16", {2, 65536}, {1}, DType::bf16, {0, 1}, true}};
   for (const Case& c : cases) {
-    const std::vector<std::string> lines = normalize_graph(c.shape, c.scale, c.dtype, c.axes);
+    const std::vector<std::string> lines =
+        c.sums ? sums_graph(c.shape, c.dtype, c.axes) : normalize_graph(c.shape, c.scale, c.dtype, c.axes);
     int count = 0;
     for (const std::string& l : lines) {
       if (l.find(" = fused_reduce(") == std::string::npos) continue;

@@ -4,12 +4,15 @@
 // is only handed to work queued after them (the same rule as PyTorch's caching allocator).
 // While the runtime records a CUDA graph, the recording thread allocates from a private pool
 // (CapturePool) instead, whose blocks are reused only within that recording and freed with it:
-// PyTorch's private graph memory pools follow the same rule.
+// PyTorch's private graph memory pools follow the same rule. While the recording queues work on
+// several streams (ControlRecorder::hold_pool), released blocks are handed out again only once
+// the streams have joined.
 #include <map>
 #include <mutex>
 #include <vector>
 
 #include "backends/cuda/context.h"
+#include "backends/cuda/control_recorder.h"
 #include "core/error_util.h"
 
 namespace tg::cuda {
@@ -82,7 +85,7 @@ class CapturePool {
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = free_.find(size);
-      if (it != free_.end()) {
+      if (it != free_.end()) {  // released before any hold began, or after the last ended
         p = it->second;
         free_.erase(it);
       }
@@ -102,13 +105,25 @@ class CapturePool {
     // pool itself lives as long as the recorded run (and any block still referenced).
     return std::shared_ptr<void>(p, [pool = self, size](void* q) {
       std::lock_guard<std::mutex> lock(pool->mu_);
-      pool->free_.emplace(size, q);
+      (pool->holds_ > 0 ? pool->held_ : pool->free_).emplace(size, q);
     });
+  }
+  /// ControlRecorder::hold_pool: while held, released blocks wait in held_ (work on another
+  /// stream may still use them) and go back to free_ when the last hold ends.
+  void hold(bool on) {
+    std::lock_guard<std::mutex> lock(mu_);
+    holds_ += on ? 1 : -1;
+    if (holds_ == 0) {
+      free_.merge(held_);
+      held_.clear();
+    }
   }
 
  private:
   int device_;
   std::mutex mu_;
+  int holds_ = 0;
+  std::multimap<size_t, void*> held_;
   std::multimap<size_t, void*> free_;
   std::vector<void*> all_;
 };
@@ -123,6 +138,10 @@ CapturePoolScope::CapturePoolScope(std::shared_ptr<CapturePool> pool) : previous
   t_capture_pool = std::move(pool);
 }
 CapturePoolScope::~CapturePoolScope() { t_capture_pool = std::move(previous_); }
+
+void hold_capture_pool(bool hold) {
+  if (t_capture_pool) t_capture_pool->hold(hold);
+}
 
 GlobalAllocationScope::GlobalAllocationScope() : previous_(std::move(t_capture_pool)) { t_capture_pool = nullptr; }
 GlobalAllocationScope::~GlobalAllocationScope() { t_capture_pool = std::move(previous_); }

@@ -97,7 +97,23 @@ class CudaControlRecorder final : public backends::ControlRecorder {
     kernels::launch_iota_i32(dst, n, start, static_cast<cudaStream_t>(stream));
     check_launch("for_loop", "iota");
   }
-
+  void* open_stream() const override {
+    cudaStream_t s = nullptr;
+    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "control flow", "cudaStreamCreate");
+    return s;
+  }
+  void close_stream(void* s) const override { cudaStreamDestroy(static_cast<cudaStream_t>(s)); }
+  void follow(void* waiter, void* stream) const override {
+    cudaEvent_t e = nullptr;
+    check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "control flow", "cudaEventCreate");
+    struct EventGuard {
+      cudaEvent_t e;
+      ~EventGuard() { cudaEventDestroy(e); }
+    } guard{e};
+    check(cudaEventRecord(e, static_cast<cudaStream_t>(stream)), "control flow", "cudaEventRecord");
+    check(cudaStreamWaitEvent(static_cast<cudaStream_t>(waiter), e, 0), "control flow", "cudaStreamWaitEvent");
+  }
+  void hold_pool(bool hold) const override { hold_capture_pool(hold); }
 
  private:
   // The graph `stream` is capturing into, and (when asked) the nodes later work depends on.

@@ -7,4 +7,8 @@ namespace tg::cuda {
 
 const backends::ControlRecorder& control_recorder();
 
+/// ControlRecorder::hold_pool for the calling thread's capture pool (allocator.cpp); no effect
+/// outside a recording.
+void hold_capture_pool(bool hold);
+
 }  // namespace tg::cuda

@@ -24,6 +24,14 @@
 //     threadIdx.y over power-of-two r-lanes; shared-memory tree over y. A group is one output, or
 //     2-4 consecutive outputs read with one 8-byte vector load per input and element of r when the
 //     layout allows (vector_width: 16-bit data of 64 channels would otherwise load 64 bytes a warp).
+//   - stream ('s', one output group: every reduced dim merged into one, contiguous in every
+//     per-element input, >= kStreamedSum elements; a loop condition's mean(y)): each thread reads
+//     16-byte vectors (Plan::vec elements of the widest input) with a grid stride, kUnroll vectors
+//     in flight; one resident wave of 256-thread blocks (at most kStreamBlocksPerSm an SM, each
+//     thread ~kUnroll vectors), warp shuffles, then the last block sums the blocks' partials (one a
+//     lane). The blocks are gridDim.y (the splits), so partials, counter and finish are the row
+//     and column modes'. The full sum of 2^20 floats: 256 blocks, 4 float4 loads a thread (the
+//     row mode used 1024 blocks of scalar loads in two waves, then a serial pass over 1024 partials).
 // A thread loads kUnroll elements before using them (memory-level parallelism), same order.
 // blockIdx.x strides over output groups; gridDim.y splits r so that the grid has ~8 blocks per SM
 // while each thread still runs >= ~16 iterations (>= kUnroll for long sums of few outputs, whose
@@ -63,6 +71,8 @@ constexpr int kFinishThreads = 1024;  // tg_fr_finish: 32 outputs times up to 32
 constexpr int kBlocksPerSm = 8;  // target resident blocks (256 threads each) per SM
 constexpr size_t kMaxShared = 48 * 1024;
 constexpr int64_t kStreamedSum = 1 << 16;  // elements a sum from which few outputs split finer
+constexpr int kStreamBlocksPerSm = 4;      // stream mode: resident 256-thread blocks an SM (one wave)
+constexpr int kStreamBytes = 16;           // stream mode: bytes of the widest input a thread loads at once
 
 /// Mirrors of tg_fr_dims and tg_fr_st of the generated source, passed by value.
 struct Dims {
@@ -77,8 +87,9 @@ struct InStrides {
 
 struct Plan {
   std::string kinds;  ///< per input: 's' scalar, 'k' constant over r, 'g' general
-  char mode = 'c';    ///< 'r' row, 'c' column (see the top)
-  int vec = 1;        ///< column mode: consecutive outputs a thread sums (vector loads), else 1
+  char mode = 'c';    ///< 'r' row, 'c' column, 's' stream (see the top)
+  int vec = 1;        ///< column mode: consecutive outputs a thread sums (vector loads); stream
+                      ///< mode: consecutive elements a thread loads at once; else 1
   int nk = 0, nr = 0;
   Dims dims;
   std::vector<InStrides> strides;  ///< per input
@@ -202,16 +213,105 @@ std::string last_block_finish(const FusedProgramSource& p) {
   return s;
 }
 
-std::string reduce_source(const FusedProgramSource& p, std::span<const DType> in, const Plan& pl) {
+/// Stream mode's kernel body (see the top): the same parameters as the row and column modes' body,
+/// blocks along gridDim.y (splits), one output group. Elements [0, NV * vec) are read as vectors
+/// of vec elements, a thread taking vectors i, i + T, ... (T threads in all, kUnroll vectors loaded
+/// before any is used); the tail of fewer than vec elements by the first threads. Each output's
+/// thread sums are reduced by warp shuffles and then the 8 warps' sums in order; one block stores
+/// the outputs, several store partials q<k>[block] (and the last block or tg_fr_finish sums them).
+std::string stream_body(const FusedProgramSource& p, std::span<const DType> in, const Plan& pl) {
   const size_t n = in.size(), nout = p.outputs.size();
-  std::string args;
-  const std::string params = param_list(p, in, pl, true, &args);
-  const std::string kparams = param_list(p, in, pl, false, &args);
-  std::string src = "#include \"elementwise.cuh\"\n\n" + std::string(nvrtc::kGridDependencySource) + p.prelude + "\n";
-  src +=
-      "struct tg_fr_dims { long long k[4]; long long r[4]; long long O; long long R; };\n"
-      "struct tg_fr_st { long long k[4]; long long r[4]; };\n\n"
-      "template <class I>\n__device__ __forceinline__ void tg_fr_body(" + params + ") {\n";
+  const int W = pl.vec;
+  std::string s;
+  for (size_t k = 0; k < nout; ++k) s += fmt::format("  __shared__ {} tg_ws{}[{}];\n", acc_type(p.outputs[k]), k, kThreads / 32);
+  s += "  const I R = static_cast<I>(d.R);\n";
+  s += fmt::format("  const I NV = R / {};  // whole vectors\n", W);
+  s += "  const I T = blockDim.x * gridDim.y;\n"
+       "  const I tid = threadIdx.x + blockDim.x * static_cast<I>(blockIdx.y);\n";
+  for (size_t m = 0; m < n; ++m) {
+    if (pl.kinds[m] == 's') s += fmt::format("  const {} v{} = x{}[0];\n", device_type(in[m]), m, m);
+  }
+  for (size_t k = 0; k < nout; ++k) s += fmt::format("  {} a{} = 0;\n", acc_type(p.outputs[k]), k);
+  auto load = [&](const std::string& suffix, const std::string& at) {
+    std::string out;
+    for (size_t m = 0; m < n; ++m) {
+      if (pl.kinds[m] != 'g') continue;
+      out += fmt::format("    const tg_dev::Pack<{0}, {1}> v{2}{3} = reinterpret_cast<const tg_dev::Pack<{0}, {1}>*>(x{2})[{4}];\n",
+                         device_type(in[m]), W, m, suffix, at);
+    }
+    return out;
+  };
+  auto accumulate = [&](const std::string& suffix, int lanes, bool vector) {
+    std::string out;
+    for (int j = 0; j < lanes; ++j) {
+      out += "    {\n      const tg_fused_out f = tg_fused(";
+      for (size_t m = 0; m < n; ++m) {
+        if (pl.kinds[m] == 's') out += fmt::format("v{}, ", m);
+        else out += vector ? fmt::format("v{}{}.v[{}], ", m, suffix, j) : fmt::format("v{}{}, ", m, suffix);
+      }
+      out += "nullptr);\n";
+      for (size_t k = 0; k < nout; ++k) {
+        out += fmt::format("      a{} += static_cast<{}>(tg_dev::cv(f.o{}));\n", k, acc_type(p.outputs[k]), k);
+      }
+      out += "    }\n";
+    }
+    return out;
+  };
+  s += "  I i = tid;\n";
+  s += fmt::format("  for (; i + {} * T < NV; i += {} * T) {{\n", kUnroll - 1, kUnroll);
+  for (int u = 0; u < kUnroll; ++u) s += load(fmt::format("_{}", u), u == 0 ? "i" : fmt::format("i + {} * T", u));
+  for (int u = 0; u < kUnroll; ++u) s += accumulate(fmt::format("_{}", u), W, true);
+  s += "  }\n  for (; i < NV; i += T) {\n" + load("_0", "i") + accumulate("_0", W, true) + "  }\n";
+  // The tail: R - NV * vec (< vec) elements, one a thread.
+  s += fmt::format("  if (tid < R - NV * {}) {{\n    const I e = NV * {} + tid;\n", W, W);
+  for (size_t m = 0; m < n; ++m) {
+    if (pl.kinds[m] == 'g') s += fmt::format("    const {} v{}_t = x{}[e];\n", device_type(in[m]), m, m);
+  }
+  s += accumulate("_t", 1, false) + "  }\n";
+  // Block sums: warp shuffles, then the warps' sums in order.
+  s += "  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;\n";
+  for (size_t k = 0; k < nout; ++k) {
+    s += fmt::format("#pragma unroll\n  for (int off = 16; off > 0; off >>= 1) a{0} += __shfl_down_sync(0xffffffffu, a{0}, off);\n", k);
+    s += fmt::format("  if (lane == 0) tg_ws{0}[warp] = a{0};\n", k);
+  }
+  s += "  __syncthreads();\n  if (threadIdx.x == 0) {\n";
+  for (size_t k = 0; k < nout; ++k) {
+    const DType t = p.outputs[k];
+    s += fmt::format("    {{\n      {} w = tg_ws{}[0];\n", acc_type(t), k);
+    s += fmt::format("      for (unsigned j = 1; j < (blockDim.x >> 5); ++j) w += tg_ws{}[j];\n", k);
+    s += fmt::format("      if (gridDim.y == 1) y{0}[0] = tg_dev::st<{1}>(static_cast<{2}>(w));\n"
+                     "      else q{0}[blockIdx.y] = w;\n    }}\n",
+                     k, device_type(t), compute_type(t));
+  }
+  s += "  }\n";
+  // The last block: a partial a lane (strided), warp shuffles, the warps' sums in order.
+  s += "  if (tg_cnt != nullptr && gridDim.y > 1) {  // the last block to finish sums the partials\n"
+       "    __shared__ unsigned int tg_last;\n"
+       "    __threadfence();\n    __syncthreads();\n"
+       "    if (threadIdx.x == 0) tg_last = atomicAdd(tg_cnt, 1u) + 1u == gridDim.y;\n"
+       "    __syncthreads();\n"
+       "    if (tg_last) {\n      __threadfence();\n";
+  for (size_t k = 0; k < nout; ++k) {
+    s += fmt::format("      {} w{} = 0;\n", acc_type(p.outputs[k]), k);
+    s += fmt::format("      for (unsigned j = threadIdx.x; j < gridDim.y; j += blockDim.x) w{0} += __ldcg(&q{0}[j]);\n", k);
+    s += fmt::format("#pragma unroll\n      for (int off = 16; off > 0; off >>= 1) w{0} += __shfl_down_sync(0xffffffffu, w{0}, off);\n", k);
+    s += fmt::format("      if (lane == 0) tg_ws{0}[warp] = w{0};\n", k);
+  }
+  s += "      __syncthreads();\n      if (threadIdx.x == 0) {\n";
+  for (size_t k = 0; k < nout; ++k) {
+    const DType t = p.outputs[k];
+    s += fmt::format("        {{\n          {} w = tg_ws{}[0];\n", acc_type(t), k);
+    s += fmt::format("          for (unsigned j = 1; j < (blockDim.x >> 5); ++j) w += tg_ws{}[j];\n", k);
+    s += fmt::format("          y{0}[0] = tg_dev::st<{1}>(static_cast<{2}>(w));\n        }}\n", k, device_type(t), compute_type(t));
+  }
+  s += "        *tg_cnt = 0u;\n      }\n    }\n  }\n";
+  return s;
+}
+
+/// Row and column modes' kernel body (see the top).
+std::string tiled_body(const FusedProgramSource& p, std::span<const DType> in, const Plan& pl) {
+  const size_t n = in.size(), nout = p.outputs.size();
+  std::string src;
   for (size_t k = 0; k < nout; ++k) {
     src += fmt::format("  __shared__ {} tg_sh{}[{}];\n", acc_type(p.outputs[k]), k, kThreads);
   }
@@ -327,12 +427,27 @@ std::string reduce_source(const FusedProgramSource& p, std::span<const DType> in
   for (size_t k = 0; k < nout; ++k) src += block_reduce(pl, k, p.outputs[k]);
   src += "    __syncthreads();\n  }\n";
   src += last_block_finish(p);
-  src += "}\n\n";
+  return src;
+}
+
+std::string reduce_source(const FusedProgramSource& p, std::span<const DType> in, const Plan& pl) {
+  const size_t nout = p.outputs.size();
+  std::string args;
+  const std::string params = param_list(p, in, pl, true, &args);
+  const std::string kparams = param_list(p, in, pl, false, &args);
+  std::string src = "#include \"elementwise.cuh\"\n\n" + std::string(nvrtc::kGridDependencySource) + p.prelude + "\n";
+  src +=
+      "struct tg_fr_dims { long long k[4]; long long r[4]; long long O; long long R; };\n"
+      "struct tg_fr_st { long long k[4]; long long r[4]; };\n\n"
+      "template <class I>\n__device__ __forceinline__ void tg_fr_body(" + params + ") {\n";
+  src += (pl.mode == 's' ? stream_body(p, in, pl) : tiled_body(p, in, pl)) + "}\n\n";
   // Entry points by index type: 32-bit when the shape has < 2^31 elements.
   const std::pair<const char*, const char*> entries[] = {{"tg_fr_32", "unsigned int"}, {"tg_fr_64", "long long"}};
+  // Stream mode keeps a wave of kStreamBlocksPerSm blocks resident (<= 64 registers a thread).
+  const std::string bounds = pl.mode == 's' ? fmt::format("{}, {}", kThreads, kStreamBlocksPerSm) : std::to_string(kThreads);
   for (const auto& [name, index] : entries) {
     src += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{ tg_grid_dependency(); tg_fr_body<{}>({}); }}\n",
-                       kThreads, name, kparams, index, args);
+                       bounds, name, kparams, index, args);
   }
   src += "\n";
   // The partials [split][O] of every output summed: blockDim (32 outputs, power-of-two split
@@ -494,6 +609,39 @@ int vector_width(const Plan& pl, std::span<const TensorData> inputs) {
   return 1;
 }
 
+/// Stream mode (see the top) when the sum has one output group, one merged reduced dim of at
+/// least kStreamedSum elements, contiguous (stride 1) in every per-element input, and every such
+/// input aligned to its vector: then Plan::vec = elements of the widest per-element input in
+/// kStreamBytes (at most 8). Returns whether it chose it.
+bool stream_layout(Plan& pl, std::span<const TensorData> inputs) {
+  if (pl.nk != 0 || pl.nr != 1 || pl.dims.R < kStreamedSum) return false;
+  size_t widest = 0;
+  for (size_t m = 0; m < inputs.size(); ++m) {
+    if (pl.kinds[m] == 'k') return false;
+    if (pl.kinds[m] == 'g') {
+      if (pl.strides[m].r[0] != 1) return false;
+      widest = std::max(widest, dtype_size(inputs[m].dtype()));
+    }
+  }
+  if (widest == 0) return false;
+  const int v = static_cast<int>(std::min<size_t>(8, kStreamBytes / widest));
+  for (size_t m = 0; m < inputs.size(); ++m) {
+    if (pl.kinds[m] == 'g' &&
+        reinterpret_cast<uintptr_t>(inputs[m].storage_ptr()) % (v * dtype_size(inputs[m].dtype())) != 0) {
+      return false;
+    }
+  }
+  pl.mode = 's';
+  pl.vec = v;
+  return true;
+}
+
+/// Sets Plan::mode and Plan::vec for the inputs: stream mode where it applies, else the row or
+/// column mode plan_reduce chose with vector_width's vectors.
+void choose_layout(Plan& pl, std::span<const TensorData> inputs) {
+  if (!stream_layout(pl, inputs)) pl.vec = vector_width(pl, inputs);
+}
+
 /// Smallest power of two >= n, at most cap (a power of two).
 int pow2_ceil(int64_t n, int cap) {
   int p = 1;
@@ -516,10 +664,18 @@ bool finishes_in_last_block(int64_t O, int64_t splits) { return splits > 1 && O 
 /// per SM, a thread summing >= 16 elements, or >= kUnroll when the outputs are few enough for the
 /// last block to finish them and a sum has >= kStreamedSum elements (a full sum of 2^20 floats:
 /// 1024 blocks instead of 256, so enough loads are in flight to stream the input; the last
-/// block's lanes then read ~4 partials each).
+/// block's lanes then read ~4 partials each). Stream mode: 256-thread blocks along gridDim.y,
+/// enough for ~kUnroll vectors a thread, at most kStreamBlocksPerSm an SM (one resident wave).
 Launch launch_shape(const Plan& pl, int64_t sms) {
-  const int64_t O = pl.dims.O / pl.vec, R = pl.dims.R;  // column mode: output groups
   Launch l;
+  if (pl.mode == 's') {  // one wave of blocks (gridDim.y), a thread ~kUnroll vectors
+    const int64_t vectors = pl.dims.R / pl.vec;
+    l.block = dim3(kThreads, 1);
+    l.splits = std::clamp<int64_t>((vectors + int64_t{kThreads} * kUnroll - 1) / (int64_t{kThreads} * kUnroll), 1,
+                                   std::min<int64_t>(kStreamBlocksPerSm * sms, 65535));
+    return l;
+  }
+  const int64_t O = pl.dims.O / pl.vec, R = pl.dims.R;  // column mode: output groups
   int rc, oc;
   if (pl.mode == 'r') {
     rc = 32;
@@ -610,7 +766,7 @@ void fused_reduce_kernel(KernelContext& ctx) {
     return;
   }
   Plan pl = plan_reduce(a, ctx.inputs, op);  // checks broadcasting
-  pl.vec = vector_width(pl, ctx.inputs);
+  choose_layout(pl, ctx.inputs);
   const Entry& e = entry_for(prog, in, pl, ctx.device.index, op);
 
   const Launch l = launch_shape(pl, dc.sm_count > 0 ? dc.sm_count : 132);
