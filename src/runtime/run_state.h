@@ -1,5 +1,6 @@
-// The state of one run of a Program (runtime/executor.cpp, runtime/control_flow.cpp): the arena
-// it runs in (an Instance, reused by later runs of the same caller) and the run's services.
+// The state of one run of a Program (runtime/run_state.cpp, run_results.cpp, executor.cpp,
+// control_flow.cpp): the arena it runs in (an Instance, reused by later runs of the same caller)
+// and the run's services.
 #pragma once
 #include <cstdint>
 #include <limits>
