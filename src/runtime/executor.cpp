@@ -1,9 +1,10 @@
 // The runtime's execution of a Program (program.h, docs/design/0005): runs walk the schedule on
 // the host through the backend's kernels, with every planned value in the caller's arena; on a
 // backend that records runs (CUDA), an arena's first run after the program's first completed run
-// is recorded (a CUDA graph) and every later run replays it: copy the feeds into their input
-// slots, one launch, copy the targets out. The walk: runtime/run_state.cpp; the lowering and the
-// arena pool: runtime/program.cpp.
+// is recorded (a CUDA graph) and every later run replays it: copy the feeds that moved into their
+// input slots, one launch, hand out the result buffers the recording wrote (copy out the other
+// targets). The walk: runtime/run_state.cpp; the lowering and the arena pool:
+// runtime/program.cpp; results: runtime/run_results.cpp.
 #include <chrono>
 #include <cstdio>
 
@@ -111,6 +112,14 @@ std::vector<TensorData> Program::run(std::span<const TensorData> feeds, const Ru
         moved = true;
       }
     }
+    // A result buffer the recorded kernels write that the caller still holds: record again,
+    // with that result copied out of the arena from now on (docs/design/0010, step 2).
+    for (size_t t = 0; t < inst.recorded_results.size(); ++t) {
+      if (inst.recorded_results[t] && inst.result_buffers[t].storage().use_count() != 1) {
+        inst.result_held[t] = 1;
+        moved = true;
+      }
+    }
     if (moved) {
       inst.recorded.reset();
       inst.recorded_formatters.clear();
@@ -119,6 +128,7 @@ std::vector<TensorData> Program::run(std::span<const TensorData> feeds, const Ru
   }
   if (recordable_ && warmed_.load() && !inst.record_failed && !inst.recorded) {
     RunState rec(*this, inst, nullptr);
+    rec.prepare_recorded_results();
     phases::Scope timed("run_record_cuda_graph");
     try {
       inst.recorded = backend_.record([&](void* s) {
@@ -149,6 +159,7 @@ std::vector<TensorData> Program::run(std::span<const TensorData> feeds, const Ru
     stats::add(Counter::graph_launches);
     if (!inst.recorded_slots.empty()) store.written(inst.recorded_slots, device_);
     RunState rs(*this, inst, stream);
+    rs.set_replayed();
     std::vector<TensorData> out = rs.results();
     rs.check_device_errors(inst.recorded_formatters);
     count_run(rs.wait_ns);

@@ -19,6 +19,14 @@ void RunState::stage_targets() {
     const int64_t off = p_.memory_.target_offset[i];
     if (off == MemoryPlan::kUnplanned) continue;
     const TensorData& v = inst_.values[targets[i].node][targets[i].index];
+    if (recording_) {
+      // Written into its result buffer by the recorded kernel (not a variable's buffer, the
+      // direct writes of plan_direct_writes, nor a kernel's memory of its own).
+      const ir::ValueRef t = targets[i];
+      inst_.recorded_results[i] = p_.fresh_target_[t.node][static_cast<size_t>(t.index)] == static_cast<int>(i) &&
+                                  !inst_.result_held[i] && !v.empty() &&
+                                  v.storage_ptr() == inst_.result_buffers[i].storage_ptr();
+    }
     if (handed_out(i)) continue;  // results() hands out that buffer itself
     if (v.storage_ptr() != base + off) {
       p_.backend_.copy(base + off, p_.device_, v.storage_ptr(), v.device(), v.nbytes(), stream_);
@@ -64,7 +72,8 @@ std::vector<TensorData> RunState::results() {
       continue;
     }
     if (handed_out(i)) {
-      out.push_back(inst_.values[targets[i].node][targets[i].index]);
+      // A replay's: the buffer the recorded kernel writes (the caller released it: Program::run).
+      out.push_back(replayed_ ? inst_.result_buffers[i] : inst_.values[targets[i].node][targets[i].index]);
       continue;
     }
     TensorData r = result_buffer(i, type);
@@ -89,7 +98,22 @@ TensorData RunState::result_buffer(size_t target, const TensorType& type) {
   return b;
 }
 
+void RunState::prepare_recorded_results() {
+  const auto& targets = p_.plan_->targets;
+  const ir::Graph& g = *p_.plan_->graph;
+  inst_.result_buffers.resize(targets.size());
+  inst_.result_held.resize(targets.size(), 0);
+  inst_.recorded_results.assign(targets.size(), 0);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const ir::ValueRef t = targets[i];
+    if (p_.fresh_target_[t.node][static_cast<size_t>(t.index)] == static_cast<int>(i) && !inst_.result_held[i]) {
+      result_buffer(i, g.type(t));
+    }
+  }
+}
+
 bool RunState::handed_out(size_t target) const {
+  if (recording_ || replayed_) return target < inst_.recorded_results.size() && inst_.recorded_results[target];
   const ir::ValueRef t = p_.plan_->targets[target];
   if (!fresh_ || p_.fresh_target_[t.node][static_cast<size_t>(t.index)] != static_cast<int>(target)) return false;
   const TensorData& v = inst_.values[t.node][t.index];

@@ -172,6 +172,17 @@ void RunState::enqueue_recorded(std::span<const TensorData> feeds) {
   execute(p_.top_, bound, inst_.values, true);
   stage_targets();
   commit();
+  // The instance keeps no reference to the result buffers the replays write (the targets'
+  // values and views of them): Program::run sees when the caller has released them.
+  const auto& targets = p_.plan_->targets;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (!inst_.recorded_results[i]) continue;
+    const void* buffer = inst_.result_buffers[i].storage_ptr();
+    for (const auto& t : targets) {
+      TensorData& v = inst_.values[t.node][t.index];
+      if (!v.empty() && v.storage_ptr() == buffer) v = TensorData();
+    }
+  }
 }
 
 void RunState::execute(const GraphPlan& plan, std::span<const TensorData> feeds,
@@ -255,8 +266,12 @@ void RunState::run_step(const GraphPlan& plan, size_t step, std::vector<std::vec
   } else if (top) {
     outs = inst_.views[node.id];
     for (size_t i = 0; i < outs.size(); ++i) {
-      // A result of a walking run: written straight into the buffer handed to the caller.
-      if (fresh(node, i)) outs[i] = result_buffer(static_cast<size_t>(p_.fresh_target_[node.id][i]), node.outputs[i]);
+      // A result of a walking run: written straight into the buffer handed to the caller. A
+      // recording writes it into the buffer prepare_recorded_results() set aside for replays.
+      if (fresh(node, i)) {
+        const auto t = static_cast<size_t>(p_.fresh_target_[node.id][i]);
+        outs[i] = recording_ ? inst_.result_buffers[t] : result_buffer(t, node.outputs[i]);
+      }
       if (outs[i].empty()) outs[i] = TensorData(node.outputs[i].shape, node.outputs[i].dtype, p_.device_);
       // A recorded run writes this value straight into its variable's buffer (plan_direct_writes).
       if (recording_ && p_.direct_[node.id][i] >= 0) {
