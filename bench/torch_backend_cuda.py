@@ -25,6 +25,8 @@ import tensorgraph.torch as tgt
 
 logging.basicConfig(level=logging.WARNING)
 T0 = time.time()
+HOST_PROFILE = False  # --host-profile
+TORCH_PROFILE = False  # --torch-profile
 
 
 def result(key, value):
@@ -46,6 +48,52 @@ def timed(fn, warmup=5, iters=30):
         torch.cuda.synchronize()
         ts.append(time.perf_counter() - t)
     return statistics.median(ts) * 1e3
+
+
+def host_us(fn, calls=200):
+    """Host microseconds per call with no synchronization between calls (the device runs behind):
+    what a call costs the CPU before its work is queued."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    us = (time.perf_counter() - t) / calls * 1e6
+    torch.cuda.synchronize()
+    return round(us, 1)
+
+
+def host_profile(name, fn, calls=200, rows=14):
+    """cProfile of `calls` calls (no synchronization between): where the host time goes."""
+    import cProfile
+    import io
+    import pstats
+    pr = cProfile.Profile()
+    torch.cuda.synchronize()
+    pr.enable()
+    for _ in range(calls):
+        fn()
+    pr.disable()
+    torch.cuda.synchronize()
+    s = io.StringIO()
+    pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(rows)
+    print(f"== host profile {name} ({calls} calls)", flush=True)
+    print("\n".join(line for line in s.getvalue().splitlines() if line.strip())[-4000:], flush=True)
+
+
+def torch_profile_step(fn, rows=22):
+    """One call of fn under torch.profiler (CPU and CUDA activity): the ops and kernels by device
+    time, with the step's wall time, so TensorGraph's part and PyTorch's part of a step show."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        t = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        wall = (time.perf_counter() - t) * 1e3
+    print(f"== torch.profiler, one step ({wall:.1f} ms wall with the profiler on)", flush=True)
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows, max_name_column_width=60), flush=True)
 
 
 def dynamo_breaks():
@@ -109,6 +157,9 @@ def tg_inference(name, model, inputs, out_of):
         before = tg_stats()
         result(f"{name}.tg_ms", round(timed(lambda: compiled(*inputs)), 3))
         stats_delta(name, before, 35)
+        result(f"{name}.tg_host_us_per_call", host_us(lambda: compiled(*inputs)))
+        if HOST_PROFILE:
+            host_profile(name, lambda: compiled(*inputs))
         # Again after the timed calls (replays of the recorded CUDA graph, reused DLPack views).
         got = out_of(compiled(*inputs))
         rel = ((got.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
@@ -124,6 +175,7 @@ def ro_inference(name, model, inputs, out_of):
         ro(*inputs)
         result(f"{name}.reduce_overhead_compile_s", round(time.time() - t, 1))
         result(f"{name}.reduce_overhead_ms", round(timed(lambda: ro(*inputs)), 3))
+        result(f"{name}.reduce_overhead_host_us_per_call", host_us(lambda: ro(*inputs)))
 
 
 class Training:
@@ -136,7 +188,7 @@ class Training:
         self.data = [(torch.randn(n, 3, 224, 224, device="cuda"), torch.randint(0, 1000, (n,), device="cuda"))
                      for _ in range(2)]
 
-    def run(self, model, stats=False):
+    def run(self, model, stats=False, profile=False):
         opt = torch.optim.Adam(model.parameters(), lr=1e-4)
         losses, times = [], []
         for i in range(self.steps):
@@ -155,7 +207,18 @@ class Training:
             losses.append(loss.item())
         if stats and self.steps > 3:
             stats_delta("train", before, self.steps - 3)
+        if profile:  # one more step under torch.profiler (--torch-profile)
+            torch_profile_step(lambda: self.step(model, opt, self.data[0]))
         return losses, times
+
+    @staticmethod
+    def step(model, opt, data):
+        x, y = data
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
 
     def eager(self):
         self.le, te = self.run(copy.deepcopy(self.base))
@@ -167,7 +230,8 @@ class Training:
         from torch._dynamo.utils import counters
         counters.clear()
         tgt.backend_stats(reset=True)
-        lt, tt = self.run(torch.compile(copy.deepcopy(self.base), backend=tgt.backend, dynamic=False), stats=True)
+        lt, tt = self.run(torch.compile(copy.deepcopy(self.base), backend=tgt.backend, dynamic=False), stats=True,
+                          profile=TORCH_PROFILE)
         result("train.tg_first_step_s", round(tt[0], 1))
         s = tgt.backend_stats()
         result("train.graphs", s["graphs"])
@@ -194,7 +258,14 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--only-tg-train", action="store_true",
                    help="only TensorGraph's training steps (e.g. under TG_PROFILE=1, which records no CUDA graphs)")
+    p.add_argument("--host-profile", action="store_true",
+                   help="a cProfile of TensorGraph's batch-1 calls (where the host time per call goes)")
+    p.add_argument("--torch-profile", action="store_true",
+                   help="one more TensorGraph training step under torch.profiler (the step's ops and kernels)")
     args = p.parse_args()
+    global HOST_PROFILE, TORCH_PROFILE
+    HOST_PROFILE = args.host_profile
+    TORCH_PROFILE = args.torch_profile
     if args.only_tg_train:
         torch.backends.cudnn.allow_tf32 = True
         tr = Training(args)

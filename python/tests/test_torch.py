@@ -103,6 +103,23 @@ def test_max_pool_indices_match_torch():
     assert i.dtype == torch.int64 and torch.equal(i, ei)
 
 
+def test_max_pool_indices_without_integer_division():
+    # Indices of rectangular, strided, dilated windows equal PyTorch's, computed without an
+    # integer division (its zero-divisor check would make every CUDA run wait for the device).
+    torch.manual_seed(1)
+    f = lambda x: F.max_pool2d(x, (2, 3), (2, 1), (1, 1), (1, 2), return_indices=True)  # noqa: E731
+    x = torch.randn(2, 3, 7, 9)
+    c = tgt.compile_module(f, (x,))
+    assert c.nodes_left_to_pytorch == 0, c.unsupported
+    y, i = c(x)
+    ey, ei = f(x)
+    torch.testing.assert_close(y, ey, atol=0, rtol=0)
+    assert torch.equal(i, ei)
+    (runner,) = c._cache.values()
+    program = str(runner.fn.exe)
+    assert "argmax" in program and "floor_div" not in program and "floor_mod" not in program
+
+
 def test_graph_break_keeps_results_and_logs(caplog):
     class Net(torch.nn.Module):
         def forward(self, x):

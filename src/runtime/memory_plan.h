@@ -1,6 +1,7 @@
 // The static memory plan of a program: every intermediate value of static shape gets an offset in
 // one arena per run, from the values' lifetimes over the schedule (docs/design/0005).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -11,6 +12,11 @@ namespace tg::runtime {
 
 /// Offsets and sizes are multiples of this.
 constexpr int64_t kArenaAlignment = 256;
+/// `bytes` rounded up to a multiple of kArenaAlignment.
+inline size_t align_up(size_t bytes) {
+  const auto a = static_cast<size_t>(kArenaAlignment);
+  return (bytes + a - 1) / a * a;
+}
 
 /// Where each value of a program lives during a run.
 struct MemoryPlan {

@@ -1,6 +1,7 @@
-// A compiled program: the optimized graph lowered for one backend, with its static memory plan,
-// and the runtime that runs it (runtime/executor.cpp): arenas per concurrent caller, in-place
-// transactional variables, CUDA graph capture and replay, interpreted control flow.
+// A compiled program: the optimized graph lowered for one backend, with its static memory plan
+// (runtime/program.cpp), and the runtime that runs it (runtime/executor.cpp, run_state.cpp,
+// run_results.cpp): arenas per concurrent caller, in-place transactional variables, CUDA graph
+// capture and replay, interpreted control flow.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -47,7 +48,7 @@ struct GraphPlan {
   std::vector<ir::ValueRef> results;
 };
 
-struct Instance;  // an arena and what is recorded with it (executor.cpp)
+struct Instance;  // an arena and what is recorded with it (run_state.h)
 
 /// The arena executables of one arena group share (CompileOptions::arena_group): one at a time
 /// runs in it (`mu`); it only grows, and each growth is a new generation (recorded runs of an

@@ -1,5 +1,6 @@
-// The state of one run of a Program (runtime/executor.cpp, runtime/control_flow.cpp): the arena
-// it runs in (an Instance, reused by later runs of the same caller) and the run's services.
+// The state of one run of a Program (runtime/run_state.cpp, run_results.cpp, executor.cpp,
+// control_flow.cpp): the arena it runs in (an Instance, reused by later runs of the same caller)
+// and the run's services.
 #pragma once
 #include <cstdint>
 #include <limits>
@@ -42,6 +43,13 @@ struct Instance {
   /// once the caller has released it (only this instance holds its storage), so a result comes
   /// at the same address run after run (a consumer's CUDA graph then reads it in place).
   std::vector<TensorData> result_buffers;
+  /// Per target: the recorded run's kernel writes it straight into result_buffers[t], which each
+  /// replay then hands out without a copy (docs/design/0010, step 2).
+  std::vector<char> recorded_results;
+  /// Per target: the caller still held its result buffer when a replay was due once, so
+  /// recordings write it into the arena and replays copy it out from then on (sticky, as
+  /// feed_moved: a caller that keeps every result costs one recording, not one per run).
+  std::vector<char> result_held;
   ~Instance();
 };
 
@@ -63,10 +71,17 @@ class RunState final : public backends::RunServices {
   /// not move is read in place (its address goes to Instance::recorded_feeds); the other
   /// placeholders read their input slots.
   void enqueue_recorded(std::span<const TensorData> feeds);
+  /// Before a recording (outside the capture, whose allocations belong to the recording): a
+  /// result buffer the caller released (or a new one) for every target the recorded kernels
+  /// write straight into (Program::fresh_target_, not Instance::result_held).
+  void prepare_recorded_results();
+  /// This RunState hands out the results of a replay (results()).
+  void set_replayed() { replayed_ = true; }
   void set_stream(void* stream) { stream_ = stream; }
   /// The targets: the buffers an enqueue()d run's kernels wrote them into (Program::
-  /// fresh_target_), else copies out of the arena (or the values themselves where unplanned).
-  /// Call once per run: it moves the handed-out values out of the instance.
+  /// fresh_target_), or a replay's recorded kernels did (Instance::recorded_results), else copies
+  /// out of the arena (or the values themselves where unplanned). Call once per run: it moves
+  /// the handed-out values out of the instance.
   std::vector<TensorData> results();
   /// Raises the error a kernel reported on the device, if any (waits for the stream).
   void check_device_errors(const std::vector<backends::DeviceErrorFormatter>& formatters);
@@ -121,11 +136,15 @@ class RunState final : public backends::RunServices {
   /// The buffer for result `target` of `type`: Instance::result_buffers' one when the caller
   /// released it, else a new one (kept there).
   TensorData result_buffer(size_t target, const TensorType& type);
-  /// The value of output `index` of `node` goes straight into its result buffer in this run.
+  /// The value of output `index` of `node` goes straight into its result buffer in this run (a
+  /// walking run, or a recording where the caller did not hold that result at a replay).
   bool fresh(const ir::Node& node, size_t index) const {
-    return fresh_ && p_.fresh_target_[node.id][index] >= 0;
+    const int t = p_.fresh_target_[node.id][index];
+    if (t < 0) return false;
+    return fresh_ || (recording_ && !inst_.result_held[static_cast<size_t>(t)]);
   }
-  /// Target `target` of this run is the buffer its kernel wrote into (a fresh() value).
+  /// Target `target` of this run is the buffer its kernel wrote into (a fresh() value; in a
+  /// recording or a replay, one of Instance::recorded_results).
   bool handed_out(size_t target) const;
 
   // Variables of this run (per program variable index): the value a read sees now.
@@ -143,6 +162,7 @@ class RunState final : public backends::RunServices {
   bool profile_ = false;
   bool recording_ = false;
   bool fresh_ = false;  ///< enqueue(): results written straight into their buffers (fresh_target_)
+  bool replayed_ = false;  ///< results() of a replay (set_replayed)
   bool guard_ = false;  ///< the current kernel writes variables' buffers directly
   /// run_region's destinations for the results of the region now running (dest_graph_).
   const ir::Graph* dest_graph_ = nullptr;

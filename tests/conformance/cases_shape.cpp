@@ -86,6 +86,20 @@ TG_CONFORMANCE_CASES(shape) {
   cases.push_back(one("transpose_nhwc_to_nchw", {2, 7, 9, 5}, [](Tensor x) {
     return tg::transpose(x, {0, 3, 1, 2});
   }));
+  // 2-byte elements: 64x64 tiles of element pairs (word loads and stores where aligned, single
+  // elements at odd sizes and tile edges), both directions.
+  cases.push_back(one("transpose_nchw_to_nhwc_bf16_odd_hw", {3, 70, 9, 11}, [](Tensor x) {
+    return tg::transpose(x, {0, 2, 3, 1});
+  }, DType::bf16));
+  cases.push_back(one("transpose_nhwc_to_nchw_bf16_odd_hw", {3, 9, 11, 70}, [](Tensor x) {
+    return tg::transpose(x, {0, 3, 1, 2});
+  }, DType::bf16));
+  cases.push_back(one("transpose_nchw_to_nhwc_f16_tile_edges", {2, 130, 8, 9}, [](Tensor x) {
+    return tg::transpose(x, {0, 2, 3, 1});
+  }, DType::f16));
+  cases.push_back(one("transpose_nhwc_to_nchw_f16_tile_edges", {2, 8, 9, 130}, [](Tensor x) {
+    return tg::transpose(x, {0, 3, 1, 2});
+  }, DType::f16));
   cases.push_back(one("transpose_tiled_odd", {3, 45, 70}, [](Tensor x) {
     return tg::transpose(x, {0, 2, 1});
   }));

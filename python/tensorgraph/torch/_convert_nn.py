@@ -81,8 +81,16 @@ class _LazyIndices(Unavailable):
         j = tg.cast(tg.argmax(tg.concat(windows, 4), axis=4), tg.int64)  # window position, first max
         oh = tg.cast(tg.iota(g, [n, c, ho, wo], axis=2), tg.int64) * s[0] - p[0]
         ow = tg.cast(tg.iota(g, [n, c, ho, wo], axis=3), tg.int64) * s[1] - p[2]
-        row = oh + tg.floor_div(j, g.constant(k[1], dtype=tg.int64)) * d[0]
-        col = ow + tg.floor_mod(j, g.constant(k[1], dtype=tg.int64)) * d[1]
+        # j's window row and column without an integer division (a division is checked for zero
+        # divisors on the device, and that check makes the run wait for the device at its end):
+        # the row is how many multiples of k[1] j has reached (j < k[0] * k[1]).
+        wr = None
+        for t in range(1, k[0]):
+            reached = tg.cast(tg.greater_equal(j, g.constant(t * k[1], dtype=tg.int64)), tg.int64)
+            wr = reached if wr is None else wr + reached
+        wc = j if wr is None else j - wr * k[1]
+        row = oh if wr is None else oh + wr * d[0]
+        col = ow + wc * d[1]
         return row * w + col
 
 
