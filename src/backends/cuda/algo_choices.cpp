@@ -2,6 +2,7 @@
 #include "backends/cuda/algo_choices.h"
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <cstdlib>
@@ -49,6 +50,12 @@ struct Preparers {
   }
   void work() {
     std::map<int, cudaStream_t> warm;  // this worker's stream per device for the warm-up runs
+    // TG_PREPARE_DELAY_MS: start this late (a measured A/B of docs/design/0011: the libraries'
+    // initialization beside a first run that uses first-run kernels); cut short at exit.
+    if (const char* d = std::getenv("TG_PREPARE_DELAY_MS"); d && std::atoi(d) > 0) {
+      std::unique_lock lock(mu);
+      changed.wait_for(lock, std::chrono::milliseconds(std::atoi(d)), [&] { return stopping; });
+    }
     std::unique_lock lock(mu);
     while (true) {
       changed.wait(lock, [&] { return stopping || !queue.empty(); });
