@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -347,6 +348,9 @@ void run_saved(const RunArgs& a) {
     throw tg::cli::UsageError(fmt::format("--precision {}: {} was compiled with precision {} (give it to tg compile)",
                                           a.precision, a.model, file_precision));
   }
+  // The first run does not wait for cuDNN/cuBLASLt to initialize: it uses TensorGraph's own GEMM and
+  // convolution kernels where their plans are not ready (docs/design/0011; not the library's bits).
+  setenv("TG_FIRST_RUN_KERNELS", "1", /*overwrite=*/0);
   tg::Executable exe = tg::Executable::load(a.model, device);
   // The feeds as inputs: names and types from the executable.
   std::vector<tg::onnx::InputInfo> inputs;
@@ -462,6 +466,8 @@ void compile_model(const RunArgs& a, const std::string& out) {
     for (int64_t& d : s) d = d < 0 ? 1 : d;  // --dynamic: the warm-up run's sizes
     feeds.push_back(random_input({s, in.tensor.type().dtype}, a.seed + feeds.size()).to(device));
   }
+  // The file also stores the first-run GEMM/convolution kernels that `tg run` uses (docs/design/0011).
+  setenv("TG_FIRST_RUN_KERNELS", "1", /*overwrite=*/0);
   const auto t0 = std::chrono::steady_clock::now();
   tg::Executable exe = m.graph.compile(
       device, types, m.targets(), {},

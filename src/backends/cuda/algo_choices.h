@@ -50,8 +50,9 @@ std::optional<std::string> find(const std::string& key);
 /// loaded (CUDA loads a module's kernels lazily, at their first launch: tens of ms for cuDNN's
 /// and cuBLASLt's) before the run needs them. A choice that does not build is left to its first
 /// use (which chooses as without one). Choices already handed over are skipped.
-/// TG_PREPARE_CHOICES=0 turns this off (then plans are built at first use). Threads are joined at
-/// process exit.
+/// TG_PREPARE_CHOICES=0 turns this off (then plans are built at first use). The workers start
+/// TG_PREPARE_DELAY_MS after the load (default 150 ms with first-run kernels on, docs/design/0011,
+/// else 0), or at the first claim(). Threads are joined at process exit.
 void prepare_async(int device, std::vector<backends::CodeObject> choices);
 
 /// Whether the caller must build the plan of stored choice `key` itself: true when no worker

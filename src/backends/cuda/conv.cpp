@@ -46,8 +46,10 @@
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/conv_plans.h"
 #include "backends/cuda/cudnn_conv_graph.h"
+#include "backends/cuda/first_run.h"
 #include "backends/cuda/kernels/conv_layout.h"
 #include "backends/cuda/kernels/lowp_cast.h"
+#include "backends/cuda/nvrtc/compiler.h"
 #include "core/env.h"
 #include "core/error_util.h"
 #include "core/phase_times.h"
@@ -303,6 +305,24 @@ cudnnMathType_t math_of(const Setup& s, ComputePrecision precision) {
   return precision == ComputePrecision::tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
 }
 
+// The plan cache key of the op in layout s.nhwc.
+PlanKey key_of(const KernelContext& ctx, int device, const Problem& pr, const Setup& s) {
+  const ops::ConvGeometry& g = pr.g;
+  const Dims xp{g.x.n, g.x.c, g.x.h + pr.extra[0] + pr.extra[1], g.x.w + pr.extra[2] + pr.extra[3]};
+  const Dims yd{g.y.n, g.y.c, g.y.h, g.y.w};
+  const Dims wd{g.w.o, g.w.i, g.w.kh, g.w.kw};
+  const cudnnMathType_t math = math_of(s, ctx.precision);
+  // Tensor-core problems go through the graph API (the legacy API misses the sm90 engines);
+  // its plans assume 16-byte aligned buffers (scratch buffers always are).
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const bool graph = env::cudnn_graph_enabled() && g.groups == 1 && math != CUDNN_FMA_MATH &&
+                     s.rdt != DType::f64 && aligned(ptr(ctx.inputs[0])) && aligned(ptr(ctx.inputs[1])) &&
+                     aligned(ptr(ctx.outputs[0]));
+  return PlanKey{device, pr.pass, s.rdt, math, s.nhwc, xp, wd, yd,
+                 g.groups, pr.ph, pr.pw, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, graph,
+                 ctx.deterministic};
+}
+
 // Runs the op with cuDNN in layout s.nhwc; false (nothing run) when cuDNN has no algorithm.
 bool run(Env& e, const Problem& pr, const Setup& s) {
   const ops::ConvGeometry& g = pr.g;
@@ -314,15 +334,7 @@ bool run(Env& e, const Problem& pr, const Setup& s) {
   const void* in0 = ptr(e.ctx.inputs[0]);
   const void* in1 = ptr(e.ctx.inputs[1]);
   void* user_out = ptr(e.ctx.outputs[0]);
-  const cudnnMathType_t math = math_of(s, e.ctx.precision);
-  // Tensor-core problems go through the graph API (the legacy API misses the sm90 engines);
-  // its plans assume 16-byte aligned buffers (scratch buffers always are).
-  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  const bool graph = env::cudnn_graph_enabled() && g.groups == 1 && math != CUDNN_FMA_MATH &&
-                     s.rdt != DType::f64 && aligned(in0) && aligned(in1) && aligned(user_out);
-  PlanKey key{e.dc.device, pr.pass, s.rdt, math, s.nhwc, xp, wd, yd,
-              g.groups, pr.ph, pr.pw, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, graph,
-              e.ctx.deterministic};
+  const PlanKey key = key_of(e.ctx, e.dc.device, pr, s);
   Plan* plan = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_plans_mu);
@@ -442,6 +454,41 @@ bool run(Env& e, const Problem& pr, const Setup& s) {
   return true;
 }
 
+// TensorGraph's own implicit-GEMM conv2d instead of cuDNN (docs/design/0011-first-run-kernels.md):
+// with TG_FIRST_RUN_KERNELS=1, in a walked run, for a forward problem whose plan a preparation
+// worker is still building (a stored choice for one of the two layouts, no plan cached for
+// either). Also compiles the program while a code sink is set (the runs before
+// Executable::save), so that a saved executable carries it. True when it ran.
+bool first_run_conv(KernelContext& ctx, int device, const Problem& pr, Setup s) {
+  if (!first_run::enabled()) return false;
+  first_run::Round r{};
+  if (!first_run::rounding_of(s.dt, ctx.precision, &r)) return false;
+  if (pr.g.w.kh * pr.g.w.kw * pr.g.w.i > INT32_MAX) return false;  // the kernel's window index is 32-bit
+  const char* op = ctx.op_name();
+  if (nvrtc::code_sink_set()) first_run::prepare_conv2d(device, s.dt, r, op);
+  const cudaStream_t stream = stream_of(ctx);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(stream, &capture), op, "cudaStreamIsCapturing");
+  if (capture != cudaStreamCaptureStatusNone) return false;
+  bool stored = false;
+  for (const bool nhwc : {s.nhwc, !s.nhwc}) {
+    s.nhwc = nhwc;
+    const PlanKey key = key_of(ctx, device, pr, s);
+    {
+      std::lock_guard<std::mutex> lock(g_plans_mu);
+      if (g_plans.count(key)) return false;  // built (or known not to build): the library path
+    }
+    stored = stored || algo_choices::find(choice_key(key)).has_value();
+  }
+  if (!stored) return false;
+  phases::Scope timed("first_run_conv2d");
+  first_run::ConvArgs args = first_run::conv_args(pr.g, pr.d.data_layout, pr.d.weights_layout);
+  const size_t ws_bytes = first_run::plan(args);
+  first_run::launch_conv2d(device, s.dt, r, ptr(ctx.inputs[0]), ptr(ctx.inputs[1]), ptr(ctx.outputs[0]), args,
+                           ws_bytes ? workspace_of(ctx, ws_bytes) : nullptr, stream, op);
+  return true;
+}
+
 template <Pass P>
 void conv_kernel(KernelContext& ctx) {
   const Problem pr = problem_of(ctx, P);
@@ -457,10 +504,6 @@ void conv_kernel(KernelContext& ctx) {
     check(cudaMemsetAsync(ptr(out), 0, out.nbytes(), stream), ctx.op_name(), "cudaMemsetAsync");
     return;  // all-zero bits are 0.0 in every float type
   }
-  phases::Scope wait_time("cudnn_handle_wait");
-  CudnnUse cudnn = dc.cudnn(stream);  // held by this kernel (one thread at a time queues cuDNN work)
-  wait_time.stop();
-  Env e{ctx, dc, stream, ctx.op_name(), cudnn.handle};
   Setup s;
   s.dt = dt;
   s.rdt = dt;
@@ -470,6 +513,11 @@ void conv_kernel(KernelContext& ctx) {
   s.user_nhwc = pr.d.data_layout == Layout::nhwc;
   s.user_w = pr.d.weights_layout == Layout::oihw ? kOIHW : kHWIO;
   s.nhwc = s.user_nhwc && s.rdt != DType::f64;
+  if (P == Pass::forward && first_run_conv(ctx, dc.device, pr, s)) return;
+  phases::Scope wait_time("cudnn_handle_wait");
+  CudnnUse cudnn = dc.cudnn(stream);  // held by this kernel (one thread at a time queues cuDNN work)
+  wait_time.stop();
+  Env e{ctx, dc, stream, ctx.op_name(), cudnn.handle};
   if (run(e, pr, s)) return;
   if (s.rdt != DType::f64) {  // try the other layout
     s.nhwc = !s.nhwc;

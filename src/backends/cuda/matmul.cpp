@@ -39,7 +39,9 @@
 #include "backends/cuda/algo_choices.h"
 #include "backends/cuda/context.h"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/first_run.h"
 #include "backends/cuda/kernels/lowp_cast.h"
+#include "backends/cuda/nvrtc/compiler.h"
 #include "backends/cuda/kernels/matmul.h"
 #include "core/error_util.h"
 #include "core/phase_times.h"
@@ -420,7 +422,37 @@ Mode mode_of(DType dtype, ComputePrecision precision) {
   }
 }
 
+// TensorGraph's own GEMM instead of cuBLASLt (docs/design/0011-first-run-kernels.md): with
+// TG_FIRST_RUN_KERNELS=1, in a walked run, for a problem whose plan a preparation worker is still
+// building (a stored choice, none in the cache yet). Also compiles the program while a code sink is
+// set (the runs before Executable::save), so that a saved executable carries it. True when it ran.
+bool first_run_matmul(KernelContext& ctx, const Problem& p, const LtKey& key, const void* a, const void* b, void* c) {
+  if (!first_run::enabled() || p.batch.size() > 4) return false;
+  first_run::Round r{};
+  const DType dt = ctx.inputs[0].dtype();
+  if (!first_run::rounding_of(dt, ctx.precision, &r)) return false;
+  const char* op = ctx.op_name();
+  if (nvrtc::code_sink_set()) first_run::prepare_matmul(key.device, dt, r, op);
+  const cudaStream_t stream = stream_of(ctx);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(stream, &capture), op, "cudaStreamIsCapturing");
+  if (capture != cudaStreamCaptureStatusNone || cached_plan(key) || !algo_choices::find(choice_key(key))) return false;
+  first_run::GemmArgs g{};
+  g.m = p.m, g.n = p.n, g.k = p.k, g.lda = p.a.cols, g.ldb = p.b.cols, g.ta = p.a.transposed, g.tb = p.b.transposed;
+  g.batch_rank = static_cast<long long>(p.batch.size());
+  for (size_t d = 0; d < p.batch.size(); ++d) {
+    g.batch_dims[d] = p.batch[d].size, g.batch_sa[d] = p.batch[d].sa, g.batch_sb[d] = p.batch[d].sb;
+  }
+  phases::Scope timed("first_run_matmul");
+  const size_t ws_bytes = first_run::plan(g, p.batches());
+  first_run::launch_matmul(key.device, dt, r, a, b, c, g, p.batches(), ws_bytes ? workspace_of(ctx, ws_bytes) : nullptr,
+                           stream, op);
+  return true;
+}
+
 void matmul_lt(KernelContext& ctx, const Problem& p, const void* a, const void* b, void* c) {
+  const void* const a_in = a;  // as stored (before a rounding cast)
+  const void* const b_in = b;
   const char* op = ctx.op_name();
   DeviceContext& dc = context_of(ctx);
   const cudaStream_t stream = stream_of(ctx);
@@ -474,6 +506,7 @@ void matmul_lt(KernelContext& ctx, const Problem& p, const void* a, const void* 
             m == p.m ? p.a.rows : m, p.a.cols, p.b.rows, p.b.cols,
             p.a.transposed, p.b.transposed, count, sa, sb,
             alignment_of(a_bits), alignment_of(b_bits), alignment_of(c_bits), ctx.deterministic};
+  if (first_run_matmul(ctx, p, key, a_in, b_in, c)) return;
   const LtPlan& plan = lt_plan(key, dc.cublaslt(), op);
   if (!plan.choice.empty()) algo_choices::note(plan.choice_key, plan.choice);
   void* ws = plan.workspace > 0 ? workspace_of(ctx, plan.workspace) : nullptr;

@@ -359,6 +359,8 @@ std::string version() { return nvrtc_version(); }
 
 void set_code_sink(std::vector<backends::CodeObject>* sink) { t_sink = sink; }
 
+bool code_sink_set() { return t_sink != nullptr; }
+
 void note_use(const Program& program) { to_sink(program.key(), program); }
 
 }  // namespace tg::cuda::nvrtc

@@ -93,6 +93,8 @@ std::string version();
 /// Saved executables: while set (per thread), every compile() call appends the key and image of
 /// the program it returns to `sink`.
 void set_code_sink(std::vector<backends::CodeObject>* sink);
+/// Whether a code sink is set on this thread (the runs before Executable::save).
+bool code_sink_set();
 /// Tells the code sink (if set on this thread) that `program` is used: the kernels' own caches
 /// call it when they answer without compile(), so a saved executable gets every kernel it runs.
 void note_use(const Program& program);
