@@ -15,7 +15,10 @@
 // while the current one is folded), then each thread folds the taps of its RY outputs
 // (consecutive y) of every z output that reads the plane, reusing each shared value it loads for
 // all of them. A block walks several tiles (grid-stride), so the loads of the next tile overlap
-// the fold of the current one. With plain loads of 4- and 8-byte types (no prologue) the planes
+// the fold of the current one. Windows along z can march instead (G::MARCH): a tile is a run of
+// z outputs, its planes streamed once each through the ring and each folded into the WZ outputs
+// that read it (the accumulators of WZ outputs rotate), so every source element is read once a
+// tile. With plain loads of 4- and 8-byte types (no prologue) the planes
 // come through a ring of NS shared-memory buffers filled by cp.async (16-byte copies of aligned
 // row pieces where the rows allow, CW elements each), NS - 1 planes in flight while one is folded
 // and no registers held for them. Window, strides, dilations, tile shape, reduction,
@@ -29,10 +32,10 @@
 // Constant weights (G::CONST_W) come from G::weight(n). A sum with constant weights skips the taps
 // of weight +-0 (G::zero_w) where that cannot change a result: a left fold of additions ends in -0
 // exactly when every term is -0, and a finite source times 0 is a zero, so skipping changes
-// nothing unless a skipped tap reads a non-finite value (the tile's planes are checked as they
-// are staged: __syncthreads_or, one flag a plane; then every output of the tile is folded again
-// over every tap, reading the source: st_exact) or the result is -0 (that output is folded
-// again). The refolds run after the tile's stores, when the accumulators are dead. Sums of a
+// nothing unless a skipped tap reads a non-finite value (each thread sums the values of a plane
+// that its outputs' taps read, skipped ones included, and checks the sum: an inf or NaN there,
+// or a finite overflow, folds every output of the thread again over every tap, reading the
+// source: st_exact) or the result is -0 (that output is folded again). The refolds run after the tile's stores, when the accumulators are dead. Sums of a
 // floating type with weights read at run time do the same (G::RSKIP): which weights are +-0 is
 // read at launch (zmask, the same in every thread), each tap is a block-uniform branch, and the
 // same checks and refolds keep the results exact (a 7-point stencil in a 3x3x3 window folds 7 taps,
@@ -59,6 +62,7 @@ struct StencilArgs {
   /// magic numbers of tiles[0], tiles[1], tiles[2], out[0]; Granlund-Montgomery round-up).
   int small;
   unsigned div_m[4], div_s[4];
+  i64 zc;  ///< z outputs a tile (G::MARCH; else G::RZ)
 };
 
 /// n / d for 0 <= n, d < 2^31 by the magic numbers (m, s) of d: exact, no overflow.
@@ -127,8 +131,9 @@ TG_DEVICE_INLINE bool st_better(C v, C best) {
 }
 
 /// Folds tap value v (window tap n) into (acc, at) under reduction R (0 sum, 1 product, 2 min,
-/// 3 max, 4 argmin, 5 argmax).
-template <int R, class C>
+/// 3 max, 4 argmin, 5 argmax). NONAN: the caller knows that no value is NaN (min/max/argmin/argmax
+/// then compare only: st_better without its NaN term).
+template <int R, bool NONAN = false, class C>
 TG_DEVICE_INLINE void st_fold(C& acc, int& at, C v, int n) {
   if (n == 0) {
     acc = v;
@@ -138,7 +143,7 @@ TG_DEVICE_INLINE void st_fold(C& acc, int& at, C v, int n) {
   } else if (R == 1) {
     acc = st_mul(acc, v);
   } else {
-    if (st_better<(R == 3 || R == 5)>(v, acc)) {
+    if (NONAN ? ((R == 3 || R == 5) ? v > acc : v < acc) : st_better<(R == 3 || R == 5)>(v, acc)) {
       acc = v;
       at = n;
     }
@@ -163,22 +168,20 @@ constexpr int StLoadBatch = TG_ST_LOAD_BATCH;
 
 /// Loads the (EY x EX) input tile at rows iy0.., columns ix0.. of plane (c0, cz) of the source
 /// block starting at element `block` of x into `tile` (element (r, c) at tile[r * PITCH + sh + c];
-/// every thread of the block takes part); returns whether this thread stored a non-finite value.
-/// Not inlined: the fold loops around it unroll over the planes.
+/// every thread of the block takes part). Not inlined: the fold loops around it unroll over the planes.
 template <class G, int PITCH, class T, class C>
-__noinline__ bool st_load_tile(T* tile, const typename G::X* __restrict__ x, const StPtrs& P, i64 block, i64 c0,
+__noinline__ void st_load_tile(T* tile, const typename G::X* __restrict__ x, const StPtrs& P, i64 block, i64 c0,
                                i64 cz, i64 inz, i64 iny, i64 inx, i64 iy0, i64 ix0, bool plane_inside, C boundary,
                                int tid, int sh) {
   constexpr int TX = G::BX, TY = G::BY * G::RY, NT = G::BX * G::BY;
   constexpr int EX = (TX - 1) * G::SX + (G::WX - 1) * G::DX + 1;
   constexpr int EY = (TY - 1) * G::SY + (G::WY - 1) * G::DY + 1;
-  bool nf = false;
   if (c0 < 0 || cz < 0) {
     for (int e = tid; e < EY * EX; e += NT) {
       const int r = e / EX, c = e - r * EX;
       tile[r * PITCH + sh + c] = st<T>(boundary);
     }
-    return st_nonfinite(boundary);
+    return;
   }
   const i64 plane = block + (c0 * inz + cz) * iny * inx;
   // In batches of B a thread, every load of a batch in flight before the first store.
@@ -205,11 +208,9 @@ __noinline__ bool st_load_tile(T* tile, const typename G::X* __restrict__ x, con
       if (e < EY * EX) {
         const int r = e / EX, c = e - r * EX;
         tile[r * PITCH + sh + c] = v[k];
-        if (G::SKIP || G::RSKIP) nf = nf || st_nonfinite(cv(v[k]));
       }
     }
   }
-  return nf;
 }
 
 /// Asynchronous copies global -> shared of B bytes (4, 8 or 16; both addresses aligned to B), in
@@ -242,16 +243,17 @@ TG_DEVICE_INLINE void st_cp_wait() {
 
 /// Output (b, o0, oz, oy, ox) folded over every tap in order, reading the source through G::load
 /// (the boundary mode applied per tap): the exact result where skipping zero-weight taps may not
-/// be. Inlined (a call would make the caller spill its accumulators).
+/// be, or where min/max folds compared without NaN checks (its tap index in `at`). Inlined (a call
+/// would make the caller spill its accumulators).
 template <class G, class C>
 TG_DEVICE_INLINE C st_exact(const typename G::X* __restrict__ x, const typename G::T* __restrict__ w, const StPtrs& P,
-                            const StencilArgs& a, i64 b, i64 o0, i64 oz, i64 oy, i64 ox, C boundary) {
+                            const StencilArgs& a, i64 b, i64 o0, i64 oz, i64 oy, i64 ox, C boundary, int& at) {
   const i64 o[4] = {o0, oz, oy, ox};
   const int W[4] = {G::W0, G::WZ, G::WY, G::WX};
   const int S[4] = {G::S0, G::SZ, G::SY, G::SX}, D[4] = {G::D0, G::DZ, G::DY, G::DX};
   const i64 block = b * a.in[0] * a.in[1] * a.in[2] * a.in[3];
   C acc = C(0);
-  int at = 0;
+  at = 0;
   constexpr int WIN = G::W0 * G::WZ * G::WY * G::WX;
 #pragma unroll 1
   for (int n = 0; n < WIN; ++n) {
@@ -268,7 +270,7 @@ TG_DEVICE_INLINE C st_exact(const typename G::X* __restrict__ x, const typename 
       off = off * a.in[i] + (c < 0 ? 0 : c);
     }
     const C v = outside ? boundary : cv(G::load(x, P, block + off));
-    st_fold<G::R>(acc, at, st_mul(v, G::CONST_W ? G::weight(n) : cv(w[n])), n);
+    st_fold<G::R>(acc, at, G::UNIT_W ? v : st_mul(v, G::CONST_W ? G::weight(n) : cv(w[n])), n);
   }
   return acc;
 }
@@ -296,6 +298,13 @@ struct StGeo {
   static constexpr int PITCH = CW == 1 ? EX : (EX + 2 * CW - 2) / CW * CW;  // round_up(EX + CW - 1, CW)
   static constexpr int TILE = EY * PITCH;
   static constexpr int NB = G::NS < 2 ? 2 : G::NS;  // shared buffers
+  /// Min/max/argmin/argmax of a floating type with unit or constant (finite) weights fold by
+  /// plain comparisons: each thread checks the values its taps read (one sum a plane) and folds its
+  /// outputs again exactly (st_exact) when one is NaN, or with weights also inf (inf * 0 is NaN).
+  /// Weights read at run time may be inf or NaN themselves: those folds keep st_better.
+  static constexpr bool NANCHK = G::R >= 2 && Num<typename G::C>::is_float && (G::UNIT_W || G::CONST_W);
+  /// Whether some outputs may need st_exact: zero-tap skipping or NANCHK.
+  static constexpr bool REFOLD = G::SKIP || G::RSKIP || NANCHK;
 };
 
 template <class G>
@@ -328,7 +337,7 @@ TG_DEVICE_INLINE StTile st_tile(const StencilArgs& a, i64 t) {
   }
   r.ox0 = tix * TX;
   r.oy0 = tiy * TY;
-  r.oz0 = tiz * G::RZ;
+  r.oz0 = tiz * (G::MARCH ? a.zc : static_cast<i64>(G::RZ));
   r.ix0 = r.ox0 * G::SX - a.before[3];
   r.iy0 = r.oy0 * G::SY - a.before[2];
   r.iz0 = r.oz0 * G::SZ - a.before[1];
@@ -338,16 +347,50 @@ TG_DEVICE_INLINE StTile st_tile(const StencilArgs& a, i64 t) {
   return r;
 }
 
+/// Whether value (iy, jx) of a plane (rows from the thread's first) is a tap of some output
+/// (rz, ry) of the thread that reads the plane as plane iz of the z chunk (whatever its weight).
+template <class G>
+TG_DEVICE_INLINE constexpr bool st_tap_at(int iy, int iz) {
+  for (int rz = 0; rz < G::RZ; ++rz) {
+    const int dz = iz - rz * G::SZ;
+    if (dz < 0 || dz % G::DZ != 0 || dz / G::DZ >= G::WZ) continue;
+    for (int ry = 0; ry < G::RY; ++ry) {
+      const int dy = iy - ry * G::SY;
+      if (dy >= 0 && dy % G::DY == 0 && dy / G::DY < G::WY) return true;
+    }
+  }
+  return false;
+}
+
 /// Folds shared plane `base` (the thread's first value; row pitch PITCH) into every (rz, ry) output
 /// of the thread that reads it, as plane iz of the z chunk for tap t0 of d0: taps in row-major
 /// order (skipping sums leave out the taps of weight 0; see the top). t0 and iz are constants after
-/// unrolling.
+/// unrolling. Skipping sums (`skipping`) return whether a value of the plane that one of the
+/// thread's taps reads (also a skipped one) is inf or NaN: one sum over those values (inf, NaN, or
+/// a finite overflow, which only costs a refold), so each thread checks its own outputs and no
+/// block-wide flag is needed.
 template <class G, class C>
-TG_DEVICE_INLINE void st_fold_plane(C (&acc)[G::RZ][G::RY], int (&at)[G::RZ][G::RY], const typename G::T* base,
-                                    const C (&wr)[StGeo<G>::WIN], const C* wsm, unsigned long long zmask, int t0,
-                                    int iz) {
+TG_DEVICE_INLINE bool st_fold_plane(C (&acc)[G::RZ][G::RY], int (&at)[G::RZ][G::RY], const typename G::T* base,
+                                    const C (&wr)[StGeo<G>::WIN], const C* wsm, unsigned long long zmask,
+                                    bool skipping, int t0, int iz) {
   typedef StGeo<G> K;
   constexpr int WZ = G::WZ, WY = G::WY, WX = G::WX, SZ = G::SZ, SY = G::SY, DZ = G::DZ, DY = G::DY;
+  bool nf = false;
+  if constexpr (K::REFOLD) {
+    if (skipping || K::NANCHK) {
+      C sum = C(0);
+#pragma unroll
+      for (int iy = 0; iy < K::ERY; ++iy) {
+        if (!st_tap_at<G>(iy, iz)) continue;
+#pragma unroll
+        for (int jx = 0; jx < WX; ++jx) sum = st_add(sum, cv(base[iy * K::PITCH + jx * G::DX]));
+      }
+      // unit weights: a NaN among the values (inf - inf is NaN too); else also an inf
+      nf = K::NANCHK && G::UNIT_W ? sum != sum : st_nonfinite(sum);
+    }
+  } else {
+    (void)skipping;
+  }
   if constexpr (G::RSKIP) {
     // Run-time weights, sum: tap by tap (row-major within the plane), each a block-uniform branch
     // over the taps of weight 0 (bit n of zmask), the thread's RY outputs inside it; the weights
@@ -372,7 +415,7 @@ TG_DEVICE_INLINE void st_fold_plane(C (&acc)[G::RZ][G::RY], int (&at)[G::RZ][G::
       }
     }
     (void)at, (void)wr;
-    return;
+    return nf;
   }
   (void)zmask, (void)wsm;
 #pragma unroll
@@ -408,17 +451,45 @@ TG_DEVICE_INLINE void st_fold_plane(C (&acc)[G::RZ][G::RY], int (&at)[G::RZ][G::
           if (G::SKIP) {
             acc[rz][ry] = st_add(acc[rz][ry], p);
           } else {
-            st_fold<G::R>(acc[rz][ry], at[rz][ry], p, n);
+            st_fold<G::R, K::NANCHK>(acc[rz][ry], at[rz][ry], p, n);
           }
         }
       }
     }
   }
+  return nf;
 }
 
-/// Stores the thread's outputs of tile g. Skipping sums mark the outputs that came out -0 (bit
-/// rz * RY + ry) and fold them again over every tap afterwards (all of the tile's outputs when a
-/// plane held an inf or NaN, tile_nf), once the accumulators are dead.
+/// Stores output o of the stencil: its tap index for argmin/argmax, else its value.
+template <class G, class C>
+TG_DEVICE_INLINE void st_put(typename G::O* __restrict__ y, const StPtrs& P, i64 o, C r, int at) {
+  if constexpr (G::R >= 4) {
+    G::store(y, P, o, static_cast<typename G::Y>(at));
+  } else {
+    (void)at;
+    G::store(y, P, o, st<typename G::Y>(r));
+  }
+}
+
+/// Whether output value r of the thread must be folded again exactly (K::REFOLD): `nf` (a value
+/// its taps read was non-finite for skipping sums, NaN for NANCHK), or a skipping sum's -0.
+template <class G, class C>
+TG_DEVICE_INLINE bool st_needs_refold(C r, bool nf, bool skipping) {
+  typedef StGeo<G> K;
+  if constexpr (K::NANCHK) {
+    (void)r, (void)skipping;
+    return nf;
+  } else if constexpr (G::SKIP || G::RSKIP) {
+    return skipping && (nf || (r == C(0) && st_signbit(r)));
+  } else {
+    (void)r, (void)nf, (void)skipping;
+    return false;
+  }
+}
+
+/// Stores the thread's outputs of tile g. Outputs that need it (st_needs_refold; tile_nf: a plane
+/// of the tile held a value the thread's taps read that was non-finite, or NaN) are marked (bit
+/// rz * RY + ry) and folded again over every tap afterwards, once the accumulators are dead.
 template <class G, class C>
 TG_DEVICE_INLINE void st_store_tile(typename G::O* __restrict__ y, const typename G::X* __restrict__ x,
                                     const typename G::T* __restrict__ w, const StPtrs& P, const StencilArgs& a,
@@ -438,19 +509,12 @@ TG_DEVICE_INLINE void st_store_tile(typename G::O* __restrict__ y, const typenam
         const i64 oy = g.oy0 + ty * RY + ry;
         if (oy >= outy) continue;
         const i64 o = (((g.b * out0 + g.o0) * outz + oz) * outy + oy) * outx + ox;
-        if constexpr (G::R >= 4) {
-          G::store(y, P, o, static_cast<typename G::Y>(at[rz][ry]));
-        } else {
-          const C r = acc[rz][ry];
-          if constexpr (G::SKIP || G::RSKIP) {
-            if (skipping && (tile_nf || (r == C(0) && st_signbit(r)))) refold |= 1ull << (rz * RY + ry);
-          }
-          G::store(y, P, o, st<typename G::Y>(r));
-        }
+        if (st_needs_refold<G>(acc[rz][ry], tile_nf, skipping)) refold |= 1ull << (rz * RY + ry);
+        st_put<G>(y, P, o, acc[rz][ry], at[rz][ry]);
       }
     }
   }
-  if constexpr (G::SKIP || G::RSKIP) {
+  if constexpr (StGeo<G>::REFOLD) {
     static_assert(RZ * RY <= 64, "one refold bit an output");
     if (refold != 0) {
 #pragma unroll 1
@@ -458,11 +522,132 @@ TG_DEVICE_INLINE void st_store_tile(typename G::O* __restrict__ y, const typenam
         if (!((refold >> k) & 1)) continue;
         const i64 oz = g.oz0 + k / RY, oy = g.oy0 + ty * RY + k % RY;
         const i64 o = (((g.b * out0 + g.o0) * outz + oz) * outy + oy) * outx + ox;
-        G::store(y, P, o, st<typename G::Y>(st_exact<G>(x, w, P, a, g.b, g.o0, oz, oy, ox, boundary)));
+        int ex_at;
+        const C r = st_exact<G>(x, w, P, a, g.b, g.o0, oz, oy, ox, boundary, ex_at);
+        st_put<G>(y, P, o, r, ex_at);
       }
     }
   } else {
-    (void)tile_nf, (void)skipping, (void)w;
+    (void)w, (void)x, (void)boundary;
+  }
+}
+
+/// Marching along z (G::MARCH: W0 == 1, SZ == DZ == 1): folds plane iz of the march (iz % WZ ==
+/// k, a constant after unrolling) into the WZ outputs that read it: output iz - tz takes the plane
+/// as its window plane tz, in accumulator slot (iz - tz) % WZ. Each value of the thread's
+/// neighbourhood (ERY rows x WX columns: every tap position of its RY outputs) is read from shared
+/// memory once for all of them. Per output the taps come in row-major order (planes tz ascending,
+/// then rows, then columns), as the CPU folds them. Skipping sums start the output of tz == 0 at
+/// -0 and leave out the taps of weight 0 (G::SKIP: constant; G::RSKIP: bit n of zmask, a
+/// block-uniform branch a tap); they return whether a value of the neighbourhood (also one only a
+/// skipped tap reads) is inf or NaN (one sum over the values: inf, NaN, or a finite overflow, which
+/// only costs a refold).
+template <class G, class C>
+TG_DEVICE_INLINE bool st_march_fold(C (&acc)[G::WZ][G::RY], int (&at)[G::WZ][G::RY], const typename G::T* base,
+                                    const C (&wr)[StGeo<G>::WIN], const C* wsm, unsigned long long zmask,
+                                    bool skipping, int k) {
+  typedef StGeo<G> K;
+  constexpr int WZ = G::WZ, WY = G::WY, WX = G::WX, SY = G::SY, DY = G::DY, RY = G::RY, ERY = K::ERY;
+  constexpr bool SKIPPING = G::SKIP || G::RSKIP;
+  auto tap_row = [](int iy) {
+    for (int ry = 0; ry < RY; ++ry) {
+      const int dy = iy - ry * SY;
+      if (dy >= 0 && dy % DY == 0 && dy / DY < WY) return true;
+    }
+    return false;
+  };
+  C v[ERY][WX];
+#pragma unroll
+  for (int iy = 0; iy < ERY; ++iy) {
+#pragma unroll
+    for (int jx = 0; jx < WX; ++jx) v[iy][jx] = tap_row(iy) ? cv(base[iy * K::PITCH + jx * G::DX]) : C(0);
+  }
+  bool nf = false;
+  if constexpr (K::REFOLD) {
+    if (skipping || K::NANCHK) {
+      C sum = C(0);
+#pragma unroll
+      for (int iy = 0; iy < ERY; ++iy) {
+#pragma unroll
+        for (int jx = 0; jx < WX; ++jx) {
+          if (tap_row(iy)) sum = st_add(sum, v[iy][jx]);
+        }
+      }
+      nf = K::NANCHK && G::UNIT_W ? sum != sum : st_nonfinite(sum);
+    }
+  }
+  if constexpr (SKIPPING) {
+#pragma unroll
+    for (int ry = 0; ry < RY; ++ry) acc[k][ry] = C(-0.0);  // output iz starts (tz == 0)
+  }
+  (void)zmask, (void)wsm, (void)wr;
+#pragma unroll
+  for (int tz = 0; tz < WZ; ++tz) {
+    const int slot = (k - tz + WZ) % WZ;
+#pragma unroll
+    for (int ty = 0; ty < WY; ++ty) {
+#pragma unroll
+      for (int tx = 0; tx < WX; ++tx) {
+        const int n = (tz * WY + ty) * WX + tx;
+        if (G::SKIP && G::zero_w(n)) continue;
+        C wn;
+        if constexpr (G::RSKIP) {
+          if ((zmask >> n) & 1) continue;
+          wn = wsm[n];
+        } else {
+          wn = wr[n];
+        }
+#pragma unroll
+        for (int ry = 0; ry < RY; ++ry) {
+          const C x = v[ry * SY + ty * DY][tx];
+          const C p = G::UNIT_W ? x : st_mul(x, wn);
+          if (SKIPPING) {
+            acc[slot][ry] = st_add(acc[slot][ry], p);
+          } else {
+            st_fold<G::R, K::NANCHK>(acc[slot][ry], at[slot][ry], p, n);
+          }
+        }
+      }
+    }
+  }
+  return nf;
+}
+
+/// Stores the thread's RY outputs of z output oz of tile g (accumulator slot `slot` of the march);
+/// those that need it (st_needs_refold; `nf`: a plane the output read held such a value in the
+/// thread's neighbourhood) are folded again over every tap after the stores (st_exact).
+template <class G, class C>
+TG_DEVICE_INLINE void st_store_march(typename G::O* __restrict__ y, const typename G::X* __restrict__ x,
+                                     const typename G::T* __restrict__ w, const StPtrs& P, const StencilArgs& a,
+                                     const StTile& g, const C (&acc)[G::WZ][G::RY], const int (&at)[G::WZ][G::RY],
+                                     int slot, i64 oz, bool nf, bool skipping, C boundary, int tx, int ty) {
+  constexpr int RY = G::RY;
+  const i64 outy = a.out[2], outx = a.out[3];
+  const i64 ox = g.ox0 + tx;
+  if (ox >= outx) return;
+  const i64 row0 = ((g.b * a.out[0] + g.o0) * a.out[1] + oz) * outy;
+  unsigned refold = 0;
+#pragma unroll
+  for (int ry = 0; ry < RY; ++ry) {
+    const i64 oy = g.oy0 + ty * RY + ry;
+    if (oy >= outy) continue;
+    if (st_needs_refold<G>(acc[slot][ry], nf, skipping)) refold |= 1u << ry;
+    st_put<G>(y, P, (row0 + oy) * outx + ox, acc[slot][ry], at[slot][ry]);
+  }
+  if constexpr (StGeo<G>::REFOLD) {
+    static_assert(RY <= 32, "one refold bit an output");
+    if (refold != 0) {
+#pragma unroll 1
+      for (int ry = 0; ry < RY; ++ry) {
+        if (!((refold >> ry) & 1)) continue;
+        const i64 oy = g.oy0 + ty * RY + ry;
+        int ex_at;
+        const C r = st_exact<G>(x, w, P, a, g.b, g.o0, oz, oy, ox, boundary, ex_at);
+        st_put<G>(y, P, (row0 + oy) * outx + ox, r, ex_at);
+      }
+    }
+  } else {
+    (void)w, (void)x, (void)boundary;
   }
 }
 
@@ -532,23 +717,12 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
   auto origin = [&](const StTile& g, i64 c0, i64 cz) {
     return g.b * block_in + (c0 * inz + cz) * iny * inx + g.iy0 * inx + g.ix0;
   };
-  // Loads plane (t0, iz) of tile g into buf synchronously (any plane); whether this thread stored
-  // a non-finite value.
+  // Loads plane (t0, iz) of tile g into buf synchronously (any plane).
   auto load_now = [&](T* buf, const StTile& g, int t0, int iz) {
     i64 c0, cz;
     coords(g, t0, iz, c0, cz);
-    return st_load_tile<G, PITCH>(buf, x, P, g.b * block_in, c0, cz, inz, iny, inx, g.iy0, g.ix0, g.inside,
-                                  boundary, tid, g.sh);
-  };
-  // One barrier a plane; with zero-tap skipping it also tells whether the staged plane holds a
-  // non-finite value (then every output of the tile is folded again).
-  auto barrier = [&](bool nf) {
-    if constexpr (G::SKIP || G::RSKIP) {
-      return __syncthreads_or(nf ? 1 : 0) != 0;
-    } else {
-      __syncthreads();
-      return false;
-    }
+    st_load_tile<G, PITCH>(buf, x, P, g.b * block_in, c0, cz, inz, iny, inx, g.iy0, g.ix0, g.inside, boundary, tid,
+                           g.sh);
   };
   auto zero_acc = [&](C (&acc)[RZ][RY], int (&at)[RZ][RY]) {
 #pragma unroll
@@ -569,22 +743,25 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
     constexpr int CPR = PITCH / CW;  // copies a row at most (a row needs (sh + EX) / CW rounded up)
     constexpr int COPIES = K::EY * CPR;
     constexpr int TE = K::EY * EX, PER_E = (TE + NT - 1) / NT;  // tile elements (mapped copies)
+    // Planes of tile g when marching: its z outputs (zc, fewer at the end) plus the window's halo.
+    auto march_planes = [&](const StTile& gm) {
+      const i64 nz = a.out[1] - gm.oz0;
+      return static_cast<int>(nz < a.zc ? nz : a.zc) + G::WZ - 1;
+    };
+    (void)march_planes;
     i64 ti = t;  // (its tile is made again at each issue: registers are short)
     int it0 = 0, iiz = 0, slot_in = 0;
-    unsigned elem_bits = 0;  // per slot: filled element by element (else in copies of CW)
     auto issue = [&]() {
       if (ti < a.total_tiles) {
         const StTile gi = st_tile<G>(a, ti);
         T* buf = tiles + slot_in * TILE;
         i64 c0, cz;
         coords(gi, it0, iiz, c0, cz);
-        const unsigned bit = 1u << slot_in;
         if (c0 < 0 || cz < 0) {  // the boundary value (zero and constant modes)
           for (int e = tid; e < TE; e += NT) {
             const int r = e / EX, c = e - r * EX;
             buf[r * PITCH + gi.sh + c] = st<T>(boundary);
           }
-          elem_bits |= bit;
         } else if (gi.inside_a) {  // whole copies of the rows' aligned span
           const T* src = reinterpret_cast<const T*>(x) + origin(gi, c0, cz) - gi.sh;
           const int cpr = (gi.sh + EX + CW - 1) / CW;
@@ -596,7 +773,38 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
               st_cp_async<CW * sizeof(T)>(buf + r * PITCH + c * CW, src + r * inx + c * CW);
             }
           }
-          elem_bits &= ~bit;
+        } else if constexpr (CW > 1) {
+          // A tile leaving the source, rows of whole copies: copy by copy, each row mapped through
+          // the boundary mode; a copy inside the source row moves CW elements at once, one that
+          // leaves it (at most one at each end of a row) element by element, mapped.
+          const T* plane = reinterpret_cast<const T*>(x) + gi.b * block_in + (c0 * inz + cz) * iny * inx;
+          const i64 col0 = gi.ix0 - gi.sh;  // the source column of a row's first copy (aligned)
+          const int cpr = (gi.sh + EX + CW - 1) / CW;
+#pragma unroll
+          for (int q = 0; q < (COPIES + NT - 1) / NT; ++q) {
+            const int e = tid + q * NT;
+            const int r = e / CPR, c = e - r * CPR;
+            if (e < COPIES && c < cpr) {
+              const i64 gy = st_boundary_index<G::M>(gi.iy0 + r, iny);
+              const i64 col = col0 + c * CW;
+              T* d = buf + r * PITCH + c * CW;
+              if (gy >= 0 && col >= 0 && col + CW <= inx) {
+                st_cp_async<CW * sizeof(T)>(d, plane + gy * inx + col);
+              } else {
+#pragma unroll
+                for (int j = 0; j < CW; ++j) {
+                  const int tc = c * CW + j - gi.sh;  // tile column
+                  if (tc < 0 || tc >= EX) continue;
+                  const i64 gx = st_boundary_index<G::M>(col + j, inx);
+                  if (gy < 0 || gx < 0) {
+                    d[j] = st<T>(boundary);
+                  } else {
+                    st_cp_async<sizeof(T)>(d + j, plane + gy * inx + gx);
+                  }
+                }
+              }
+            }
+          }
         } else {  // a tile leaving the source: element copies mapped through the boundary mode
           const T* plane = reinterpret_cast<const T*>(x) + gi.b * block_in + (c0 * inz + cz) * iny * inx;
 #pragma unroll
@@ -614,9 +822,8 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
               }
             }
           }
-          elem_bits |= bit;
         }
-        if (++iiz == EZ) {
+        if (++iiz == (G::MARCH ? march_planes(gi) : EZ)) {
           iiz = 0;
           if (++it0 == W0) {
             it0 = 0;
@@ -627,28 +834,51 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
       st_cp_commit();
       slot_in = slot_in + 1 == NS ? 0 : slot_in + 1;
     };
-    // Whether this thread's part of slot s holds a non-finite value (after its copies landed).
-    auto slot_nf = [&](int s) {
-      if (!(G::SKIP || G::RSKIP) || !skipping) return false;
-      const T* buf = tiles + s * TILE;
-      bool nf = false;
-      if ((elem_bits >> s) & 1) {
-        for (int e = tid; e < TE; e += NT) {
-          const int r = e / EX, c = e - r * EX;
-          nf = nf || st_nonfinite(cv(buf[r * PITCH + g.sh + c]));
-        }
-      } else {
-        for (int e = tid; e < COPIES; e += NT) {
-          const int r = e / CPR, c = e - r * CPR;
-#pragma unroll
-          for (int k = 0; k < CW; ++k) nf = nf || st_nonfinite(cv(buf[r * PITCH + c * CW + k]));
-        }
-      }
-      return nf;
-    };
 #pragma unroll
     for (int k = 0; k < NS - 1; ++k) issue();
     int cur = 0;
+    if constexpr (G::MARCH) {
+      // March along z: tile g's planes iz = 0 .. np - 1 in order; after plane iz, output
+      // iz - (WZ - 1) has all its taps and is stored. Loops unrolled by WZ keep the accumulator
+      // slots constant. Non-finite values are found per thread (st_march_fold): no block-wide flag.
+      constexpr int WZ = G::WZ;
+      static_assert(G::W0 == 1 && G::SZ == 1 && G::DZ == 1 && WZ <= 16, "marching: W0 1, SZ and DZ 1");
+      for (; t < a.total_tiles; t += step) {
+        const int np = march_planes(g);
+        C acc[WZ][RY];
+        int at[WZ][RY];
+#pragma unroll
+        for (int s = 0; s < WZ; ++s) {
+#pragma unroll
+          for (int ry = 0; ry < RY; ++ry) {
+            acc[s][ry] = C(0);
+            at[s][ry] = 0;
+          }
+        }
+        unsigned hist = 0;  // bit j: plane iz - j held a non-finite value (skipping sums)
+        for (int iz0 = 0; iz0 < np; iz0 += WZ) {
+#pragma unroll
+          for (int k = 0; k < WZ; ++k) {
+            const int iz = iz0 + k;
+            if (iz >= np) break;
+            st_cp_wait<NS - 2>();  // this thread's copies of plane `cur` landed
+            __syncthreads();       // everyone's landed; everyone folded the previous plane
+            issue();               // into the previous plane's slot
+            const bool nf = st_march_fold<G>(acc, at, tiles + cur * TILE + g.sh + thread_at, wr, wsm, zmask,
+                                             skipping, k);
+            hist = (hist << 1) | (nf ? 1u : 0u);
+            cur = cur + 1 == NS ? 0 : cur + 1;
+            if (iz >= WZ - 1) {
+              st_store_march<G>(y, x, w, P, a, g, acc, at, (k + 1) % WZ, g.oz0 + iz - (WZ - 1),
+                                (hist & ((1u << WZ) - 1)) != 0, skipping, boundary, tx, ty);
+            }
+          }
+        }
+        if (t + step < a.total_tiles) g = st_tile<G>(a, t + step);
+      }
+      st_cp_wait<0>();
+      return;
+    }
     for (; t < a.total_tiles; t += step) {
       C acc[RZ][RY];
       int at[RZ][RY];
@@ -659,10 +889,10 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
 #pragma unroll
         for (int iz = 0; iz < EZ; ++iz) {
           st_cp_wait<NS - 2>();  // this thread's copies of plane `cur` landed
-          const bool nf = slot_nf(cur);
-          tile_nf = barrier(nf) || tile_nf;  // everyone's landed; everyone folded the previous plane
-          issue();                           // into the previous plane's slot
-          st_fold_plane<G>(acc, at, tiles + cur * TILE + g.sh + thread_at, wr, wsm, zmask, t0, iz);
+          __syncthreads();       // everyone's landed; everyone folded the previous plane
+          issue();               // into the previous plane's slot
+          tile_nf = st_fold_plane<G>(acc, at, tiles + cur * TILE + g.sh + thread_at, wr, wsm, zmask, skipping, t0,
+                                     iz) || tile_nf;
           cur = cur + 1 == NS ? 0 : cur + 1;
         }
       }
@@ -671,7 +901,8 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
     }
     st_cp_wait<0>();
   } else {
-    bool plane_nf = barrier(load_now(tiles, g, 0, 0));
+    load_now(tiles, g, 0, 0);
+    __syncthreads();
     int cur = 0;
     for (; t < a.total_tiles; t += step) {
       const bool has_next_tile = t + step < a.total_tiles;
@@ -705,25 +936,23 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
               }
             }
           }
-          tile_nf = tile_nf || plane_nf;
-          st_fold_plane<G>(acc, at, tiles + cur * TILE + thread_at, wr, wsm, zmask, t0, iz);
+          tile_nf = st_fold_plane<G>(acc, at, tiles + cur * TILE + thread_at, wr, wsm, zmask, skipping, t0, iz) ||
+                    tile_nf;
           // Stage the next plane in the other buffer (nobody reads it: the barrier after the
           // previous plane's fold has passed).
           T* other = tiles + (cur ^ 1) * TILE;
-          bool nf = false;
           if (direct) {
 #pragma unroll
             for (int q = 0; q < PER; ++q) {
               const int e = tid + q * NT;
               if (e < K::EY * EX) {
                 other[e] = pre[q];
-                if (G::SKIP || G::RSKIP) nf = nf || st_nonfinite(cv(pre[q]));
               }
             }
           } else if (has_next) {
-            nf = load_now(other, nx, nt0, niz);
+            load_now(other, nx, nt0, niz);
           }
-          plane_nf = barrier(nf);
+          __syncthreads();
           cur ^= 1;
         }
       }
