@@ -98,10 +98,13 @@ struct st_bool {
   static constexpr bool value = B;
 };
 
+/// The sign bit of v (C: float or double; a bit test, not a division).
 template <class C>
 TG_DEVICE_INLINE bool st_signbit(C v) {
-  if constexpr (Num<C>::is_float) {
-    return C(1) / v < C(0);  // v is a zero here: 1 / -0 = -inf
+  if constexpr (sizeof(C) == 8 && Num<C>::is_float) {
+    return __double_as_longlong(static_cast<double>(v)) < 0;
+  } else if constexpr (Num<C>::is_float) {
+    return (__float_as_uint(static_cast<float>(v)) >> 31) != 0;
   } else {
     return false;
   }
@@ -876,28 +879,27 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
         }
         if (t + step < a.total_tiles) g = st_tile<G>(a, t + step);
       }
-      st_cp_wait<0>();
-      return;
-    }
-    for (; t < a.total_tiles; t += step) {
-      C acc[RZ][RY];
-      int at[RZ][RY];
-      zero_acc(acc, at);
-      bool tile_nf = false;
+    } else {
+      for (; t < a.total_tiles; t += step) {
+        C acc[RZ][RY];
+        int at[RZ][RY];
+        zero_acc(acc, at);
+        bool tile_nf = false;
 #pragma unroll
-      for (int t0 = 0; t0 < W0; ++t0) {
+        for (int t0 = 0; t0 < W0; ++t0) {
 #pragma unroll
-        for (int iz = 0; iz < EZ; ++iz) {
-          st_cp_wait<NS - 2>();  // this thread's copies of plane `cur` landed
-          __syncthreads();       // everyone's landed; everyone folded the previous plane
-          issue();               // into the previous plane's slot
-          tile_nf = st_fold_plane<G>(acc, at, tiles + cur * TILE + g.sh + thread_at, wr, wsm, zmask, skipping, t0,
-                                     iz) || tile_nf;
-          cur = cur + 1 == NS ? 0 : cur + 1;
+          for (int iz = 0; iz < EZ; ++iz) {
+            st_cp_wait<NS - 2>();  // this thread's copies of plane `cur` landed
+            __syncthreads();       // everyone's landed; everyone folded the previous plane
+            issue();               // into the previous plane's slot
+            tile_nf = st_fold_plane<G>(acc, at, tiles + cur * TILE + g.sh + thread_at, wr, wsm, zmask, skipping,
+                                       t0, iz) || tile_nf;
+            cur = cur + 1 == NS ? 0 : cur + 1;
+          }
         }
+        st_store_tile<G>(y, x, w, P, a, g, acc, at, tile_nf, skipping, boundary, tx, ty);
+        if (t + step < a.total_tiles) g = st_tile<G>(a, t + step);
       }
-      st_store_tile<G>(y, x, w, P, a, g, acc, at, tile_nf, skipping, boundary, tx, ty);
-      if (t + step < a.total_tiles) g = st_tile<G>(a, t + step);
     }
     st_cp_wait<0>();
   } else {
