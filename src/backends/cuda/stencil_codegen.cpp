@@ -164,16 +164,24 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
       if (tile_bytes(ring) <= kMaxRingBytes) s = ring;
     }
     // Windows along z (3-D and 4-D with d0 window 1, unit z stride and dilation) march along z on
-    // the ring (device/stencil.cuh, G::MARCH): 32 x 32 outputs of the (y, x) plane a tile (4 a
-    // thread along y), its input planes read once each. Before (tiles of 4 z outputs, 6 input
-    // planes each), the 512^3 7-point stencil took 1.03 ms on the H200 (session 18d).
+    // the ring (device/stencil.cuh, G::MARCH): a tile is a run of z outputs, its input planes read
+    // once each. Before (tiles of 4 z outputs, 6 input planes each, on registers), the 512^3
+    // 7-point stencil took 1.03 ms on the H200 (session 18d); marching in 32 x 32 tiles, 0.8715
+    // (run-time weights) and 0.7769 (constant), session 18e; 64 x 32 below.
     const TiledStencilSpec plain = s;
     TiledStencilSpec march = s;
     bool can_march = false;
     if (k >= 3 && s.win[1] > 1 && s.win[1] <= 16 && s.win[0] == 1 && s.stride[1] == 1 && s.dilation[1] == 1 &&
         ring_fits(s)) {
       march.march = true;
+      // 4-byte types: tiles of 64 x 32 outputs, 8 a thread along y (64 x 4 threads). H200, session
+      // 18e (bench_stencil_cuda --tiles, same call): the 512^3 7-point stencil with constant
+      // weights 0.6217 ms against 0.7769 with 32 x 32 tiles of 4 a thread (128 x 16 tiles of 8:
+      // 0.6375; 128 x 8 of 4: 0.8134); run-time weights measured only with 32 x 32 (0.8715).
+      // 8-byte types and min/max/argmin/argmax keep 32 x 32 (not measured; ptxas: the 3x3x3 max
+      // spills 24 bytes in 64 x 32 tiles at 80 registers, none in 32 x 32).
       march.bx = 32, march.by = 8, march.ry = 4, march.rz = 1;
+      if (dtype_size(s.dtype) == 4 && s.reduction <= 1) march.bx = 64, march.by = 4, march.ry = 8;
       while (march.ry > 1 && march.ry * window > kMaxUnrolledFolds) march.ry /= 2;
       march.stages = 4;
       march.vector = sizes.in[3] % static_cast<int64_t>(16 / dtype_size(s.dtype)) == 0;
