@@ -18,7 +18,7 @@
 namespace tg::cuda {
 namespace {
 
-/// Host copy of tg_dev::StencilArgs (device/stencil.cuh): same members, same order.
+/// Host copy of tg_dev::StencilArgs (device/stencil_tile.cuh): same members, same order.
 struct StencilArgs {
   long long batch;
   long long in[4], out[4], before[4];
@@ -62,12 +62,12 @@ int64_t extent(int tiles, int stride, int win, int dilation) {
   return static_cast<int64_t>(tiles - 1) * stride + static_cast<int64_t>(win - 1) * dilation + 1;
 }
 
-/// Elements a ring copy moves (device/stencil.cuh's CW).
+/// Elements a ring copy moves (device/stencil_tile.cuh's CW).
 int copy_elements(const TiledStencilSpec& s) {
   return s.stages >= 2 && s.vector ? static_cast<int>(16 / dtype_size(s.dtype)) : 1;
 }
 
-/// Shared memory of the kernel's plane buffers (device/stencil.cuh's StGeo).
+/// Shared memory of the kernel's plane buffers (device/stencil_tile.cuh's StGeo).
 size_t tile_bytes(const TiledStencilSpec& s) {
   const int64_t ex = extent(s.bx, s.stride[3], s.win[3], s.dilation[3]);
   const int64_t ey = extent(s.by * s.ry, s.stride[2], s.win[2], s.dilation[2]);
