@@ -27,7 +27,7 @@
 // also checks 4096 random outputs against a float64 evaluation on the host.
 //
 // Usage: tg_bench_stencil_cuda [--jobs laplacian,laplacian_const,stencil3d,stencil3d_const,maxpool,gather_nd,
-//                               gather,lrn] [--no-peer] [--tiles "by,ry,rz,min_blocks,stages,vector,skip;..."]
+//                               gather,lrn] [--no-peer] [--tiles "by,ry,rz,min_blocks,stages,vector,skip,march,bx;..."]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -56,7 +56,7 @@ using tg::TensorData;
 struct Args {
   std::string jobs = "laplacian,laplacian_const,stencil3d,stencil3d_const,maxpool,gather_nd,gather,lrn";
   bool peer = true;
-  /// --tiles "by,ry,rz,min_blocks,stages,vector,skip;...": stencil rows also timed under each
+  /// --tiles "by,ry,rz,min_blocks,stages,vector,skip,march,bx;...": stencil rows also timed under each
   /// (TG_STENCIL_TILE values)
   std::string tiles;
 };

@@ -5,10 +5,12 @@
 // The cases use the backend's own planner (tile shape, register blocking along y and z) and
 // launch geometry, with fewer blocks than tiles so the grid-stride loop over tiles runs too; they
 // cover 1-D to 4-D windows, strides, dilations, every boundary mode and reduction, and f32, f64,
-// f16, bf16, i8 and i32.
+// f16, bf16, i8 and i32; the 3-D windows march along z (several runs of z outputs a plane) or keep
+// tiles of 4 z outputs ("nomarch"), and min/max folds without NaN checks see NaNs.
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -34,7 +36,7 @@ struct Case {
   std::vector<int> win, stride, dilation;  // k entries
   int64_t batch;
   std::vector<int64_t> in, before;  // k entries; outputs: explicit padding `before` on both sides
-  bool special = false;             // zero weights, zeros of both signs and infs (stencil_harness.h)
+  bool special = false;             // zero weights, zeros of both signs, infs and NaNs (stencil_harness.h)
 };
 
 std::string list(const std::array<int64_t, 4>& v) {
@@ -52,7 +54,7 @@ std::string harness_head(size_t i, const char* harness, const TiledStencilSizes&
     << list(z.before) << "};\n"
     << "  for (int i = 0; i < 4; ++i) { a.in[i] = in[i]; a.out[i] = out[i]; a.before[i] = before[i]; }\n"
     << "  a.tiles[0] = " << l.tiles[0] << "; a.tiles[1] = " << l.tiles[1] << "; a.tiles[2] = " << l.tiles[2]
-    << "; a.total_tiles = " << l.total_tiles << ";\n";
+    << "; a.total_tiles = " << l.total_tiles << "; a.zc = " << l.zc << ";\n";
   return h.str();
 }
 
@@ -198,6 +200,7 @@ bool write_fused(const std::string& dir, size_t i, const FusedCase& c) {
     return false;
   }
   if (c.name.find("ring") != std::string::npos) force_ring(s, z, 4);
+  if (s.march) s.zchunk = 4;  // several runs of z outputs a plane, the last one shorter
   const tg::cuda::TiledStencilLaunch l = tg::cuda::tiled_stencil_launch(s, z, 132);
   const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(l.total_tiles, 3));
   const std::string id = std::to_string(i);
@@ -209,7 +212,8 @@ bool write_fused(const std::string& dir, size_t i, const FusedCase& c) {
   h << harness_head(i, "fused_stencil_harness.h", z, l)
     << "  a.boundary = " << static_cast<long long>(z.boundary_bits) << "LL;\n"
     << "  std::printf(\"" << c.name << ": tile " << s.bx << "x" << s.by << ", ry " << s.ry << ", rz " << s.rz
-    << ", stages " << s.stages << (s.vector ? " x16B" : "") << ", " << l.total_tiles << " tiles on " << blocks << " blocks\\n\");\n"
+    << ", stages " << s.stages << (s.vector ? " x16B" : "") << (s.march ? ", march " : "")
+    << (s.march ? std::to_string(l.zc) : "") << ", " << l.total_tiles << " tiles on " << blocks << " blocks\\n\");\n"
     << "  return tg_emu_fused::run<tg_st_cfg>(a, " << blocks << ", " << l.threads << ", \"" << c.name << "\", \""
     << dir << "/d" << id << "\", " << c.inputs.size() << ", " << w_input << ", \"" << dir << "/e" << id
     << ".bin\") != 0;\n}\n";
@@ -235,8 +239,18 @@ int main(int argc, char** argv) {
        {1, 1, 2}, true},
       {"z3_sum_zero_f64_ring_skip", DType::f64, 0, 0, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, {10, 30, 35}, {1, 1, 1},
        true},
-      {"max_clamp_f64_ring16", DType::f64, 3, 4, 2, {3, 3}, {1, 1}, {1, 1}, 1, {150, 66}, {1, 1}},
+      // NaNs among the values: min/max folds without NaN checks refold (unit weights: max pooling)
+      {"max_clamp_f64_ring16", DType::f64, 3, 4, 2, {3, 3}, {1, 1}, {1, 1}, 1, {150, 66}, {1, 1}, true},
+      {"maxpool_constant_f32_unit", DType::f32, 3, 1, 2, {3, 3}, {1, 1}, {1, 1}, 2, {140, 72}, {1, 1}, true},
+      {"z3_max_clamp_f32_march_unit", DType::f32, 3, 4, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, {12, 40, 36},
+       {1, 1, 1}, true},
       {"z3_sum_zero_f32_blocked", DType::f32, 0, 0, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, {18, 66, 35}, {1, 1, 1}},
+      // marching along z is the plan for these 3-D windows; the tiles of 4 z outputs stay covered
+      {"z3_sum_zero_f32_blocked_nomarch", DType::f32, 0, 0, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, {18, 66, 35},
+       {1, 1, 1}},
+      {"z3_argmax_reflect_f32_march_strided", DType::f32, 5, 2, 3, {3, 2, 3}, {1, 2, 1}, {1, 1, 2}, 1, {11, 40, 36},
+       {1, 1, 2}},
+      {"z4_min_clamp_f64_march", DType::f64, 2, 4, 3, {4, 3, 3}, {1, 1, 1}, {1, 1, 1}, 2, {9, 20, 24}, {2, 1, 1}},
       {"z3_max_periodic_f64_strided", DType::f64, 3, 5, 3, {2, 3, 2}, {2, 1, 3}, {2, 1, 2}, 1, {40, 70, 50}, {1, 2, 1}},
       {"d4_argmin_symmetric_bf16", DType::bf16, 4, 3, 4, {2, 2, 1, 3}, {1, 1, 1, 1}, {1, 1, 1, 2}, 2, {3, 17, 9, 12},
        {0, 1, 0, 2}},
@@ -251,6 +265,7 @@ int main(int argc, char** argv) {
     s.dtype = c.dtype;
     s.reduction = c.reduction;
     s.mode = c.mode;
+    s.unit_weights = c.name.find("_unit") != std::string::npos;  // no weights operand (max pooling)
     TiledStencilSizes z;
     z.batch = c.batch;
     for (int d = 0; d < c.k; ++d) {
@@ -263,11 +278,17 @@ int main(int argc, char** argv) {
       const int64_t extent = static_cast<int64_t>(c.win[e] - 1) * c.dilation[e] + 1;
       z.out[j] = (c.in[e] + 2 * c.before[e] - extent) / c.stride[e] + 1;
     }
-    if (!tg::cuda::plan_tiled_stencil(s, c.k, z)) {
-      std::fprintf(stderr, "%s: the planner refused the case\n", c.name.c_str());
+    const bool nomarch = c.name.find("nomarch") != std::string::npos;
+    if (nomarch) setenv("TG_STENCIL_TILE", ",,,,,,,1", 1);  // marching off (TG_STENCIL_TILE's march field)
+    const bool planned = tg::cuda::plan_tiled_stencil(s, c.k, z);
+    if (nomarch) unsetenv("TG_STENCIL_TILE");
+    const bool marching = c.name.find("_march") != std::string::npos;
+    if (!planned || (nomarch && s.march) || (marching && !s.march)) {
+      std::fprintf(stderr, "%s: the planner refused the case (or marched against the case's name)\n", c.name.c_str());
       return 1;
     }
-    if (c.special) s.zero_skip = true;  // run-time zero-tap skipping (TG_STENCIL_TILE's skip field)
+    if (s.march) s.zchunk = 5;  // several runs of z outputs a plane, the last one shorter
+    if (c.special && c.reduction == 0) s.zero_skip = true;  // run-time zero-tap skipping (TG_STENCIL_TILE's skip field)
     if (c.name.find("ring") != std::string::npos && s.stages == 1) force_ring(s, z, 4);
     const tg::cuda::TiledStencilLaunch l = tg::cuda::tiled_stencil_launch(s, z, 132);
     const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(l.total_tiles, 3));
@@ -279,7 +300,8 @@ int main(int argc, char** argv) {
     h << harness_head(i, "stencil_harness.h", z, l)
       << "  const " << ctype << " b = (" << ctype << ")1.5;\n  std::memcpy(&a.boundary, &b, sizeof b);\n"
       << "  std::printf(\"" << c.name << ": tile " << s.bx << "x" << s.by << ", ry " << s.ry << ", rz " << s.rz
-      << ", stages " << s.stages << (s.vector ? " x16B" : "") << (s.zero_skip ? ", zero skip" : "") << ", "
+      << ", stages " << s.stages << (s.vector ? " x16B" : "") << (s.zero_skip ? ", zero skip" : "")
+      << (s.march ? ", march " : "") << (s.march ? std::to_string(l.zc) : "") << ", "
       << l.total_tiles << " tiles on " << blocks << " blocks\\n\");\n"
       << "  return tg_emu_stencil::run<tg_st_cfg>(a, " << blocks << ", " << l.threads << ", \"" << c.name << "\", "
       << i + 1 << ", " << (c.special ? "true" : "false") << ") != 0;\n}\n";

@@ -18,7 +18,7 @@
 namespace tg::cuda {
 namespace {
 
-/// Host copy of tg_dev::StencilArgs (device/stencil.cuh): same members, same order.
+/// Host copy of tg_dev::StencilArgs (device/stencil_tile.cuh): same members, same order.
 struct StencilArgs {
   long long batch;
   long long in[4], out[4], before[4];
@@ -27,6 +27,7 @@ struct StencilArgs {
   long long boundary;
   int small;
   unsigned div_m[4], div_s[4];
+  long long zc;
 };
 
 /// Host copy of tg_dev::StPtrs.
@@ -61,12 +62,12 @@ int64_t extent(int tiles, int stride, int win, int dilation) {
   return static_cast<int64_t>(tiles - 1) * stride + static_cast<int64_t>(win - 1) * dilation + 1;
 }
 
-/// Elements a ring copy moves (device/stencil.cuh's CW).
+/// Elements a ring copy moves (device/stencil_tile.cuh's CW).
 int copy_elements(const TiledStencilSpec& s) {
   return s.stages >= 2 && s.vector ? static_cast<int>(16 / dtype_size(s.dtype)) : 1;
 }
 
-/// Shared memory of the kernel's plane buffers (device/stencil.cuh's StGeo).
+/// Shared memory of the kernel's plane buffers (device/stencil_tile.cuh's StGeo).
 size_t tile_bytes(const TiledStencilSpec& s) {
   const int64_t ex = extent(s.bx, s.stride[3], s.win[3], s.dilation[3]);
   const int64_t ey = extent(s.by * s.ry, s.stride[2], s.win[2], s.dilation[2]);
@@ -155,23 +156,62 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
       // Tall 2-D tiles of small windows: the ring holds no loads in registers, so every such
       // kernel fits 80 registers (ptxas: the Laplacian's, no spills) and runs 6 blocks an SM.
       if (s.ry == 16 && s.rz == 1 && window <= 9 && dtype_size(s.dtype) == 4) ring.min_blocks = 6;
+      // ... in tiles of 64 x 32 (64 x 2 threads): H200, session 18e (bench_stencil_cuda --tiles,
+      // same call), the 8192^2 Laplacian 0.1950 ms against 0.2045 with 32 x 64 tiles (128 x 16:
+      // 0.1999), the 3x3 max pool 0.2070 against 0.2106 (0.2078).
+      if (s.ry == 16 && s.by == 4 && s.bx == 32 && dtype_size(s.dtype) == 4) ring.bx = 64, ring.by = 2;
       while (ring.stages > 2 && tile_bytes(ring) > kMaxRingBytes) --ring.stages;
       if (tile_bytes(ring) <= kMaxRingBytes) s = ring;
     }
-    // Tuning (TG_STENCIL_TILE="by,ry,rz,min_blocks,stages,vector,skip"; 0 keeps the choice above,
-    // and so does an override the limits refuse).
-    const std::array<int, 7> o = env::stencil_tile_override();
+    // Windows along z (3-D and 4-D with d0 window 1, unit z stride and dilation) march along z on
+    // the ring (device/stencil.cuh, G::MARCH): a tile is a run of z outputs, its input planes read
+    // once each. Before (tiles of 4 z outputs, 6 input planes each, on registers), the 512^3
+    // 7-point stencil took 1.03 ms on the H200 (session 18d); marching in 32 x 32 tiles, 0.8715
+    // (run-time weights) and 0.7769 (constant), session 18e; 64 x 32 below.
+    const TiledStencilSpec plain = s;
+    TiledStencilSpec march = s;
+    bool can_march = false;
+    if (k >= 3 && s.win[1] > 1 && s.win[1] <= 16 && s.win[0] == 1 && s.stride[1] == 1 && s.dilation[1] == 1 &&
+        ring_fits(s)) {
+      march.march = true;
+      // 4-byte types: tiles of 64 x 32 outputs, 8 a thread along y (64 x 4 threads). H200, session
+      // 18e (bench_stencil_cuda --tiles, same call): the 512^3 7-point stencil with constant
+      // weights 0.6217 ms against 0.7769 with 32 x 32 tiles of 4 a thread (128 x 16 tiles of 8:
+      // 0.6375; 128 x 8 of 4: 0.8134); run-time weights measured only with 32 x 32 (0.8715).
+      // 8-byte types and min/max/argmin/argmax keep 32 x 32 (not measured; ptxas: the 3x3x3 max
+      // spills 24 bytes in 64 x 32 tiles at 80 registers, none in 32 x 32).
+      march.bx = 32, march.by = 8, march.ry = 4, march.rz = 1;
+      if (dtype_size(s.dtype) == 4 && s.reduction <= 1) march.bx = 64, march.by = 4, march.ry = 8;
+      while (march.ry > 1 && march.ry * window > kMaxUnrolledFolds) march.ry /= 2;
+      march.stages = 4;
+      march.vector = sizes.in[3] % static_cast<int64_t>(16 / dtype_size(s.dtype)) == 0;
+      // 3 blocks an SM (80 registers; ptxas: no spills for sums, max and constant-weight sums of f32)
+      // or 2 (8-byte types; argmin/argmax, whose kernels spill at 80).
+      march.min_blocks = dtype_size(s.dtype) == 8 || s.reduction >= 4 ? 2 : 3;
+      while (march.stages > 2 && tile_bytes(march) > kMaxRingBytes) --march.stages;
+      if (tile_bytes(march) > kMaxRingBytes) march.by = 4;
+      can_march = tile_bytes(march) <= kMaxRingBytes;
+      if (can_march && sizes.out[1] >= 8) s = march;
+    }
+    // Tuning (TG_STENCIL_TILE="by,ry,rz,min_blocks,stages,vector,skip,march,bx"; 0 keeps the choice
+    // above, and so does an override the limits refuse; with marching rz is the run of z outputs a
+    // tile; bx in units of 32 threads).
+    const std::array<int, 9> o = env::stencil_tile_override();
+    if (o[7] == 1 && s.march) s = plain;
+    if (o[7] == 2 && can_march) s = march;
     const TiledStencilSpec chosen = s;
-    if (o[0] > 0 && 32 * o[0] <= 1024) s.by = o[0];
+    if (o[8] > 0) s.bx = 32 * o[8];
+    if (o[0] > 0) s.by = o[0];
     if (o[1] > 0 && s.ry > 1) s.ry = o[1];
     if (o[2] > 0 && s.rz > 1) s.rz = std::min<int64_t>(o[2], sizes.out[1]);
+    if (o[2] > 0 && s.march) s.zchunk = o[2];
     if (o[3] > 0) s.min_blocks = o[3];
-    if (o[4] > 0 && o[4] <= 4 && (o[4] == 1 || ring_fits(s))) s.stages = o[4];
+    if (o[4] > 0 && o[4] <= 4 && (o[4] == 1 || ring_fits(s)) && !(s.march && o[4] == 1)) s.stages = o[4];
     if (o[5] > 0) s.vector = o[5] == 2 && sizes.in[3] % static_cast<int64_t>(16 / dtype_size(s.dtype)) == 0;
     if (s.stages < 2) s.vector = false;
     if (o[6] > 0) s.zero_skip = o[6] == 2 && zero_skip_fits(s);
     const size_t limit = s.stages >= 2 ? kMaxRingBytes : kMaxTileBytes;
-    if (s.rz * s.ry * window > kMaxUnrolledFolds || tile_bytes(s) > limit) s = chosen;
+    if (s.rz * s.ry * window > kMaxUnrolledFolds || tile_bytes(s) > limit || s.bx * s.by > 1024) s = chosen;
   }
   return tile_bytes(s) <= (s.stages >= 2 ? kMaxRingBytes : kMaxTileBytes);
 }
@@ -214,8 +254,9 @@ std::string tiled_stencil_source(const TiledStencilSpec& s) {
                      s.stride[2], s.stride[3]);
   src += fmt::format("  static constexpr int D0 = {}, DZ = {}, DY = {}, DX = {};\n", s.dilation[0], s.dilation[1],
                      s.dilation[2], s.dilation[3]);
-  src += fmt::format("  static constexpr int BX = {}, BY = {}, RY = {}, RZ = {}, NS = {}, CW = {};\n}};\n", s.bx, s.by,
+  src += fmt::format("  static constexpr int BX = {}, BY = {}, RY = {}, RZ = {}, NS = {}, CW = {};\n", s.bx, s.by,
                      s.ry, s.rz, std::max(s.stages, 1), copy_elements(s));
+  src += fmt::format("  static constexpr bool MARCH = {};\n}};\n", s.march && s.stages >= 2 ? "true" : "false");
   // min_blocks resident blocks of 256 threads (3: <= 85 registers; 2 for 8-byte types): enough
   // warps and loads in flight per SM.
   src += fmt::format(
@@ -228,10 +269,30 @@ std::string tiled_stencil_source(const TiledStencilSpec& s) {
 
 TiledStencilLaunch tiled_stencil_launch(const TiledStencilSpec& s, const TiledStencilSizes& z, int resident_blocks) {
   TiledStencilLaunch l;
-  const int64_t tx = s.bx, ty = static_cast<int64_t>(s.by) * s.ry, tz = s.rz;
+  const int64_t tx = s.bx, ty = static_cast<int64_t>(s.by) * s.ry;
   l.tiles[0] = (z.out[3] + tx - 1) / tx;
   l.tiles[1] = (z.out[2] + ty - 1) / ty;
-  l.tiles[2] = (z.out[1] + tz - 1) / tz;
+  l.zc = s.rz;
+  if (s.march) {
+    // The run of z outputs a tile: spec.zchunk, or the one that keeps every resident block busy
+    // for the fewest plane times. A tile of c outputs streams c + WZ - 1 planes; with n runs the
+    // P * n tiles (P of the (y, x) plane and batch) take ceil(P * n / resident) rounds.
+    const int64_t outz = std::max<int64_t>(z.out[1], 1), halo = s.win[1] - 1;
+    const int64_t plane_tiles = std::max<int64_t>(z.batch * z.out[0] * l.tiles[0] * l.tiles[1], 1);
+    const int64_t resident = std::max(resident_blocks, 1);
+    if (s.zchunk > 0) {
+      l.zc = std::min<int64_t>(s.zchunk, outz);
+    } else {
+      int64_t best = -1;
+      for (int64_t runs = 1; runs <= std::min<int64_t>(outz, 1024); ++runs) {
+        const int64_t c = (outz + runs - 1) / runs, n = (outz + c - 1) / c;
+        const int64_t rounds = (plane_tiles * n + resident - 1) / resident;
+        const int64_t cost = rounds * (c + halo);
+        if (best < 0 || cost < best) best = cost, l.zc = c;
+      }
+    }
+  }
+  l.tiles[2] = (z.out[1] + l.zc - 1) / l.zc;
   l.total_tiles = z.batch * z.out[0] * l.tiles[2] * l.tiles[1] * l.tiles[0];
   // As many blocks as run at once (each walks several tiles, overlapping the loads of the next
   // with the fold of the current), at most one a tile.
@@ -263,7 +324,7 @@ void run_tiled_stencil(const backends::KernelContext& ctx, const TiledStencilSpe
                   static_cast<int>(s.dtype), s.reduction, s.mode, s.unit_weights, s.win[0], s.win[1], s.win[2],
                   s.win[3], s.stride[0], s.stride[1], s.stride[2], s.stride[3], s.dilation[0], s.dilation[1],
                   s.dilation[2], s.dilation[3], s.bx, s.by, s.ry, s.rz, s.min_blocks) +
-      fmt::format("|{},{},{}", s.stages, s.vector, s.zero_skip) +
+      fmt::format("|{},{},{},{}", s.stages, s.vector, s.zero_skip, s.march) +
       fmt::format("|{:a}|{}", fmt::join(s.weights, ","), s.fusion_key);
   struct Entry {
     std::shared_ptr<const nvrtc::Program> program;
@@ -309,6 +370,7 @@ void run_tiled_stencil(const backends::KernelContext& ctx, const TiledStencilSpe
     a.before[i] = z.before[static_cast<size_t>(i)];
   }
   for (int i = 0; i < 3; ++i) a.tiles[i] = l.tiles[i];
+  a.zc = l.zc;
   a.total_tiles = l.total_tiles;
   a.boundary = static_cast<long long>(z.boundary_bits);
   a.small = l.total_tiles < (int64_t{1} << 31) ? 1 : 0;

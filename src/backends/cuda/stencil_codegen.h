@@ -44,6 +44,13 @@ struct TiledStencilSpec {
   /// (device/stencil.cuh), decided per launch from the weights the kernel reads. Off unless
   /// TG_STENCIL_TILE asks for it (measured slower on the H200: stencil_codegen.cpp).
   bool zero_skip = false;
+  /// Marching along z (windows with win[1] > 1, win[0] == 1, unit z stride and dilation, on the
+  /// cp.async ring): a tile is TX x TY outputs of the (y, x) plane for a run of z outputs
+  /// (`zchunk`, or chosen per launch when 0: tiled_stencil_launch); its input planes stream
+  /// through the ring once each, and every plane is folded into the WZ outputs that read it, so a
+  /// source element is read once a tile instead of (RZ + WZ - 1) / RZ times. rz is 1.
+  bool march = false;
+  int zchunk = 0;
   /// Constant weights (row-major over the window, floating dtypes, finite), folded into the code;
   /// with the sum reduction taps of weight 0 are skipped (device/stencil.cuh). Empty: weights
   /// read at run time (or unit_weights).
@@ -77,6 +84,7 @@ std::string tiled_stencil_source(const TiledStencilSpec& spec);
 /// from the occupancy of the compiled kernel), at most one a tile.
 struct TiledStencilLaunch {
   int64_t tiles[3] = {1, 1, 1};
+  int64_t zc = 1;  ///< z outputs a tile (spec.rz, or the march's run of z outputs)
   int64_t total_tiles = 0;
   unsigned blocks = 1, threads = 256;
 };

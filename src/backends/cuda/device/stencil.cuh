@@ -15,7 +15,10 @@
 // while the current one is folded), then each thread folds the taps of its RY outputs
 // (consecutive y) of every z output that reads the plane, reusing each shared value it loads for
 // all of them. A block walks several tiles (grid-stride), so the loads of the next tile overlap
-// the fold of the current one. With plain loads of 4- and 8-byte types (no prologue) the planes
+// the fold of the current one. Windows along z can march instead (G::MARCH): a tile is a run of
+// z outputs, its planes streamed once each through the ring and each folded into the WZ outputs
+// that read it (the accumulators of WZ outputs rotate), so every source element is read once a
+// tile. With plain loads of 4- and 8-byte types (no prologue) the planes
 // come through a ring of NS shared-memory buffers filled by cp.async (16-byte copies of aligned
 // row pieces where the rows allow, CW elements each), NS - 1 planes in flight while one is folded
 // and no registers held for them. Window, strides, dilations, tile shape, reduction,
@@ -29,325 +32,63 @@
 // Constant weights (G::CONST_W) come from G::weight(n). A sum with constant weights skips the taps
 // of weight +-0 (G::zero_w) where that cannot change a result: a left fold of additions ends in -0
 // exactly when every term is -0, and a finite source times 0 is a zero, so skipping changes
-// nothing unless a skipped tap reads a non-finite value (the tile's planes are checked as they
-// are staged: __syncthreads_or, one flag a plane; then every output of the tile is folded again
-// over every tap, reading the source: st_exact) or the result is -0 (that output is folded
-// again). The refolds run after the tile's stores, when the accumulators are dead. Sums of a
+// nothing unless a skipped tap reads a non-finite value (each thread sums the values of a plane
+// that its outputs' taps read, skipped ones included, and checks the sum: an inf or NaN there,
+// or a finite overflow, folds every output of the thread again over every tap, reading the
+// source: st_exact) or the result is -0 (that output is folded again). The refolds run after the tile's stores, when the accumulators are dead. Sums of a
 // floating type with weights read at run time do the same (G::RSKIP): which weights are +-0 is
 // read at launch (zmask, the same in every thread), each tap is a block-uniform branch, and the
 // same checks and refolds keep the results exact (a 7-point stencil in a 3x3x3 window folds 7 taps,
 // not 27).
 #pragma once
-#include "elementwise.cuh"
+#include "stencil_tile.cuh"
 
 namespace tg_dev {
 
-/// Pointers of a fused_stencil's other inputs (prologue inputs after the first, epilogue inputs),
-/// read by the generated G::load / G::store.
-struct StPtrs {
-  const void* p[16];
-};
-
-/// Sizes of one launch (padded to 4 window dims, index 0 outermost, 3 = x).
-struct StencilArgs {
-  i64 batch;
-  i64 in[4], out[4], before[4];
-  i64 tiles[3];        ///< tiles along x, y and z (z: chunks of RZ outputs)
-  i64 total_tiles;     ///< batch * out[0] * tiles[2] * tiles[1] * tiles[0]
-  long long boundary;  ///< bits of the boundary value in the compute type (zero/constant modes)
-  /// total_tiles < 2^31: tile indices are split by multiply-high and shift (div_m, div_s: the
-  /// magic numbers of tiles[0], tiles[1], tiles[2], out[0]; Granlund-Montgomery round-up).
-  int small;
-  unsigned div_m[4], div_s[4];
-};
-
-/// n / d for 0 <= n, d < 2^31 by the magic numbers (m, s) of d: exact, no overflow.
-TG_DEVICE_INLINE unsigned st_div(unsigned n, unsigned m, unsigned s) {
-  return static_cast<unsigned>((static_cast<u64>(__umulhi(n, m)) + n) >> s);
-}
-
-/// ops::boundary_index for mode M (0 zero, 1 constant, 2 reflect, 3 symmetric, 4 clamp_to_edge,
-/// 5 periodic): the source index that coordinate p reads, or -1 for the boundary value.
-template <int M>
-TG_DEVICE_INLINE i64 st_boundary_index(i64 p, i64 n) {
-  if (p >= 0 && p < n) return p;
-  if (M == 0 || M == 1) return -1;
-  if (M == 4) return p < 0 ? 0 : n - 1;
-  if (M == 5) {
-    const i64 r = p % n;
-    return r < 0 ? r + n : r;
-  }
-  if (M == 3) {
-    i64 q = p % (2 * n);
-    if (q < 0) q += 2 * n;
-    return q < n ? q : 2 * n - 1 - q;
-  }
-  // reflect
-  if (n == 1) return 0;
-  i64 q = p % (2 * n - 2);
-  if (q < 0) q += 2 * n - 2;
-  return q < n ? q : 2 * n - 2 - q;
-}
-
-template <bool B>
-struct st_bool {
-  static constexpr bool value = B;
-};
-
-template <class C>
-TG_DEVICE_INLINE bool st_signbit(C v) {
-  if constexpr (Num<C>::is_float) {
-    return C(1) / v < C(0);  // v is a zero here: 1 / -0 = -inf
-  } else {
-    return false;
-  }
-}
-
-template <class C>
-TG_DEVICE_INLINE C st_mul(C a, C b) {
-  if constexpr (Num<C>::is_int) {
-    return static_cast<C>(static_cast<u64>(a) * static_cast<u64>(b));
-  } else {
-    return a * b;  // no contraction (--fmad=false)
-  }
-}
-template <class C>
-TG_DEVICE_INLINE C st_add(C a, C b) {
-  if constexpr (Num<C>::is_int) {
-    return static_cast<C>(static_cast<u64>(a) + static_cast<u64>(b));
-  } else {
-    return a + b;
-  }
-}
-template <bool kMax, class C>
-TG_DEVICE_INLINE bool st_better(C v, C best) {
-  const bool beats = kMax ? v > best : v < best;
-  if (Num<C>::is_float) return beats || (v != v && best == best);
-  return beats;
-}
-
-/// Folds tap value v (window tap n) into (acc, at) under reduction R (0 sum, 1 product, 2 min,
-/// 3 max, 4 argmin, 5 argmax).
-template <int R, class C>
-TG_DEVICE_INLINE void st_fold(C& acc, int& at, C v, int n) {
-  if (n == 0) {
-    acc = v;
-    at = 0;
-  } else if (R == 0) {
-    acc = st_add(acc, v);
-  } else if (R == 1) {
-    acc = st_mul(acc, v);
-  } else {
-    if (st_better<(R == 3 || R == 5)>(v, acc)) {
-      acc = v;
-      at = n;
-    }
-  }
-}
-
-/// Whether v is inf or NaN (a skipped zero-weight tap would have made the result NaN).
-template <class C>
-TG_DEVICE_INLINE bool st_nonfinite(C v) {
-  if constexpr (Num<C>::is_float) {
-    return !(v - v == C(0));
-  } else {
-    return false;
-  }
-}
-
-#ifndef TG_ST_LOAD_BATCH
-#define TG_ST_LOAD_BATCH 4
-#endif
-/// Loads of a tile st_load_tile keeps in flight a thread (more makes the fold around it spill).
-constexpr int StLoadBatch = TG_ST_LOAD_BATCH;
-
-/// Loads the (EY x EX) input tile at rows iy0.., columns ix0.. of plane (c0, cz) of the source
-/// block starting at element `block` of x into `tile` (element (r, c) at tile[r * PITCH + sh + c];
-/// every thread of the block takes part); returns whether this thread stored a non-finite value.
-/// Not inlined: the fold loops around it unroll over the planes.
-template <class G, int PITCH, class T, class C>
-__noinline__ bool st_load_tile(T* tile, const typename G::X* __restrict__ x, const StPtrs& P, i64 block, i64 c0,
-                               i64 cz, i64 inz, i64 iny, i64 inx, i64 iy0, i64 ix0, bool plane_inside, C boundary,
-                               int tid, int sh) {
-  constexpr int TX = G::BX, TY = G::BY * G::RY, NT = G::BX * G::BY;
-  constexpr int EX = (TX - 1) * G::SX + (G::WX - 1) * G::DX + 1;
-  constexpr int EY = (TY - 1) * G::SY + (G::WY - 1) * G::DY + 1;
-  bool nf = false;
-  if (c0 < 0 || cz < 0) {
-    for (int e = tid; e < EY * EX; e += NT) {
-      const int r = e / EX, c = e - r * EX;
-      tile[r * PITCH + sh + c] = st<T>(boundary);
-    }
-    return st_nonfinite(boundary);
-  }
-  const i64 plane = block + (c0 * inz + cz) * iny * inx;
-  // In batches of B a thread, every load of a batch in flight before the first store.
-  constexpr int B = StLoadBatch;
-  for (int e0 = tid; e0 < EY * EX; e0 += B * NT) {
-    T v[B];
-#pragma unroll
-    for (int k = 0; k < B; ++k) {
-      const int e = e0 + k * NT;
-      if (e < EY * EX) {
-        const int r = e / EX, c = e - r * EX;
-        if (plane_inside) {
-          v[k] = G::load(x, P, plane + (iy0 + r) * inx + ix0 + c);
-        } else {
-          const i64 gy = st_boundary_index<G::M>(iy0 + r, iny);
-          const i64 gx = st_boundary_index<G::M>(ix0 + c, inx);
-          v[k] = (gy < 0 || gx < 0) ? st<T>(boundary) : G::load(x, P, plane + gy * inx + gx);
-        }
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < B; ++k) {
-      const int e = e0 + k * NT;
-      if (e < EY * EX) {
-        const int r = e / EX, c = e - r * EX;
-        tile[r * PITCH + sh + c] = v[k];
-        if (G::SKIP || G::RSKIP) nf = nf || st_nonfinite(cv(v[k]));
-      }
-    }
-  }
-  return nf;
-}
-
-/// Asynchronous copies global -> shared of B bytes (4, 8 or 16; both addresses aligned to B), in
-/// commit groups (cp.async, sm_80+). Host emulation copies at once.
-template <int B>
-TG_DEVICE_INLINE void st_cp_async(void* dst, const void* src) {
-#ifdef TG_HOST_EMULATION
-  std::memcpy(dst, src, B);
-#else
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  if constexpr (B == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
-  } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(d), "l"(src), "n"(B) : "memory");
-  }
-#endif
-}
-TG_DEVICE_INLINE void st_cp_commit() {
-#ifndef TG_HOST_EMULATION
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-/// Waits until at most N of this thread's latest commit groups are pending.
-template <int N>
-TG_DEVICE_INLINE void st_cp_wait() {
-#ifndef TG_HOST_EMULATION
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
-
-/// Output (b, o0, oz, oy, ox) folded over every tap in order, reading the source through G::load
-/// (the boundary mode applied per tap): the exact result where skipping zero-weight taps may not
-/// be. Inlined (a call would make the caller spill its accumulators).
-template <class G, class C>
-TG_DEVICE_INLINE C st_exact(const typename G::X* __restrict__ x, const typename G::T* __restrict__ w, const StPtrs& P,
-                            const StencilArgs& a, i64 b, i64 o0, i64 oz, i64 oy, i64 ox, C boundary) {
-  const i64 o[4] = {o0, oz, oy, ox};
-  const int W[4] = {G::W0, G::WZ, G::WY, G::WX};
-  const int S[4] = {G::S0, G::SZ, G::SY, G::SX}, D[4] = {G::D0, G::DZ, G::DY, G::DX};
-  const i64 block = b * a.in[0] * a.in[1] * a.in[2] * a.in[3];
-  C acc = C(0);
-  int at = 0;
-  constexpr int WIN = G::W0 * G::WZ * G::WY * G::WX;
-#pragma unroll 1
-  for (int n = 0; n < WIN; ++n) {
-    int rest = n, t[4];
-    for (int i = 3; i >= 0; --i) {
-      t[i] = rest % W[i];
-      rest /= W[i];
-    }
-    i64 off = 0;
-    bool outside = false;
-    for (int i = 0; i < 4; ++i) {
-      const i64 c = st_boundary_index<G::M>(o[i] * S[i] + t[i] * D[i] - a.before[i], a.in[i]);
-      outside = outside || c < 0;
-      off = off * a.in[i] + (c < 0 ? 0 : c);
-    }
-    const C v = outside ? boundary : cv(G::load(x, P, block + off));
-    st_fold<G::R>(acc, at, st_mul(v, G::CONST_W ? G::weight(n) : cv(w[n])), n);
-  }
-  return acc;
-}
-
-/// Where tile t of a launch lies (see stencil_tiles).
-struct StTile {
-  i64 b, o0, ox0, oy0, oz0, ix0, iy0, iz0;
-  bool inside;    ///< the (y, x) input tile lies inside the source plane
-  bool inside_a;  ///< so do its rows widened to whole copies (ix0 - sh .., up to a multiple of CW)
-  int sh;         ///< ix0 mod CW: where column ix0 sits in the first copy of a row
-};
-
-/// Tile geometry of config G (see stencil_tiles). The shared tile of a plane holds EY rows of
-/// PITCH elements; input column ix0 + c of row r at [r * PITCH + sh + c]. With the cp.async ring
-/// (G::NS >= 2) rows are copied in whole copies of CW elements from column ix0 - sh (aligned).
+/// Whether value (iy, jx) of a plane (rows from the thread's first) is a tap of some output
+/// (rz, ry) of the thread that reads the plane as plane iz of the z chunk (whatever its weight).
 template <class G>
-struct StGeo {
-  static constexpr int TX = G::BX, TY = G::BY * G::RY, NT = G::BX * G::BY;
-  static constexpr int EX = (TX - 1) * G::SX + (G::WX - 1) * G::DX + 1;       // tile input columns
-  static constexpr int EY = (TY - 1) * G::SY + (G::WY - 1) * G::DY + 1;       // tile input rows
-  static constexpr int EZ = (G::RZ - 1) * G::SZ + (G::WZ - 1) * G::DZ + 1;    // planes of a z chunk
-  static constexpr int ERY = (G::RY - 1) * G::SY + (G::WY - 1) * G::DY + 1;   // input rows a thread
-  static constexpr int WIN = G::W0 * G::WZ * G::WY * G::WX;
-  static constexpr int CW = G::CW;
-  static constexpr int PITCH = CW == 1 ? EX : (EX + 2 * CW - 2) / CW * CW;  // round_up(EX + CW - 1, CW)
-  static constexpr int TILE = EY * PITCH;
-  static constexpr int NB = G::NS < 2 ? 2 : G::NS;  // shared buffers
-};
-
-template <class G>
-TG_DEVICE_INLINE StTile st_tile(const StencilArgs& a, i64 t) {
-  constexpr int TX = G::BX, TY = G::BY * G::RY;
-  constexpr int EX = (TX - 1) * G::SX + (G::WX - 1) * G::DX + 1;
-  constexpr int EY = (TY - 1) * G::SY + (G::WY - 1) * G::DY + 1;
-  StTile r;
-  i64 tix, tiy, tiz;
-  if (a.small) {  // 32-bit magic divisions (64-bit ones cost ~100 instructions each)
-    const unsigned u = static_cast<unsigned>(t);
-    const unsigned q0 = st_div(u, a.div_m[0], a.div_s[0]);
-    const unsigned q1 = st_div(q0, a.div_m[1], a.div_s[1]);
-    const unsigned q2 = st_div(q1, a.div_m[2], a.div_s[2]);
-    const unsigned q3 = st_div(q2, a.div_m[3], a.div_s[3]);
-    tix = u - q0 * static_cast<unsigned>(a.tiles[0]);
-    tiy = q0 - q1 * static_cast<unsigned>(a.tiles[1]);
-    tiz = q1 - q2 * static_cast<unsigned>(a.tiles[2]);
-    r.o0 = q2 - q3 * static_cast<unsigned>(a.out[0]);
-    r.b = q3;
-  } else {
-    tix = t % a.tiles[0];
-    t /= a.tiles[0];
-    tiy = t % a.tiles[1];
-    t /= a.tiles[1];
-    tiz = t % a.tiles[2];
-    t /= a.tiles[2];
-    r.o0 = t % a.out[0];
-    r.b = t / a.out[0];
+TG_DEVICE_INLINE constexpr bool st_tap_at(int iy, int iz) {
+  for (int rz = 0; rz < G::RZ; ++rz) {
+    const int dz = iz - rz * G::SZ;
+    if (dz < 0 || dz % G::DZ != 0 || dz / G::DZ >= G::WZ) continue;
+    for (int ry = 0; ry < G::RY; ++ry) {
+      const int dy = iy - ry * G::SY;
+      if (dy >= 0 && dy % G::DY == 0 && dy / G::DY < G::WY) return true;
+    }
   }
-  r.ox0 = tix * TX;
-  r.oy0 = tiy * TY;
-  r.oz0 = tiz * G::RZ;
-  r.ix0 = r.ox0 * G::SX - a.before[3];
-  r.iy0 = r.oy0 * G::SY - a.before[2];
-  r.iz0 = r.oz0 * G::SZ - a.before[1];
-  r.inside = r.ix0 >= 0 && r.ix0 + EX <= a.in[3] && r.iy0 >= 0 && r.iy0 + EY <= a.in[2];
-  r.sh = static_cast<int>(r.ix0 & (G::CW - 1));
-  r.inside_a = r.inside && (r.ix0 + EX + G::CW - 1) / G::CW * G::CW <= a.in[3];
-  return r;
+  return false;
 }
 
 /// Folds shared plane `base` (the thread's first value; row pitch PITCH) into every (rz, ry) output
 /// of the thread that reads it, as plane iz of the z chunk for tap t0 of d0: taps in row-major
 /// order (skipping sums leave out the taps of weight 0; see the top). t0 and iz are constants after
-/// unrolling.
+/// unrolling. Skipping sums (`skipping`) return whether a value of the plane that one of the
+/// thread's taps reads (also a skipped one) is inf or NaN: one sum over those values (inf, NaN, or
+/// a finite overflow, which only costs a refold), so each thread checks its own outputs and no
+/// block-wide flag is needed.
 template <class G, class C>
-TG_DEVICE_INLINE void st_fold_plane(C (&acc)[G::RZ][G::RY], int (&at)[G::RZ][G::RY], const typename G::T* base,
-                                    const C (&wr)[StGeo<G>::WIN], const C* wsm, unsigned long long zmask, int t0,
-                                    int iz) {
+TG_DEVICE_INLINE bool st_fold_plane(C (&acc)[G::RZ][G::RY], int (&at)[G::RZ][G::RY], const typename G::T* base,
+                                    const C (&wr)[StGeo<G>::WIN], const C* wsm, unsigned long long zmask,
+                                    bool skipping, int t0, int iz) {
   typedef StGeo<G> K;
   constexpr int WZ = G::WZ, WY = G::WY, WX = G::WX, SZ = G::SZ, SY = G::SY, DZ = G::DZ, DY = G::DY;
+  bool nf = false;
+  if constexpr (K::REFOLD) {
+    if (skipping || K::NANCHK) {
+      C sum = C(0);
+#pragma unroll
+      for (int iy = 0; iy < K::ERY; ++iy) {
+        if (!st_tap_at<G>(iy, iz)) continue;
+#pragma unroll
+        for (int jx = 0; jx < WX; ++jx) sum = st_add(sum, cv(base[iy * K::PITCH + jx * G::DX]));
+      }
+      // unit weights: a NaN among the values (inf - inf is NaN too); else also an inf
+      nf = K::NANCHK && G::UNIT_W ? sum != sum : st_nonfinite(sum);
+    }
+  } else {
+    (void)skipping;
+  }
   if constexpr (G::RSKIP) {
     // Run-time weights, sum: tap by tap (row-major within the plane), each a block-uniform branch
     // over the taps of weight 0 (bit n of zmask), the thread's RY outputs inside it; the weights
@@ -372,7 +113,7 @@ TG_DEVICE_INLINE void st_fold_plane(C (&acc)[G::RZ][G::RY], int (&at)[G::RZ][G::
       }
     }
     (void)at, (void)wr;
-    return;
+    return nf;
   }
   (void)zmask, (void)wsm;
 #pragma unroll
@@ -408,17 +149,45 @@ TG_DEVICE_INLINE void st_fold_plane(C (&acc)[G::RZ][G::RY], int (&at)[G::RZ][G::
           if (G::SKIP) {
             acc[rz][ry] = st_add(acc[rz][ry], p);
           } else {
-            st_fold<G::R>(acc[rz][ry], at[rz][ry], p, n);
+            st_fold<G::R, K::NANCHK>(acc[rz][ry], at[rz][ry], p, n);
           }
         }
       }
     }
   }
+  return nf;
 }
 
-/// Stores the thread's outputs of tile g. Skipping sums mark the outputs that came out -0 (bit
-/// rz * RY + ry) and fold them again over every tap afterwards (all of the tile's outputs when a
-/// plane held an inf or NaN, tile_nf), once the accumulators are dead.
+/// Stores output o of the stencil: its tap index for argmin/argmax, else its value.
+template <class G, class C>
+TG_DEVICE_INLINE void st_put(typename G::O* __restrict__ y, const StPtrs& P, i64 o, C r, int at) {
+  if constexpr (G::R >= 4) {
+    G::store(y, P, o, static_cast<typename G::Y>(at));
+  } else {
+    (void)at;
+    G::store(y, P, o, st<typename G::Y>(r));
+  }
+}
+
+/// Whether output value r of the thread must be folded again exactly (K::REFOLD): `nf` (a value
+/// its taps read was non-finite for skipping sums, NaN for NANCHK), or a skipping sum's -0.
+template <class G, class C>
+TG_DEVICE_INLINE bool st_needs_refold(C r, bool nf, bool skipping) {
+  typedef StGeo<G> K;
+  if constexpr (K::NANCHK) {
+    (void)r, (void)skipping;
+    return nf;
+  } else if constexpr (G::SKIP || G::RSKIP) {
+    return skipping && (nf || (r == C(0) && st_signbit(r)));
+  } else {
+    (void)r, (void)nf, (void)skipping;
+    return false;
+  }
+}
+
+/// Stores the thread's outputs of tile g. Outputs that need it (st_needs_refold; tile_nf: a plane
+/// of the tile held a value the thread's taps read that was non-finite, or NaN) are marked (bit
+/// rz * RY + ry) and folded again over every tap afterwards, once the accumulators are dead.
 template <class G, class C>
 TG_DEVICE_INLINE void st_store_tile(typename G::O* __restrict__ y, const typename G::X* __restrict__ x,
                                     const typename G::T* __restrict__ w, const StPtrs& P, const StencilArgs& a,
@@ -438,19 +207,12 @@ TG_DEVICE_INLINE void st_store_tile(typename G::O* __restrict__ y, const typenam
         const i64 oy = g.oy0 + ty * RY + ry;
         if (oy >= outy) continue;
         const i64 o = (((g.b * out0 + g.o0) * outz + oz) * outy + oy) * outx + ox;
-        if constexpr (G::R >= 4) {
-          G::store(y, P, o, static_cast<typename G::Y>(at[rz][ry]));
-        } else {
-          const C r = acc[rz][ry];
-          if constexpr (G::SKIP || G::RSKIP) {
-            if (skipping && (tile_nf || (r == C(0) && st_signbit(r)))) refold |= 1ull << (rz * RY + ry);
-          }
-          G::store(y, P, o, st<typename G::Y>(r));
-        }
+        if (st_needs_refold<G>(acc[rz][ry], tile_nf, skipping)) refold |= 1ull << (rz * RY + ry);
+        st_put<G>(y, P, o, acc[rz][ry], at[rz][ry]);
       }
     }
   }
-  if constexpr (G::SKIP || G::RSKIP) {
+  if constexpr (StGeo<G>::REFOLD) {
     static_assert(RZ * RY <= 64, "one refold bit an output");
     if (refold != 0) {
 #pragma unroll 1
@@ -458,11 +220,132 @@ TG_DEVICE_INLINE void st_store_tile(typename G::O* __restrict__ y, const typenam
         if (!((refold >> k) & 1)) continue;
         const i64 oz = g.oz0 + k / RY, oy = g.oy0 + ty * RY + k % RY;
         const i64 o = (((g.b * out0 + g.o0) * outz + oz) * outy + oy) * outx + ox;
-        G::store(y, P, o, st<typename G::Y>(st_exact<G>(x, w, P, a, g.b, g.o0, oz, oy, ox, boundary)));
+        int ex_at;
+        const C r = st_exact<G>(x, w, P, a, g.b, g.o0, oz, oy, ox, boundary, ex_at);
+        st_put<G>(y, P, o, r, ex_at);
       }
     }
   } else {
-    (void)tile_nf, (void)skipping, (void)w;
+    (void)w, (void)x, (void)boundary;
+  }
+}
+
+/// Marching along z (G::MARCH: W0 == 1, SZ == DZ == 1): folds plane iz of the march (iz % WZ ==
+/// k, a constant after unrolling) into the WZ outputs that read it: output iz - tz takes the plane
+/// as its window plane tz, in accumulator slot (iz - tz) % WZ. Each value of the thread's
+/// neighbourhood (ERY rows x WX columns: every tap position of its RY outputs) is read from shared
+/// memory once for all of them. Per output the taps come in row-major order (planes tz ascending,
+/// then rows, then columns), as the CPU folds them. Skipping sums start the output of tz == 0 at
+/// -0 and leave out the taps of weight 0 (G::SKIP: constant; G::RSKIP: bit n of zmask, a
+/// block-uniform branch a tap); they return whether a value of the neighbourhood (also one only a
+/// skipped tap reads) is inf or NaN (one sum over the values: inf, NaN, or a finite overflow, which
+/// only costs a refold).
+template <class G, class C>
+TG_DEVICE_INLINE bool st_march_fold(C (&acc)[G::WZ][G::RY], int (&at)[G::WZ][G::RY], const typename G::T* base,
+                                    const C (&wr)[StGeo<G>::WIN], const C* wsm, unsigned long long zmask,
+                                    bool skipping, int k) {
+  typedef StGeo<G> K;
+  constexpr int WZ = G::WZ, WY = G::WY, WX = G::WX, SY = G::SY, DY = G::DY, RY = G::RY, ERY = K::ERY;
+  constexpr bool SKIPPING = G::SKIP || G::RSKIP;
+  auto tap_row = [](int iy) {
+    for (int ry = 0; ry < RY; ++ry) {
+      const int dy = iy - ry * SY;
+      if (dy >= 0 && dy % DY == 0 && dy / DY < WY) return true;
+    }
+    return false;
+  };
+  C v[ERY][WX];
+#pragma unroll
+  for (int iy = 0; iy < ERY; ++iy) {
+#pragma unroll
+    for (int jx = 0; jx < WX; ++jx) v[iy][jx] = tap_row(iy) ? cv(base[iy * K::PITCH + jx * G::DX]) : C(0);
+  }
+  bool nf = false;
+  if constexpr (K::REFOLD) {
+    if (skipping || K::NANCHK) {
+      C sum = C(0);
+#pragma unroll
+      for (int iy = 0; iy < ERY; ++iy) {
+#pragma unroll
+        for (int jx = 0; jx < WX; ++jx) {
+          if (tap_row(iy)) sum = st_add(sum, v[iy][jx]);
+        }
+      }
+      nf = K::NANCHK && G::UNIT_W ? sum != sum : st_nonfinite(sum);
+    }
+  }
+  if constexpr (SKIPPING) {
+#pragma unroll
+    for (int ry = 0; ry < RY; ++ry) acc[k][ry] = C(-0.0);  // output iz starts (tz == 0)
+  }
+  (void)zmask, (void)wsm, (void)wr;
+#pragma unroll
+  for (int tz = 0; tz < WZ; ++tz) {
+    const int slot = (k - tz + WZ) % WZ;
+#pragma unroll
+    for (int ty = 0; ty < WY; ++ty) {
+#pragma unroll
+      for (int tx = 0; tx < WX; ++tx) {
+        const int n = (tz * WY + ty) * WX + tx;
+        if (G::SKIP && G::zero_w(n)) continue;
+        C wn;
+        if constexpr (G::RSKIP) {
+          if ((zmask >> n) & 1) continue;
+          wn = wsm[n];
+        } else {
+          wn = wr[n];
+        }
+#pragma unroll
+        for (int ry = 0; ry < RY; ++ry) {
+          const C x = v[ry * SY + ty * DY][tx];
+          const C p = G::UNIT_W ? x : st_mul(x, wn);
+          if (SKIPPING) {
+            acc[slot][ry] = st_add(acc[slot][ry], p);
+          } else {
+            st_fold<G::R, K::NANCHK>(acc[slot][ry], at[slot][ry], p, n);
+          }
+        }
+      }
+    }
+  }
+  return nf;
+}
+
+/// Stores the thread's RY outputs of z output oz of tile g (accumulator slot `slot` of the march);
+/// those that need it (st_needs_refold; `nf`: a plane the output read held such a value in the
+/// thread's neighbourhood) are folded again over every tap after the stores (st_exact).
+template <class G, class C>
+TG_DEVICE_INLINE void st_store_march(typename G::O* __restrict__ y, const typename G::X* __restrict__ x,
+                                     const typename G::T* __restrict__ w, const StPtrs& P, const StencilArgs& a,
+                                     const StTile& g, const C (&acc)[G::WZ][G::RY], const int (&at)[G::WZ][G::RY],
+                                     int slot, i64 oz, bool nf, bool skipping, C boundary, int tx, int ty) {
+  constexpr int RY = G::RY;
+  const i64 outy = a.out[2], outx = a.out[3];
+  const i64 ox = g.ox0 + tx;
+  if (ox >= outx) return;
+  const i64 row0 = ((g.b * a.out[0] + g.o0) * a.out[1] + oz) * outy;
+  unsigned refold = 0;
+#pragma unroll
+  for (int ry = 0; ry < RY; ++ry) {
+    const i64 oy = g.oy0 + ty * RY + ry;
+    if (oy >= outy) continue;
+    if (st_needs_refold<G>(acc[slot][ry], nf, skipping)) refold |= 1u << ry;
+    st_put<G>(y, P, (row0 + oy) * outx + ox, acc[slot][ry], at[slot][ry]);
+  }
+  if constexpr (StGeo<G>::REFOLD) {
+    static_assert(RY <= 32, "one refold bit an output");
+    if (refold != 0) {
+#pragma unroll 1
+      for (int ry = 0; ry < RY; ++ry) {
+        if (!((refold >> ry) & 1)) continue;
+        const i64 oy = g.oy0 + ty * RY + ry;
+        int ex_at;
+        const C r = st_exact<G>(x, w, P, a, g.b, g.o0, oz, oy, ox, boundary, ex_at);
+        st_put<G>(y, P, (row0 + oy) * outx + ox, r, ex_at);
+      }
+    }
+  } else {
+    (void)w, (void)x, (void)boundary;
   }
 }
 
@@ -532,23 +415,12 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
   auto origin = [&](const StTile& g, i64 c0, i64 cz) {
     return g.b * block_in + (c0 * inz + cz) * iny * inx + g.iy0 * inx + g.ix0;
   };
-  // Loads plane (t0, iz) of tile g into buf synchronously (any plane); whether this thread stored
-  // a non-finite value.
+  // Loads plane (t0, iz) of tile g into buf synchronously (any plane).
   auto load_now = [&](T* buf, const StTile& g, int t0, int iz) {
     i64 c0, cz;
     coords(g, t0, iz, c0, cz);
-    return st_load_tile<G, PITCH>(buf, x, P, g.b * block_in, c0, cz, inz, iny, inx, g.iy0, g.ix0, g.inside,
-                                  boundary, tid, g.sh);
-  };
-  // One barrier a plane; with zero-tap skipping it also tells whether the staged plane holds a
-  // non-finite value (then every output of the tile is folded again).
-  auto barrier = [&](bool nf) {
-    if constexpr (G::SKIP || G::RSKIP) {
-      return __syncthreads_or(nf ? 1 : 0) != 0;
-    } else {
-      __syncthreads();
-      return false;
-    }
+    st_load_tile<G, PITCH>(buf, x, P, g.b * block_in, c0, cz, inz, iny, inx, g.iy0, g.ix0, g.inside, boundary, tid,
+                           g.sh);
   };
   auto zero_acc = [&](C (&acc)[RZ][RY], int (&at)[RZ][RY]) {
 #pragma unroll
@@ -569,22 +441,25 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
     constexpr int CPR = PITCH / CW;  // copies a row at most (a row needs (sh + EX) / CW rounded up)
     constexpr int COPIES = K::EY * CPR;
     constexpr int TE = K::EY * EX, PER_E = (TE + NT - 1) / NT;  // tile elements (mapped copies)
+    // Planes of tile g when marching: its z outputs (zc, fewer at the end) plus the window's halo.
+    auto march_planes = [&](const StTile& gm) {
+      const i64 nz = a.out[1] - gm.oz0;
+      return static_cast<int>(nz < a.zc ? nz : a.zc) + G::WZ - 1;
+    };
+    (void)march_planes;
     i64 ti = t;  // (its tile is made again at each issue: registers are short)
     int it0 = 0, iiz = 0, slot_in = 0;
-    unsigned elem_bits = 0;  // per slot: filled element by element (else in copies of CW)
     auto issue = [&]() {
       if (ti < a.total_tiles) {
         const StTile gi = st_tile<G>(a, ti);
         T* buf = tiles + slot_in * TILE;
         i64 c0, cz;
         coords(gi, it0, iiz, c0, cz);
-        const unsigned bit = 1u << slot_in;
         if (c0 < 0 || cz < 0) {  // the boundary value (zero and constant modes)
           for (int e = tid; e < TE; e += NT) {
             const int r = e / EX, c = e - r * EX;
             buf[r * PITCH + gi.sh + c] = st<T>(boundary);
           }
-          elem_bits |= bit;
         } else if (gi.inside_a) {  // whole copies of the rows' aligned span
           const T* src = reinterpret_cast<const T*>(x) + origin(gi, c0, cz) - gi.sh;
           const int cpr = (gi.sh + EX + CW - 1) / CW;
@@ -596,7 +471,38 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
               st_cp_async<CW * sizeof(T)>(buf + r * PITCH + c * CW, src + r * inx + c * CW);
             }
           }
-          elem_bits &= ~bit;
+        } else if constexpr (CW > 1) {
+          // A tile leaving the source, rows of whole copies: copy by copy, each row mapped through
+          // the boundary mode; a copy inside the source row moves CW elements at once, one that
+          // leaves it (at most one at each end of a row) element by element, mapped.
+          const T* plane = reinterpret_cast<const T*>(x) + gi.b * block_in + (c0 * inz + cz) * iny * inx;
+          const i64 col0 = gi.ix0 - gi.sh;  // the source column of a row's first copy (aligned)
+          const int cpr = (gi.sh + EX + CW - 1) / CW;
+#pragma unroll
+          for (int q = 0; q < (COPIES + NT - 1) / NT; ++q) {
+            const int e = tid + q * NT;
+            const int r = e / CPR, c = e - r * CPR;
+            if (e < COPIES && c < cpr) {
+              const i64 gy = st_boundary_index<G::M>(gi.iy0 + r, iny);
+              const i64 col = col0 + c * CW;
+              T* d = buf + r * PITCH + c * CW;
+              if (gy >= 0 && col >= 0 && col + CW <= inx) {
+                st_cp_async<CW * sizeof(T)>(d, plane + gy * inx + col);
+              } else {
+#pragma unroll
+                for (int j = 0; j < CW; ++j) {
+                  const int tc = c * CW + j - gi.sh;  // tile column
+                  if (tc < 0 || tc >= EX) continue;
+                  const i64 gx = st_boundary_index<G::M>(col + j, inx);
+                  if (gy < 0 || gx < 0) {
+                    d[j] = st<T>(boundary);
+                  } else {
+                    st_cp_async<sizeof(T)>(d + j, plane + gy * inx + gx);
+                  }
+                }
+              }
+            }
+          }
         } else {  // a tile leaving the source: element copies mapped through the boundary mode
           const T* plane = reinterpret_cast<const T*>(x) + gi.b * block_in + (c0 * inz + cz) * iny * inx;
 #pragma unroll
@@ -614,9 +520,8 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
               }
             }
           }
-          elem_bits |= bit;
         }
-        if (++iiz == EZ) {
+        if (++iiz == (G::MARCH ? march_planes(gi) : EZ)) {
           iiz = 0;
           if (++it0 == W0) {
             it0 = 0;
@@ -627,51 +532,74 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
       st_cp_commit();
       slot_in = slot_in + 1 == NS ? 0 : slot_in + 1;
     };
-    // Whether this thread's part of slot s holds a non-finite value (after its copies landed).
-    auto slot_nf = [&](int s) {
-      if (!(G::SKIP || G::RSKIP) || !skipping) return false;
-      const T* buf = tiles + s * TILE;
-      bool nf = false;
-      if ((elem_bits >> s) & 1) {
-        for (int e = tid; e < TE; e += NT) {
-          const int r = e / EX, c = e - r * EX;
-          nf = nf || st_nonfinite(cv(buf[r * PITCH + g.sh + c]));
-        }
-      } else {
-        for (int e = tid; e < COPIES; e += NT) {
-          const int r = e / CPR, c = e - r * CPR;
-#pragma unroll
-          for (int k = 0; k < CW; ++k) nf = nf || st_nonfinite(cv(buf[r * PITCH + c * CW + k]));
-        }
-      }
-      return nf;
-    };
 #pragma unroll
     for (int k = 0; k < NS - 1; ++k) issue();
     int cur = 0;
-    for (; t < a.total_tiles; t += step) {
-      C acc[RZ][RY];
-      int at[RZ][RY];
-      zero_acc(acc, at);
-      bool tile_nf = false;
+    if constexpr (G::MARCH) {
+      // March along z: tile g's planes iz = 0 .. np - 1 in order; after plane iz, output
+      // iz - (WZ - 1) has all its taps and is stored. Loops unrolled by WZ keep the accumulator
+      // slots constant. Non-finite values are found per thread (st_march_fold): no block-wide flag.
+      constexpr int WZ = G::WZ;
+      static_assert(G::W0 == 1 && G::SZ == 1 && G::DZ == 1 && WZ <= 16, "marching: W0 1, SZ and DZ 1");
+      for (; t < a.total_tiles; t += step) {
+        const int np = march_planes(g);
+        C acc[WZ][RY];
+        int at[WZ][RY];
 #pragma unroll
-      for (int t0 = 0; t0 < W0; ++t0) {
+        for (int s = 0; s < WZ; ++s) {
 #pragma unroll
-        for (int iz = 0; iz < EZ; ++iz) {
-          st_cp_wait<NS - 2>();  // this thread's copies of plane `cur` landed
-          const bool nf = slot_nf(cur);
-          tile_nf = barrier(nf) || tile_nf;  // everyone's landed; everyone folded the previous plane
-          issue();                           // into the previous plane's slot
-          st_fold_plane<G>(acc, at, tiles + cur * TILE + g.sh + thread_at, wr, wsm, zmask, t0, iz);
-          cur = cur + 1 == NS ? 0 : cur + 1;
+          for (int ry = 0; ry < RY; ++ry) {
+            acc[s][ry] = C(0);
+            at[s][ry] = 0;
+          }
         }
+        unsigned hist = 0;  // bit j: plane iz - j held a non-finite value (skipping sums)
+        for (int iz0 = 0; iz0 < np; iz0 += WZ) {
+#pragma unroll
+          for (int k = 0; k < WZ; ++k) {
+            const int iz = iz0 + k;
+            if (iz >= np) break;
+            st_cp_wait<NS - 2>();  // this thread's copies of plane `cur` landed
+            __syncthreads();       // everyone's landed; everyone folded the previous plane
+            issue();               // into the previous plane's slot
+            const bool nf = st_march_fold<G>(acc, at, tiles + cur * TILE + g.sh + thread_at, wr, wsm, zmask,
+                                             skipping, k);
+            hist = (hist << 1) | (nf ? 1u : 0u);
+            cur = cur + 1 == NS ? 0 : cur + 1;
+            if (iz >= WZ - 1) {
+              st_store_march<G>(y, x, w, P, a, g, acc, at, (k + 1) % WZ, g.oz0 + iz - (WZ - 1),
+                                (hist & ((1u << WZ) - 1)) != 0, skipping, boundary, tx, ty);
+            }
+          }
+        }
+        if (t + step < a.total_tiles) g = st_tile<G>(a, t + step);
       }
-      st_store_tile<G>(y, x, w, P, a, g, acc, at, tile_nf, skipping, boundary, tx, ty);
-      if (t + step < a.total_tiles) g = st_tile<G>(a, t + step);
+    } else {
+      for (; t < a.total_tiles; t += step) {
+        C acc[RZ][RY];
+        int at[RZ][RY];
+        zero_acc(acc, at);
+        bool tile_nf = false;
+#pragma unroll
+        for (int t0 = 0; t0 < W0; ++t0) {
+#pragma unroll
+          for (int iz = 0; iz < EZ; ++iz) {
+            st_cp_wait<NS - 2>();  // this thread's copies of plane `cur` landed
+            __syncthreads();       // everyone's landed; everyone folded the previous plane
+            issue();               // into the previous plane's slot
+            tile_nf = st_fold_plane<G>(acc, at, tiles + cur * TILE + g.sh + thread_at, wr, wsm, zmask, skipping,
+                                       t0, iz) || tile_nf;
+            cur = cur + 1 == NS ? 0 : cur + 1;
+          }
+        }
+        st_store_tile<G>(y, x, w, P, a, g, acc, at, tile_nf, skipping, boundary, tx, ty);
+        if (t + step < a.total_tiles) g = st_tile<G>(a, t + step);
+      }
     }
     st_cp_wait<0>();
   } else {
-    bool plane_nf = barrier(load_now(tiles, g, 0, 0));
+    load_now(tiles, g, 0, 0);
+    __syncthreads();
     int cur = 0;
     for (; t < a.total_tiles; t += step) {
       const bool has_next_tile = t + step < a.total_tiles;
@@ -705,25 +633,23 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
               }
             }
           }
-          tile_nf = tile_nf || plane_nf;
-          st_fold_plane<G>(acc, at, tiles + cur * TILE + thread_at, wr, wsm, zmask, t0, iz);
+          tile_nf = st_fold_plane<G>(acc, at, tiles + cur * TILE + thread_at, wr, wsm, zmask, skipping, t0, iz) ||
+                    tile_nf;
           // Stage the next plane in the other buffer (nobody reads it: the barrier after the
           // previous plane's fold has passed).
           T* other = tiles + (cur ^ 1) * TILE;
-          bool nf = false;
           if (direct) {
 #pragma unroll
             for (int q = 0; q < PER; ++q) {
               const int e = tid + q * NT;
               if (e < K::EY * EX) {
                 other[e] = pre[q];
-                if (G::SKIP || G::RSKIP) nf = nf || st_nonfinite(cv(pre[q]));
               }
             }
           } else if (has_next) {
-            nf = load_now(other, nx, nt0, niz);
+            load_now(other, nx, nt0, niz);
           }
-          plane_nf = barrier(nf);
+          __syncthreads();
           cur ^= 1;
         }
       }
