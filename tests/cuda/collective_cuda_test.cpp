@@ -1,10 +1,11 @@
 // The collective ops on a CUDA GPU: the single communicator (a copy), and NCCL with one rank on
 // the one GPU (libnccl.so.2 loaded at run time), through walked, recorded and replayed runs of a
-// compiled executable. TG_TEST_EXPECT_NCCL=1 makes a missing NCCL a failure, =0 makes it the
-// expectation (the clear tg::Error); unset, a missing NCCL skips the NCCL test.
+// compiled executable; and the error a missing NCCL library gives. TG_TEST_EXPECT_NCCL=1 makes a
+// missing NCCL a failure of the NCCL test (=0: the expectation); unset, a missing NCCL skips it.
 #include <cstdlib>
 #include <filesystem>
 
+#include "backends/cuda/nccl.h"
 #include "test_util.h"
 
 namespace tg {
@@ -71,6 +72,14 @@ TEST(CollectiveCuda, OneNcclRankOnTheGpu) {
   EXPECT_TG_ERROR(g.run({}, {all_reduce(x, comm)}), ErrorCode::unsupported,
                   "[all_reduce] the CPU backend runs in_process communicators; nccl needs a CUDA device");
   std::filesystem::remove(path);
+}
+
+TEST(CollectiveCuda, AMissingNcclLibraryIsAClearError) {
+  // No GPU needed: only dlopen. (libnccl.so.2 itself is installed where this runs, so a library
+  // that is not there stands in for it.)
+  EXPECT_TG_ERROR(cuda::load_nccl_library("libnccl-not-installed.so.2"), ErrorCode::unsupported,
+                  "[nccl] cannot load libnccl-not-installed.so.2 (libnccl-not-installed.so.2: cannot open shared "
+                  "object file: No such file or directory): install NCCL");
 }
 
 TEST(CollectiveCuda, InProcessCommunicatorsRunOnTheCpuOnly) {

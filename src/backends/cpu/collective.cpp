@@ -1,4 +1,4 @@
-// CPU kernels of the collective family. World size 1: the identity (a copy). In-process groups
+// CPU kernels of the collective family. The single communicator: the identity (a copy). In-process groups
 // (threads as ranks, core/communicator.h): a rendezvous where every rank computes its own output
 // from every rank's input, in rank order, so that every rank gets the same bits. NCCL groups run
 // on CUDA devices only.
@@ -138,7 +138,7 @@ void collective_kernel(KernelContext& ctx) {
   const TensorData& x = ctx.inputs[0];
   TensorData& y = ctx.outputs[0];
   const std::string_view op = ir::op_name(ctx.node.kind);
-  if (a.world_size == 1) {  // every collective of one rank is the identity
+  if (a.group == 0) {  // the single communicator: every collective is the identity
     if (x.nbytes()) std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
     return;
   }

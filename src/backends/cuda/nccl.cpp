@@ -21,17 +21,19 @@ template <typename F>
 void load_symbol(void* lib, const char* name, F& out) {
   void* sym = dlsym(lib, name);
   if (!sym) {
-    fail(ErrorCode::unsupported, "nccl", "libnccl.so.2 has no {} (NCCL >= 2.10 is needed)", name);
+    fail(ErrorCode::unsupported, "nccl", "the NCCL library has no {} (NCCL >= 2.10 is needed)", name);
   }
   out = reinterpret_cast<F>(sym);
 }
 
-NcclApi load_nccl() {
-  void* lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+}  // namespace
+
+NcclApi load_nccl_library(const char* name) {
+  void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* why = dlerror();
-    fail(ErrorCode::unsupported, "nccl", "cannot load libnccl.so.2 ({}): install NCCL (e.g. PyTorch's "
-         "nvidia-nccl package) and put its lib folder on LD_LIBRARY_PATH", why ? why : "not found");
+    fail(ErrorCode::unsupported, "nccl", "cannot load {} ({}): install NCCL (e.g. PyTorch's "
+         "nvidia-nccl package) and put its lib folder on LD_LIBRARY_PATH", name, why ? why : "not found");
   }
   NcclApi api{};
   load_symbol(lib, "ncclGetVersion", api.get_version);
@@ -49,6 +51,8 @@ NcclApi load_nccl() {
   }
   return api;  // the library stays loaded for the process's life
 }
+
+namespace {
 
 // Rank 0 writes the id (to a temporary name, then renamed: readers never see half a file).
 void write_id(const NcclUniqueId& id, const std::string& path) {
@@ -83,7 +87,7 @@ const NcclApi& nccl_api() {
   static std::mutex m;
   static std::unique_ptr<NcclApi> api;
   std::lock_guard lock(m);
-  if (!api) api = std::make_unique<NcclApi>(load_nccl());  // a failed load is retried next time
+  if (!api) api = std::make_unique<NcclApi>(load_nccl_library("libnccl.so.2"));  // a failed load is retried next time
   return *api;
 }
 

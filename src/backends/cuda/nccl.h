@@ -40,6 +40,9 @@ struct NcclApi {
 /// LD_LIBRARY_PATH, the system's paths). Raises tg::Error(unsupported) "[nccl] cannot load
 /// libnccl.so.2 (<dlerror>) ..." when it is missing or lacks an entry point (NCCL < 2.10).
 const NcclApi& nccl_api();
+/// Loads the NCCL library `name` (dlopen) and its entry points; what nccl_api() does with
+/// "libnccl.so.2". Raises as nccl_api() does, naming `name`.
+NcclApi load_nccl_library(const char* name);
 /// Raises tg::Error(io_error) "[op] what: <ncclGetErrorString>" unless r is ncclSuccess.
 void check_nccl(NcclResult r, std::string_view op, std::string_view what);
 
