@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "tg/collective.h"
 #include "tg/export.h"
 #include "tg/graph.h"
 #include "tg/nn.h"
@@ -387,6 +388,8 @@ struct CheckpointOptions {
 };
 /// Saves the model (Model::save: weights and optimizer state) after every epoch, or only when
 /// the monitored value improved. "{epoch}" in the path is replaced by the 1-based epoch number.
+/// Under data parallelism (Model::compile's DataParallel) only rank 0 writes (the others track
+/// the best value alone, so saved() stays empty there).
 /// A monitor missing from the logs raises tg::Error(not_found) "[ModelCheckpoint] ..."
 /// (save_best_only only).
 class TG_API ModelCheckpoint : public Callback {
@@ -440,7 +443,8 @@ struct CSVLoggerOptions {
   /// array per column, {"epoch": [1, 2], "loss": [0.61, 0.32], ...}, NaN written as null.
   std::string json_path = "";
 };
-/// Records the epoch logs of fit in a CSV file (Keras CSVLogger): a header line such as
+/// Records the epoch logs of fit in a CSV file (Keras CSVLogger; under data parallelism only
+/// rank 0 appends rows): a header line such as
 /// "epoch,loss,accuracy,seconds", then one row per epoch: the 1-based epoch number (as the
 /// progress line's "Epoch 1/6"), the epoch logs (loss and accuracy first, then val_loss and
 /// val_accuracy, then any other key in name order) and the epoch's wall time in seconds
@@ -491,6 +495,18 @@ struct FitOptions {
   int64_t initial_epoch = 0;  ///< epoch numbers start here (resuming)
 };
 
+/// Data-parallel training (Model::compile): every rank (a process per GPU, or a thread with
+/// Communicator::in_process) holds a replica of the model with the same initial weights, takes
+/// its shard of every batch in fit, and the gradients are averaged over the ranks (all_reduce
+/// mean, in buckets) before every rank applies the same optimizer step, as PyTorch DDP does.
+struct DataParallel {
+  /// The ranks; the single communicator (world size 1) trains as without data parallelism.
+  Communicator communicator = {};
+  /// Gradients are flattened into buckets of about this many bytes, one all_reduce each, in the
+  /// order the backward pass produces them (last layers first). 0: one all_reduce per weight.
+  int64_t bucket_bytes = 25 << 20;
+};
+
 struct EvaluateOptions {
   int64_t batch_size = 32;
   int verbose = 0;
@@ -535,11 +551,23 @@ class TG_API Model {
   /// (e.g. a sparse cross entropy on a rank-1 output). `device` runs every step of fit, evaluate,
   /// predict and train_on_batch (variables stay there between steps); `options` are used for
   /// each executable (e.g. CompileOptions::precision = ComputePrecision::bf16 on CUDA).
+  /// `data_parallel` (DataParallel): with a communicator of world size N > 1 the training step
+  /// all-reduces the gradients (mean over the ranks) and the loss and accuracy it reports (so
+  /// every rank sees the global values), and fit trains data-parallel: with batch_size B every
+  /// rank runs on its B / N rows of every batch (rank r: rows [r*B/N, (r+1)*B/N); a last batch
+  /// of b rows gives b / N rows to each rank, the b % N last rows left out of that epoch, a
+  /// batch of fewer than N rows is skipped), only rank 0 prints progress and writes
+  /// checkpoints (ModelCheckpoint) and CSV logs (CSVLogger), and all ranks see the same logs.
+  /// Every rank must compile the same model with the same options and call fit with the same
+  /// data and options. Errors "[compile]": bucket_bytes < 0.
   void compile(Optimizer optimizer,
                Loss loss = Loss::sparse_categorical_crossentropy,
                std::vector<Metric> metrics = {Metric::accuracy},
-               Device device = Device::cpu(), CompileOptions options = {});
+               Device device = Device::cpu(), CompileOptions options = {},
+               DataParallel data_parallel = {});
   bool compiled() const;
+  /// The communicator given to compile (the single one otherwise).
+  const Communicator& communicator() const;
   /// Trains on x [N, input dims...] (the model's input dtype) and y [N, ...] (labels as the loss
   /// wants) for options.epochs epochs of mini-batches, running one compiled executable per
   /// batch size (train mode: batch statistics, dropout). Returns the per-epoch logs. Errors

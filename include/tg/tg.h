@@ -1,6 +1,7 @@
 // TensorGraph umbrella header.
 #pragma once
 #include "tg/autodiff.h"
+#include "tg/collective.h"
 #include "tg/control_flow.h"
 #include "tg/data.h"
 #include "tg/device.h"

@@ -4,12 +4,21 @@
 #include "backends/backend.h"
 #include "backends/control_recording.h"
 #include "backends/cpu/cpu_backend.h"
+#include "core/communicator.h"
 #include "core/device_runtime.h"
 #include "core/error_util.h"
 #ifdef TG_HAVE_CUDA
 #include "backends/cuda/control_recorder.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/runtime.h"
+#endif
+
+#ifdef TG_HAVE_CUDA
+namespace tg::cuda {
+// src/backends/cuda/collective.cpp
+std::shared_ptr<detail::CommGroup> make_nccl_group(int rank, int world_size, int device, const std::string& id_file,
+                                                   double timeout_seconds);
+}  // namespace tg::cuda
 #endif
 
 namespace tg {
@@ -37,6 +46,16 @@ const DeviceRuntime* device_runtime(Device::Kind kind) {
   if (kind == Device::Kind::cuda) return &cuda::device_runtime();
 #endif
   return nullptr;
+}
+
+std::shared_ptr<detail::CommGroup> make_nccl_group(int rank, int world_size, int device, const std::string& id_file,
+                                                   double timeout_seconds) {
+#ifdef TG_HAVE_CUDA
+  return cuda::make_nccl_group(rank, world_size, device, id_file, timeout_seconds);
+#else
+  (void)rank, (void)world_size, (void)device, (void)id_file, (void)timeout_seconds;
+  fail(ErrorCode::unsupported, "Communicator::nccl", "this build has no CUDA backend (NCCL runs on CUDA devices)");
+#endif
 }
 }  // namespace core
 

@@ -187,6 +187,11 @@ struct Printer {
     }
     return out;
   }
+  std::string operator()(const CollectiveAttrs& a) const {
+    return fmt::format("reduction={}, axis={}, root={}, comm={} rank {} of {} (group {})",
+                       collective_reduction_name(a.reduction), a.axis, a.root, comm_backend_name(a.backend),
+                       a.rank, a.world_size, a.group);
+  }
   // "stencil={...}, window=[3,3], weights=[...], prologue={...}, epilogue={...}"
   std::string operator()(const FusedStencilAttrs& a) const {
     std::string out = fmt::format("stencil={{{}}}, window=[{}]", (*this)(a.stencil), fmt::join(a.window, ","));

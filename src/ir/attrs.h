@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "ir/op_info.h"
+#include "tg/collective.h"
 #include "tg/ops.h"
 #include "tg/tensor_data.h"
 
@@ -114,6 +115,18 @@ struct FusedStencilAttrs {
   FusedAttrs epilogue;
 };
 
+/// all_reduce, all_gather, reduce_scatter, broadcast: the op's parameters and its communicator
+/// (this rank's place; the group is found at run time by group id, core/communicator.h).
+struct CollectiveAttrs {
+  CollectiveReduction reduction = CollectiveReduction::sum;  ///< all_reduce, reduce_scatter
+  int64_t axis = 0;  ///< all_gather, reduce_scatter: normalized to [0, rank)
+  int root = 0;      ///< broadcast
+  int rank = 0;
+  int world_size = 1;
+  CommBackend backend = CommBackend::single;
+  uint64_t group = 0;  ///< Communicator::group_id (0: single)
+};
+
 /// Every attribute type a node can carry. Reduce/Gather/... reuse the public descriptor structs
 /// with axes normalized to non-negative values by the builder.
 using Attrs = std::variant<NoAttrs, ConstantAttrs, FillAttrs, IotaAttrs, RandomAttrs, VariableAttrs, CastAttrs,
@@ -122,7 +135,7 @@ using Attrs = std::variant<NoAttrs, ConstantAttrs, FillAttrs, IotaAttrs, RandomA
                            MatmulDesc, GatherDesc, GatherNdDesc, GatherElementsDesc, ScatterNdDesc,
                            ScatterElementsDesc, StencilDesc, Conv2dDesc, ConvBackwardAttrs,
                            Pool2dDesc, RandomLikeAttrs, LoopAttrs, FusedAttrs,
-                           FusedStencilAttrs>;
+                           FusedStencilAttrs, CollectiveAttrs>;
 
 /// "axes=[0,1], keep_dims=true" (empty for NoAttrs). Used by the printer and DOT export.
 std::string attrs_to_string(const Attrs& attrs);

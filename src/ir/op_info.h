@@ -32,7 +32,7 @@ enum OpTrait : uint32_t {
 /// Op families (one file per family in each layer).
 enum class OpFamily : uint8_t {
   source, random, variable, unary, binary, ternary, cast, shape, reduce, matmul, gather, stencil,
-  conv, pool, control, fused
+  conv, pool, control, fused, collective
 };
 
 struct OpInfo {
@@ -58,4 +58,4 @@ bool op_kind_from_name(std::string_view name, OpKind* out);
 /// register_<family>_kernels(KernelTable&).
 #define TG_OP_FAMILIES(X) \
   X(source) X(random) X(variable) X(unary) X(binary) X(ternary) X(cast) X(shape) X(reduce) X(matmul) X(gather) X(stencil) \
-      X(conv) X(pool) X(control) X(fused)
+      X(conv) X(pool) X(control) X(fused) X(collective)

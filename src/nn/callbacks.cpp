@@ -121,6 +121,7 @@ void ModelCheckpoint::on_epoch_end(Model& model, int64_t epoch, const Logs& logs
     best_ = value;
     best_epoch_ = epoch;
   }
+  if (model.communicator().rank() != 0) return;  // data parallelism: rank 0 writes the checkpoints
   std::string path = expand_epoch(path_, epoch);
   model.save(path);
   saved_.push_back(path);

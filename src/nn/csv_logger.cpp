@@ -91,9 +91,10 @@ CSVLogger::CSVLogger(std::string path, CSVLoggerOptions options)
 
 void CSVLogger::on_epoch_begin(Model&, int64_t) { epoch_start_ = now_seconds(); }
 
-void CSVLogger::on_epoch_end(Model&, int64_t epoch, const Logs& logs) {
+void CSVLogger::on_epoch_end(Model& model, int64_t epoch, const Logs& logs) {
   const double seconds = epoch_start_ >= 0 ? now_seconds() - epoch_start_ : kNaN;
   epoch_start_ = -1;
+  if (model.communicator().rank() != 0) return;  // data parallelism: rank 0 writes the log
   std::ofstream out(path_, std::ios::app);
   if (!out) fail(ErrorCode::io_error, "CSVLogger", "cannot write '{}'", path_);
   if (columns_.empty()) {

@@ -46,11 +46,13 @@ Executable& executable(ModelState& s, ExeKind kind, int64_t batch) {
   Executable exe;
   std::vector<Tensor> metrics = {s.loss_value};
   if (s.num_correct.valid()) metrics.push_back(s.num_correct);
+  std::vector<Tensor> train_metrics = {s.train_loss};  // all-reduced under data parallelism
+  if (s.train_correct.valid()) train_metrics.push_back(s.train_correct);
   switch (kind) {
     case ExeKind::train:
       exe = runtime::compile_graph(g.impl(), s.device,
                                    {typed(s.input.tensor()), typed(s.labels), {s.learning_rate, {{}, DType::f32}}},
-                                   metrics, s.train_ops, options, flag(true));
+                                   train_metrics, s.train_ops, options, flag(true));
       break;
     case ExeKind::eval:
       exe = runtime::compile_graph(g.impl(), s.device, {typed(s.input.tensor()), typed(s.labels)}, metrics, {},
@@ -328,6 +330,9 @@ History Model::fit(const TensorData& x, const TensorData& y, FitOptions o) {
   const int64_t steps = (n + o.batch_size - 1) / o.batch_size;
   const int64_t total_steps = steps * o.epochs;
   const int64_t per_example = predictions_per_example(s);
+  // Data parallelism: rank r trains on its shard of each batch; only rank 0 prints.
+  const int rank = s.data_parallel.communicator.rank(), world = s.data_parallel.communicator.world_size();
+  if (rank != 0) o.verbose = 0;
   int64_t step = global_step();
   const auto start = std::chrono::steady_clock::now();
   s.stop_requested = false;
@@ -341,11 +346,17 @@ History Model::fit(const TensorData& x, const TensorData& y, FitOptions o) {
     Totals totals;
     for (int64_t i = 0; i < steps; ++i, ++step) {
       const int64_t begin = i * o.batch_size, count = std::min(o.batch_size, n - begin);
+      // Rank r's rows: [r * shard, (r + 1) * shard) of the batch; count % world rows are left out.
+      const int64_t shard = count / world, first = begin + rank * shard;
       auto lr = static_cast<float>(learning_rate(s, step, total_steps));
-      Executable& exe = detail::executable(s, ExeKind::train, count);
-      auto outs = exe.run({batches.rows(train_x, order, begin, count), batches.rows(train_y, order, begin, count),
-                           TensorData::scalar(lr)});
-      totals.add(outs, count, per_example);
+      if (shard > 0) {
+        Executable& exe = detail::executable(s, ExeKind::train, shard);
+        auto outs = exe.run({batches.rows(train_x, order, first, shard), batches.rows(train_y, order, first, shard),
+                             TensorData::scalar(lr)});
+        totals.add(outs, shard * world, per_example);  // the step reports the global loss
+      } else {
+        --step;  // a batch too small to shard: no step
+      }
       // On a GPU, callbacks and the progress bar see the logs of the steps read so far.
       if (!totals.pending.empty() && (totals.due() || i + 1 == steps)) totals.read();
       Logs logs = totals.logs();

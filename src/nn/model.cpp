@@ -141,7 +141,16 @@ void build_training(ModelState& s) {
       if (l) params.insert(params.end(), l->trainable_.begin(), l->trainable_.end());
     }
     if (params.empty()) fail(ErrorCode::invalid_argument, "compile", "the model has no trainable weights");
-    s.train_ops = optimizer_step(s, ctx.graph, params, gradients(s.loss_value, params));
+    std::vector<Tensor> grads = gradients(s.loss_value, params);
+    s.train_loss = s.loss_value;
+    s.train_correct = s.num_correct;
+    const Communicator& comm = s.data_parallel.communicator;
+    if (comm.world_size() > 1) {
+      grads = detail::all_reduce_mean_in_buckets(grads, comm, s.data_parallel.bucket_bytes);
+      s.train_loss = all_reduce(s.loss_value, comm, {CollectiveReduction::mean});
+      if (s.num_correct.valid()) s.train_correct = all_reduce(s.num_correct, comm, {CollectiveReduction::sum});
+    }
+    s.train_ops = optimizer_step(s, ctx.graph, params, grads);
   } catch (const Error& e) {
     std::string what = e.what();
     if (what.rfind("[compile]", 0) == 0) throw;
@@ -319,9 +328,13 @@ std::string Model::summary() const {
 }
 
 void Model::compile(Optimizer optimizer, Loss loss, std::vector<Metric> metrics, Device device,
-                    CompileOptions options) {
+                    CompileOptions options, DataParallel data_parallel) {
   ModelState& s = detail::state_of(*this, "compile");
   if (s.compiled) fail(ErrorCode::invalid_argument, "compile", "model '{}' is already compiled", s.name);
+  if (data_parallel.bucket_bytes < 0) {
+    fail(ErrorCode::invalid_argument, "compile", "DataParallel::bucket_bytes = {} must be >= 0",
+         data_parallel.bucket_bytes);
+  }
   if (static_cast<int>(loss) < 0 || static_cast<int>(loss) > 3) {
     fail(ErrorCode::invalid_argument, "compile", "unknown loss");
   }
@@ -339,6 +352,7 @@ void Model::compile(Optimizer optimizer, Loss loss, std::vector<Metric> metrics,
   s.metrics = std::move(metrics);
   s.device = device;
   s.compile_options = options;
+  s.data_parallel = std::move(data_parallel);
   s.compiled = true;
   if (s.ctx) {
     try {
@@ -351,6 +365,11 @@ void Model::compile(Optimizer optimizer, Loss loss, std::vector<Metric> metrics,
 }
 
 bool Model::compiled() const { return state_ && state_->compiled; }
+
+const Communicator& Model::communicator() const {
+  static const Communicator kSingle;
+  return state_ ? state_->data_parallel.communicator : kSingle;
+}
 
 int64_t Model::global_step() const {
   if (!state_ || !state_->ctx || state_->step_variable.empty()) return 0;

@@ -93,6 +93,10 @@ struct ModelState {
   Device device = Device::cpu();
   CompileOptions compile_options;
   Tensor labels, learning_rate, loss_value, num_correct;
+  /// What the training step reports: loss_value and num_correct, all-reduced over the ranks
+  /// under data parallelism (mean and sum), else the same tensors.
+  Tensor train_loss, train_correct;
+  DataParallel data_parallel;
   std::vector<Operation> train_ops;
   std::string step_variable;  ///< the optimizer's step counter name
   /// (ExeKind, batch size; -1 for every size under CompileOptions::disable_type_inference)
@@ -106,6 +110,14 @@ ModelState& state_of(const Model& model, std::string_view op);
 /// The model's context, building a Sequential is not possible here: tg::Error(invalid_argument)
 /// "[op] ... not built".
 ModelContext& built_context(const Model& model, std::string_view op);
+
+/// grads (any shapes, floating) averaged over the ranks of `comm` (all_reduce mean): flattened
+/// and concatenated into buckets of at most `bucket_bytes` bytes (a larger gradient alone; one
+/// dtype per bucket; 0: one all_reduce per gradient), filled from the last gradient to the first
+/// (the order backward produces them), then split back. Same order and shapes as grads
+/// (src/nn/data_parallel.cpp).
+std::vector<Tensor> all_reduce_mean_in_buckets(const std::vector<Tensor>& grads, const Communicator& comm,
+                                               int64_t bucket_bytes);
 
 /// The executable of `kind` for batch size `batch`, compiled on first use.
 Executable& executable(ModelState& s, ExeKind kind, int64_t batch);

@@ -17,7 +17,7 @@ constexpr const char* kAttrNames[] = {
     "broadcast", "reshape",  "transpose", "slice",    "pad",            "concat",           "reverse",
     "tile",      "reduce",   "arg_reduce", "matmul",  "gather",         "gather_nd",        "gather_elements",
     "scatter_nd", "scatter_elements", "stencil", "conv2d", "conv_backward", "pool2d", "random_like",
-    "loop",      "fused",    "fused_stencil"};
+    "loop",      "fused",    "fused_stencil", "collective"};
 static_assert(std::size(kAttrNames) == std::variant_size_v<ir::Attrs>, "one name per ir::Attrs alternative");
 
 // One description of each struct's fields serves both directions: Out writes, In reads.
@@ -188,6 +188,12 @@ template <typename A> void fields(A& a, ir::FusedStencilAttrs& x) {
   }
   for (double& v : x.weights) a(v);
   a(x.num_prologue_inputs), fields(a, x.prologue), fields(a, x.epilogue);
+}
+
+// The group id is only meaningful in the process that made it: a loaded executable's collectives
+// find no group (tg::Error(not_found) when they run) unless it is loaded where it was saved.
+template <typename A> void fields(A& a, ir::CollectiveAttrs& x) {
+  a.en(x.reduction, 3), a(x.axis), a(x.root), a(x.rank), a(x.world_size), a.en(x.backend, 2), a(x.group);
 }
 
 template <size_t... I>

@@ -59,6 +59,19 @@ TEST_F(TgCli, TinySyntheticTrainingEndsWithTestAccuracyAndEvalAgrees) {
   EXPECT_EQ(last_line(eval.out), line);
 }
 
+TEST_F(TgCli, DataParallelTrainingOnTwoCpuThreadsPrintsOnceAndSavesOnce) {
+  testing::TempDir dir;
+  const std::string ckpt = dir.file("mlp2.safetensors");
+  CliResult train = run_tg("train --dataset synthetic --synthetic-examples 256 --model mlp --batch-size 64 "
+                           "--devices 2 --epochs 1 --verbose 2 --save '" + ckpt + "'");
+  ASSERT_EQ(train.status, 0) << train.out << train.err;
+  EXPECT_EQ(testing::count_occurrences(train.out, "data-parallel over 2 ranks (in_process)"), 1) << train.out;
+  EXPECT_EQ(testing::count_occurrences(train.out, "test accuracy: "), 1) << train.out;
+  EXPECT_EQ(testing::count_occurrences(train.out, "Epoch 1/1"), 1) << train.out;  // rank 0's progress only
+  EXPECT_EQ(testing::count_occurrences(train.out, "saved checkpoint"), 1) << train.out;
+  EXPECT_TRUE(fs::exists(ckpt));
+}
+
 TEST_F(TgCli, FailedCommandsExitOneWithTheError) {
   CliResult cuda = run_tg("train --device cuda:99");
   EXPECT_EQ(cuda.status, 1);

@@ -1,5 +1,6 @@
 // `tg train`: trains a zoo model on a dataset, then reports the test accuracy and throughput;
 // with --log-dir, also records the epochs (CSV, JSON) and draws the training curves (PNG).
+// --devices N trains data-parallel (launch.h): rank 0 alone prints, saves and logs.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -8,6 +9,7 @@
 
 #include "commands.h"
 #include "common.h"
+#include "launch.h"
 #include "options.h"
 #include "plot.h"
 
@@ -24,6 +26,8 @@ struct TrainArgs {
   std::string log_dir;
   int verbose = 1;
   int64_t augment_shift = -1;  // -1: 1 for mnist, else 0
+  int devices = 1;
+  std::string nccl_id_file;
 };
 
 // Ends fit after one epoch, so that each epoch can train on freshly augmented images.
@@ -84,32 +88,42 @@ std::shared_ptr<nn::CSVLogger> make_logger(const TrainArgs& a, LogFiles& files) 
                                          nn::CSVLoggerOptions{.json_path = files.json.string()});
 }
 
-void run_train(const TrainArgs& a) {
-  const Device device = parse_device(a.common.device, "train");
+// One rank's training (the only one without data parallelism): rank 0 prints, saves and logs.
+void train_rank(const TrainArgs& a, const Communicator& comm, Device device) {
+  const bool lead = comm.rank() == 0;
+  auto print = [lead](std::string_view f, const auto&... args) {
+    if (lead) fmt::print(fmt::runtime(f), args...);
+  };
   data::Dataset train = load_dataset(a.common, data::Split::train, "train");
   data::Dataset test = load_dataset(a.common, data::Split::test, "train");
   nn::Model model = build_model(a.common, train);
   const int64_t shift = a.augment_shift >= 0 ? a.augment_shift : a.common.dataset == "mnist" ? 1 : 0;
   const int64_t steps_per_epoch = (train.size() + a.common.batch_size - 1) / a.common.batch_size;
   nn::Optimizer optimizer = make_optimizer(a, std::min<int64_t>(steps_per_epoch / 2, 100));
-  fmt::print("tg train: {} ({} parameters) on {}: train {}, test {}\n", a.common.model,
-             model.parameter_count(), a.common.dataset, describe(train), describe(test));
-  fmt::print("          {} lr {} ({} schedule), batch {}, {}, random shift {}, seed {}, {}\n",
-             a.optimizer, optimizer.learning_rate, a.schedule, a.common.batch_size,
-             count(a.epochs, "epoch"), shift, a.common.seed, device.to_string());
+  print("tg train: {} ({} parameters) on {}: train {}, test {}\n", a.common.model,
+        model.parameter_count(), a.common.dataset, describe(train), describe(test));
+  print("          {} lr {} ({} schedule), batch {}, {}, random shift {}, seed {}, {}{}\n",
+        a.optimizer, optimizer.learning_rate, a.schedule, a.common.batch_size,
+        count(a.epochs, "epoch"), shift, a.common.seed, device.to_string(),
+        comm.world_size() > 1 ? fmt::format(", data-parallel over {} ranks ({})", comm.world_size(),
+                                            comm_backend_name(comm.backend()))
+                              : "");
   std::fflush(stdout);
   model.compile(optimizer, nn::Loss::sparse_categorical_crossentropy, {nn::Metric::accuracy},
-                device, {.precision = parse_precision(a.common.precision)});
+                device, {.precision = parse_precision(a.common.precision)}, {.communicator = comm});
   std::vector<std::shared_ptr<nn::Callback>> callbacks;
   LogFiles log;
-  if (!a.log_dir.empty()) callbacks.push_back(make_logger(a, log));
-  const double seconds = train_epochs(model, train, a, shift, callbacks);
-  if (!a.save.empty()) {
+  if (!a.log_dir.empty() && lead) callbacks.push_back(make_logger(a, log));
+  TrainArgs quiet = a;
+  if (!lead) quiet.verbose = 0;
+  const double seconds = train_epochs(model, train, quiet, shift, callbacks);
+  if (!a.save.empty() && lead) {
     model.save(a.save);
-    fmt::print("saved checkpoint: {}\n", a.save);
+    print("saved checkpoint: {}\n", a.save);
   }
   nn::Logs logs = model.evaluate(test.images, test.labels, {.batch_size = 256});
   const double samples = static_cast<double>(train.size()) * static_cast<double>(a.epochs);
+  if (!lead) return;
   if (!a.log_dir.empty()) {
     const std::string why = draw_curves(a.log_dir, log.csv.filename().string(),
                                         fmt::format("tg train: {} on {}", a.common.model, a.common.dataset));
@@ -120,6 +134,12 @@ void run_train(const TrainArgs& a) {
              seconds > 0 ? samples / seconds : 0.0, count(a.epochs, "epoch"),
              count(train.size(), "example"), seconds, logs.at("loss"));
   fmt::print("test accuracy: {:.2f}%\n", 100.0 * logs.at("accuracy"));
+}
+
+void run_train(const TrainArgs& a) {
+  const Device device = parse_device(a.common.device, "train");
+  run_ranks(a.devices, device, a.nccl_id_file,
+            [&a](const Communicator& comm, Device on) { train_rank(a, comm, on); });
 }
 
 }  // namespace
@@ -159,6 +179,15 @@ void add_train_command(CLI::App& app) {
                                "0: quiet, 1: progress bar, 2: a line per epoch")
                    ->capture_default_str(),
                0, 2);
+  whole_number(cmd->add_option("--devices", args->devices,
+                               "Train data-parallel on N devices: N GPUs (one worker process each, "
+                               "NCCL) with --device cuda, N threads with --device cpu")
+                   ->capture_default_str(),
+               1);
+  cmd->add_option("--nccl-id-file", args->nccl_id_file,
+                  "Where rank 0 writes the NCCL id for the others (a path every rank can read, new for "
+                  "each launch); needed when torchrun, mpirun or srun starts the ranks")
+      ->type_name("FILE");
   cmd->callback([args] { run_train(*args); });
 }
 
