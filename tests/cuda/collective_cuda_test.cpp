@@ -69,7 +69,7 @@ TEST(CollectiveCuda, OneNcclRankOnTheGpu) {
   // An NCCL communicator on the CPU backend is a clear error.
   Graph g;
   Tensor x = g.constant(TensorData::from_vector<float>({1, 2}, {2}));
-  EXPECT_TG_ERROR(g.run({}, {all_reduce(x, comm)}), ErrorCode::unsupported,
+  EXPECT_TG_ERROR(g.run({}, {all_reduce(x, comm)}, {}, Device::cpu()), ErrorCode::unsupported,
                   "[all_reduce] the CPU backend runs in_process communicators; nccl needs a CUDA device");
   std::filesystem::remove(path);
 }

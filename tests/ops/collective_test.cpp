@@ -65,7 +65,7 @@ std::vector<TensorData> run_op(int world, Shape shape, const std::function<Tenso
   return on_ranks<TensorData>(world, [&](int r, const Communicator& comm) {
     Graph g;
     Tensor x = g.placeholder(shape, DType::f32, "x");
-    return g.run({{x, rank_x(r, shape)}}, {op(x, comm)})[0];
+    return g.run({{x, rank_x(r, shape)}}, {op(x, comm)}, {}, Device::cpu())[0];
   });
 }
 
@@ -79,7 +79,7 @@ TEST(Collective, SingleRankIsTheIdentity) {
   std::vector<Tensor> ys = {all_reduce(x, one), all_reduce(x, one, {CollectiveReduction::mean}),
                             all_reduce(x, one, {CollectiveReduction::max}), all_gather(x, one, {.axis = 1}),
                             reduce_scatter(x, one), broadcast(x, one)};
-  auto out = g.run({{x, rank_x(0)}}, ys);
+  auto out = g.run({{x, rank_x(0)}}, ys, {}, Device::cpu());
   for (const TensorData& y : out) expect_equal(y, {0, 1, 2, 3, 4, 5}, {2, 3});
   // An in_process group of one rank is the identity too.
   auto solo = run_op(1, {2, 3}, [](Tensor t, const Communicator& c) { return all_reduce(t, c); });
@@ -102,14 +102,14 @@ TEST(Collective, AllReduceOfThreeRanksIntegersAndNaN) {
   auto out = on_ranks<TensorData>(3, [](int r, const Communicator& c) {
     Graph g;
     Tensor x = g.constant(TensorData::from_vector<int32_t>({r + 1, -r, 1 << 30}, {3}));
-    return g.run({}, {all_reduce(x, c)})[0];
+    return g.run({}, {all_reduce(x, c)}, {}, Device::cpu())[0];
   });
   // 1+2+3, 0-1-2, 3 * 2^30 wraps modulo 2^32 to -2^30
   for (const TensorData& y : out) expect_equal(y, {6, -3, -1073741824}, {3});
   auto mx = on_ranks<TensorData>(3, [](int r, const Communicator& c) {
     Graph g;
     Tensor x = g.constant(f32({static_cast<float>(r), r == 1 ? NAN : 1.f}, {2}));
-    return g.run({}, {all_reduce(x, c, {CollectiveReduction::max})})[0];
+    return g.run({}, {all_reduce(x, c, {CollectiveReduction::max})}, {}, Device::cpu())[0];
   });
   for (const TensorData& y : mx) expect_equal(y, {2, NAN}, {2});
 }
@@ -172,7 +172,7 @@ TEST(Collective, RanksThatDisagreeRaiseOnEveryRank) {
     Graph g;
     Tensor x = g.placeholder({r == 0 ? 4 : 5}, DType::f32, "x");
     try {
-      g.run({{x, TensorData::zeros({r == 0 ? 4 : 5}, DType::f32)}}, {all_reduce(x, c)});
+      g.run({{x, TensorData::zeros({r == 0 ? 4 : 5}, DType::f32)}}, {all_reduce(x, c)}, {}, Device::cpu());
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::shape_mismatch);
       messages[r] = e.what();
@@ -189,9 +189,9 @@ TEST(Collective, AMissingRankTimesOutAndBreaksTheCommunicator) {
   Graph g;
   Tensor x = g.constant(f32({1, 2}, {2}));
   Tensor y = all_reduce(x, comms[0]);
-  EXPECT_TG_ERROR(g.run({}, {y}), ErrorCode::io_error, "[all_reduce] rank 0 timed out after 0.2 s");
+  EXPECT_TG_ERROR(g.run({}, {y}, {}, Device::cpu()), ErrorCode::io_error, "[all_reduce] rank 0 timed out after 0.2 s");
   // Broken: the next collective raises at once instead of waiting.
-  EXPECT_TG_ERROR(g.run({}, {y}), ErrorCode::io_error, "is broken: rank 0 timed out");
+  EXPECT_TG_ERROR(g.run({}, {y}, {}, Device::cpu()), ErrorCode::io_error, "is broken: rank 0 timed out");
 }
 
 TEST(Collective, AGraphWhoseCommunicatorIsGoneRaises) {
@@ -202,7 +202,7 @@ TEST(Collective, AGraphWhoseCommunicatorIsGoneRaises) {
     auto comms = Communicator::in_process(2);
     y = all_reduce(x, comms[0]);
   }
-  EXPECT_TG_ERROR(g.run({}, {y}), ErrorCode::not_found, "[all_reduce] communicator group");
+  EXPECT_TG_ERROR(g.run({}, {y}, {}, Device::cpu()), ErrorCode::not_found, "[all_reduce] communicator group");
 }
 
 TEST(Collective, LaunchEnvironmentReadsTheLaunchersVariables) {
@@ -260,7 +260,7 @@ double objective(int world, const Shape& shape, const std::vector<std::vector<do
     Tensor loss = reduce_sum(mul(y, g.constant(TensorData::from_vector<double>(w, y.shape()))), {});
     std::vector<Tensor> targets = {loss};
     if (grads) targets.push_back(gradients(loss, {x})[0]);
-    auto v = g.run({{x, TensorData::from_vector<double>(xs[r], shape)}}, targets);
+    auto v = g.run({{x, TensorData::from_vector<double>(xs[r], shape)}}, targets, {}, Device::cpu());
     Out o;
     o.loss = v[0].element_as_double(0);
     if (grads) o.grad = v[1].to_vector<double>();
@@ -325,7 +325,7 @@ TEST(CollectiveGradient, SingleRankGradientIsTheCotangent) {
   const Communicator one;
   Tensor y = all_reduce(x, one, {CollectiveReduction::mean});
   Tensor loss = reduce_sum(mul(y, g.constant(TensorData::from_vector<double>({1, 2, 3}, {3}))), {});
-  auto out = g.run({{x, TensorData::from_vector<double>({5, 6, 7}, {3})}}, {gradients(loss, {x})[0]});
+  auto out = g.run({{x, TensorData::from_vector<double>({5, 6, 7}, {3})}}, {gradients(loss, {x})[0]}, {}, Device::cpu());
   expect_equal(out[0], {1, 2, 3}, {3});
 }
 
