@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "nn/model_impl.h"
+#include "ranks_util.h"
 #include "test_util.h"
 #include "tg/model.h"
 
@@ -66,24 +67,12 @@ Trained train(const Optimizer& opt, const Communicator& comm, int64_t batch, int
 // Every rank on its own thread; rethrows a rank's error.
 std::vector<Trained> train_ranks(int world, const Optimizer& opt, int64_t batch, int64_t n, int64_t bucket_bytes,
                                  const std::function<std::vector<std::shared_ptr<Callback>>(int)>& callbacks = {}) {
-  auto comms = Communicator::in_process(world, {.timeout_seconds = 120});
-  std::vector<Trained> out(static_cast<size_t>(world));
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        out[r] = train(opt, comms[r], batch, n, bucket_bytes, callbacks ? callbacks(r) : std::vector<std::shared_ptr<Callback>>{});
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
-  return out;
+  return testing::on_ranks<Trained>(
+      world,
+      [&](int r, const Communicator& comm) {
+        return train(opt, comm, batch, n, bucket_bytes, callbacks ? callbacks(r) : std::vector<std::shared_ptr<Callback>>{});
+      },
+      {.timeout_seconds = 120});
 }
 
 // The largest relative difference of a weight tensor: max_i |a_i - b_i| / max_i |b_i| over each

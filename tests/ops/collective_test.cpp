@@ -5,6 +5,7 @@
 #include <functional>
 #include <thread>
 
+#include "ranks_util.h"
 #include "test_util.h"
 
 namespace tg {
@@ -26,30 +27,7 @@ TG_COVERS(gradient, all_gather);
 TG_COVERS(gradient, reduce_scatter);
 TG_COVERS(gradient, broadcast);
 
-// Runs body(rank, comm) on one thread per rank of a new in_process group; rethrows the first
-// rank's error (lowest rank) after every thread finished.
-template <typename R>
-std::vector<R> on_ranks(int world, const std::function<R(int, const Communicator&)>& body,
-                        InProcessOptions options = {.timeout_seconds = 60}) {
-  std::vector<Communicator> comms = Communicator::in_process(world, options);
-  std::vector<R> out(static_cast<size_t>(world));
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        out[r] = body(r, comms[r]);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
-  return out;
-}
+using ::tg::testing::on_ranks;
 
 TensorData f32(std::vector<float> v, Shape s) { return TensorData::from_vector<float>(v, s); }
 
