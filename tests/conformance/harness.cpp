@@ -10,6 +10,7 @@
 #include "backends/backend.h"
 #include "core/convert.h"
 #include "core/philox.h"
+#include "test_paths.h"
 
 #ifndef TG_CONFORMANCE_DIR
 #error "tests/CMakeLists.txt must define TG_CONFORMANCE_DIR (the tests/conformance source dir)"

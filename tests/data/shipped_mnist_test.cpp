@@ -4,6 +4,7 @@
 
 #include "test_util.h"
 #include "tg/data.h"
+#include "test_paths.h"
 
 namespace tg {
 namespace {

@@ -26,6 +26,7 @@
 #include <cctype>
 
 #include "tg/onnx.h"
+#include "test_paths.h"
 
 namespace tg::onnx {
 namespace {

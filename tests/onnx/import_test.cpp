@@ -12,6 +12,7 @@
 #include "control_flow/test_device.h"
 #include "test_util.h"
 #include "tg/onnx.h"
+#include "test_paths.h"
 
 namespace tg::onnx {
 namespace {

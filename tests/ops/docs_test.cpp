@@ -5,6 +5,7 @@
 
 #include "ir/op_info.h"
 #include "test_util.h"
+#include "test_paths.h"
 
 namespace tg {
 namespace {

@@ -15,6 +15,7 @@
 #include "test_util.h"
 #include "tg/onnx.h"
 #include "tg/tg.h"
+#include "test_paths.h"
 
 namespace tg {
 namespace {
