@@ -69,13 +69,13 @@ void bind_control_flow(py::module_& m) {
           tg::WhileCondition cond = [&](std::span<const tg::Tensor> values) {
             std::vector<tg::Tensor> v(values.begin(), values.end());
             py::object r = single ? before(v.at(0)) : before(v);
-            py::tuple t;
-            try {
-              t = r.cast<py::tuple>();
-            } catch (const py::cast_error&) {
+            // Only a tuple or list: casting a Tensor to a tuple would iterate it through __getitem__
+            // and raise getitem's error instead of this one.
+            if (!py::isinstance<py::tuple>(r) && !py::isinstance<py::list>(r)) {
               throw tg::Error(tg::ErrorCode::invalid_argument,
                               "[while_loop] before must return (condition, values), not " + py::repr(r).cast<std::string>());
             }
+            py::tuple t = r.cast<py::tuple>();
             if (t.size() != 2) {
               throw tg::Error(tg::ErrorCode::invalid_argument,
                               "[while_loop] before must return (condition, values), a pair");

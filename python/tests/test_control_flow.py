@@ -63,6 +63,18 @@ def test_while_loop_collatz():
     assert out[0].item() == 1 and out[1].item() == 111  # 27 takes 111 steps
 
 
+def test_while_loop_before_returning_only_the_condition_is_a_clear_error():
+    g = tg.Graph()
+    i0 = g.constant(0.0)
+    try:
+        tg.while_loop([i0], lambda v: v[0] < 10.0, lambda v: [v[0] + 3.0])
+    except tg.Error as e:
+        assert e.code == "invalid_argument"
+        assert "[while_loop] before must return (condition, values)" in e.message
+    else:
+        raise AssertionError("no error")
+
+
 def test_control_dependency_orders_reads_after_assign():
     g = tg.Graph()
     v = g.variable(np.array(1.0, np.float32), name="v")
