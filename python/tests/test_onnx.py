@@ -49,3 +49,28 @@ def test_import_errors():
     with pytest.raises(tg.Error) as e:
         tg.onnx.load(data).run([np.zeros((2, 3, 8, 8), np.float32), np.zeros(1, np.float32)], device="cpu")
     assert "1 inputs, 2 values" in e.value.message
+
+
+@pytest.mark.parametrize("kind,kwargs", [
+    ("conv", dict(kernel_size=3, padding=1)),
+    ("conv", dict(kernel_size=(3, 2, 3), stride=(2, 1, 2), padding=(1, 0, 2), dilation=(2, 1, 1))),
+    ("conv", dict(kernel_size=3, groups=2, bias=False)),
+    ("convt", dict(kernel_size=3)),
+    ("convt", dict(kernel_size=(3, 2, 3), stride=(2, 1, 3), padding=(1, 0, 1), output_padding=(1, 0, 2),
+                   dilation=(1, 2, 1))),
+    ("convt", dict(kernel_size=3, stride=2, groups=2, dilation=2, bias=False)),
+])
+def test_3d_convolutions_match_torch(kind, kwargs):
+    # Conv3d / ConvTranspose3d (video and volumetric models) as PyTorch exports them, against
+    # PyTorch in float64; odd sizes so every stride, dilation and padding edge shows.
+    torch.manual_seed(1)
+    module = (torch.nn.Conv3d if kind == "conv" else torch.nn.ConvTranspose3d)(4, 6, **kwargs).eval()
+    x = torch.randn(2, 4, 7, 6, 9)
+    buf = io.BytesIO()
+    torch.onnx.export(module, x, buf, input_names=["x"], opset_version=13,
+                      dynamic_axes={"x": {0: "batch"}})
+    with torch.no_grad():
+        want = module.double()(x.double()).numpy()
+    (got,) = tg.onnx.load(buf.getvalue()).run([x.numpy()], device="cpu")
+    assert np.asarray(got).shape == want.shape
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)

@@ -1,6 +1,8 @@
 // Convolution and pooling ONNX ops (NCHW data, OIHW weights): Conv, ConvTranspose, MaxPool,
 // AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool. 2-d windows map onto
-// conv2d / conv_transpose2d / max_pool2d / avg_pool2d; 1-d windows run as 2-d ones of height 1.
+// conv2d / conv_transpose2d / max_pool2d / avg_pool2d; 1-d windows run as 2-d ones of height 1;
+// 3-d convolutions run as one 2-d convolution per depth tap over every output depth at once
+// (depth folded into the batch), summed; 3-d pooling as a 2-d pooling over (H, W) then over D.
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -31,7 +33,7 @@ Padding auto_pad(const NodeContext& c) {
 // window becomes {1, k}.
 Window window(const NodeContext& c, int64_t spatial, std::vector<int64_t> kernel) {
   if (spatial != 1 && spatial != 2) {
-    c.fail(ErrorCode::unsupported, "only 1-d and 2-d windows are supported (input has {} spatial "
+    c.fail(ErrorCode::unsupported, "only 1-d to 3-d windows are supported (input has {} spatial "
            "dims)", spatial);
   }
   Window w;
@@ -155,10 +157,164 @@ Tensor max_pool_indices(NodeContext& c, Tensor x, const Window& win) {
   return image + (column_major ? ww * static_cast<double>(h) + hh : hh * static_cast<double>(w) + ww);
 }
 
+// The depth (first spatial) dim of a 3-d Conv / ConvTranspose: kernel, stride, dilation, the
+// pads before/after (from `pads` = {d0, h0, w0, d1, h1, w1} or auto_pad), and the node's 2-d
+// window over (H, W).
+struct DepthWindow {
+  int64_t kernel = 1, stride = 1, dilation = 1, pad_before = 0, pad_after = 0;
+  Window hw;
+};
+
+DepthWindow depth_window(const NodeContext& c, std::vector<int64_t> kernel) {
+  if (c.has_attr("kernel_shape")) kernel = c.attr_ints("kernel_shape");
+  std::vector<int64_t> strides = c.attr_ints("strides", {1, 1, 1});
+  std::vector<int64_t> dil = c.attr_ints("dilations", {1, 1, 1});
+  std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(6, 0));
+  if (kernel.size() != 3 || strides.size() != 3 || dil.size() != 3 || pads.size() != 6) {
+    c.fail(ErrorCode::invalid_argument, "kernel_shape, strides, dilations and pads do not fit 3 "
+           "spatial dims");
+  }
+  DepthWindow w;
+  w.kernel = kernel[0];
+  w.stride = strides[0];
+  w.dilation = dil[0];
+  w.pad_before = pads[0];
+  w.pad_after = pads[3];
+  w.hw.dims = 2;
+  w.hw.kernel = {kernel[1], kernel[2]};
+  w.hw.strides = {strides[1], strides[2]};
+  w.hw.dilations = {dil[1], dil[2]};
+  w.hw.padding = auto_pad(c);
+  w.hw.pads = {pads[1], pads[4], pads[2], pads[5]};
+  for (int64_t v : {w.kernel, w.stride, w.dilation}) {
+    if (v < 1) c.fail(ErrorCode::invalid_argument, "kernel_shape, strides and dilations must be >= 1");
+  }
+  if (w.pad_before < 0 || w.pad_after < 0) c.fail(ErrorCode::invalid_argument, "pads must be >= 0");
+  return w;
+}
+
+// ONNX Conv over 3 spatial dims: x [N, C, D, H, W], w [O, C/group, kD, kH, kW] ->
+// [N, O, Do, Ho, Wo]. y[:, :, z] = sum over taps t of conv2d(x[:, :, z*stride + t*dilation
+// - pad_before], w[:, :, t]): per tap one conv2d over [N*Do, C, H, W] (the depth slices it reads,
+// folded into the batch), so the work is conv3d's and gradients flow through conv2d's.
+Tensor conv3d_by_depth(NodeContext& c, Tensor x, Tensor w) {
+  std::vector<int64_t> k(w.shape().begin() + std::min<int64_t>(2, w.rank()), w.shape().end());
+  DepthWindow dw = depth_window(c, k);
+  int64_t ch = c.static_dim(0, 1), d = c.static_dim(0, 2), h = c.static_dim(0, 3), wd = c.static_dim(0, 4);
+  int64_t span = (dw.kernel - 1) * dw.dilation + 1;
+  if (dw.hw.padding == Padding::valid) {
+    dw.pad_before = dw.pad_after = 0;
+  } else if (dw.hw.padding != Padding::explicit_padding) {
+    int64_t out = (d + dw.stride - 1) / dw.stride;
+    int64_t total = std::max<int64_t>((out - 1) * dw.stride + span - d, 0);
+    dw.pad_before = dw.hw.padding == Padding::same ? total / 2 : total - total / 2;
+    dw.pad_after = total - dw.pad_before;
+  }
+  int64_t padded = d + dw.pad_before + dw.pad_after;
+  if (padded < span) {
+    c.fail(ErrorCode::shape_mismatch, "the depth window ({} with dilation {}) is larger than the "
+           "padded depth {} of input {}", dw.kernel, dw.dilation, padded, str(x.shape()));
+  }
+  int64_t out_d = (padded - span) / dw.stride + 1;
+  if (dw.pad_before > 0 || dw.pad_after > 0) {
+    x = pad(x, {.before = {0, 0, dw.pad_before, 0, 0}, .after = {0, 0, dw.pad_after, 0, 0}});
+  }
+  Tensor xt = transpose(x, {0, 2, 1, 3, 4});  // [N, Dp, C, H, W]
+  Conv2dDesc desc{.strides = dw.hw.strides, .dilations = dw.hw.dilations, .padding = dw.hw.padding,
+                  .explicit_padding = dw.hw.pads, .groups = c.attr_int("group", 1),
+                  .data_layout = Layout::nchw, .weights_layout = Layout::oihw};
+  Tensor sum;
+  for (int64_t t = 0; t < dw.kernel; ++t) {
+    int64_t first = t * dw.dilation;
+    Tensor xs = slice(xt, {.begin = {first}, .end = {first + (out_d - 1) * dw.stride + 1},
+                           .strides = {dw.stride}, .axes = {1}});
+    Tensor wt = squeeze(slice(w, {.begin = {t}, .end = {t + 1}, .axes = {2}}), {2});
+    Tensor y = conv2d(reshape(xs, {-1, ch, h, wd}), wt, desc);
+    sum = t == 0 ? y : sum + y;
+  }
+  const Shape& ys = sum.shape();  // [N*Do, O, Ho, Wo]
+  return transpose(reshape(sum, {-1, out_d, ys[1], ys[2], ys[3]}), {0, 2, 1, 3, 4});
+}
+
+// ONNX ConvTranspose over 3 spatial dims: x [N, C, D, H, W], w [C, O/group, kD, kH, kW] ->
+// [N, O, Do, Ho, Wo], Do = (D - 1) * stride + output_padding + (kD - 1) * dilation + 1 - pads.
+// Per depth tap t one conv_transpose2d over [N*D, C, H, W]; its D planes land at depths
+// z*stride + t*dilation of the unpadded output (zeros between them), the taps are summed, and
+// the depth pads are cropped.
+Tensor conv_transpose3d_by_depth(NodeContext& c, Tensor x, Tensor w, std::vector<int64_t> out_pad,
+                                 const std::vector<int64_t>* output_shape) {
+  std::vector<int64_t> k(w.shape().begin() + std::min<int64_t>(2, w.rank()), w.shape().end());
+  DepthWindow dw = depth_window(c, k);
+  int64_t ch = c.static_dim(0, 1), d = c.static_dim(0, 2), h = c.static_dim(0, 3), wd = c.static_dim(0, 4);
+  int64_t span = (dw.kernel - 1) * dw.dilation + 1;
+  int64_t full = (d - 1) * dw.stride + out_pad[0] + span;  // the depth before cropping pads
+  // Depth pads from output_shape or auto_pad (ONNX ConvTranspose's formula); H and W as the 2-d op.
+  auto pads_for = [&](int64_t out, bool upper) {
+    int64_t total = full - out;
+    if (total < 0) {
+      out_pad[0] -= total;
+      full -= total;
+      total = 0;
+    }
+    dw.pad_before = upper ? total / 2 : total - total / 2;
+    dw.pad_after = total - dw.pad_before;
+  };
+  std::vector<int64_t> hw_out_pad = {out_pad[1], out_pad[2]};
+  if (output_shape != nullptr) {
+    pads_for((*output_shape)[0], dw.hw.padding == Padding::same);
+    for (size_t i = 0; i < 2; ++i) {
+      int64_t in = i == 0 ? h : wd;
+      int64_t total = dw.hw.strides[i] * (in - 1) + hw_out_pad[i] + (dw.hw.kernel[i] - 1) * dw.hw.dilations[i] +
+                      1 - (*output_shape)[i + 1];
+      if (total < 0) {
+        hw_out_pad[i] -= total;
+        total = 0;
+      }
+      int64_t first = dw.hw.padding == Padding::same ? total / 2 : total - total / 2;
+      dw.hw.pads[2 * i] = first;
+      dw.hw.pads[2 * i + 1] = total - first;
+    }
+    dw.hw.padding = Padding::explicit_padding;
+  } else if (dw.hw.padding == Padding::valid) {
+    dw.pad_before = dw.pad_after = 0;
+  } else if (dw.hw.padding != Padding::explicit_padding) {
+    pads_for(d * dw.stride, dw.hw.padding == Padding::same);
+  }
+  int64_t out_d = full - dw.pad_before - dw.pad_after;
+  if (out_d < 1) {
+    c.fail(ErrorCode::shape_mismatch, "pads {} and {} leave no output depth (input {})", dw.pad_before,
+           dw.pad_after, str(x.shape()));
+  }
+  ConvTranspose2dDesc desc{
+      .conv = {.strides = dw.hw.strides, .dilations = dw.hw.dilations, .padding = dw.hw.padding,
+               .explicit_padding = dw.hw.pads, .groups = c.attr_int("group", 1),
+               .data_layout = Layout::nchw, .weights_layout = Layout::oihw},
+      .output_padding = hw_out_pad};
+  Tensor xf = reshape(transpose(x, {0, 2, 1, 3, 4}), {-1, ch, h, wd});  // [N*D, C, H, W]
+  Tensor sum;
+  for (int64_t t = 0; t < dw.kernel; ++t) {
+    Tensor wt = squeeze(slice(w, {.begin = {t}, .end = {t + 1}, .axes = {2}}), {2});
+    Tensor y = conv_transpose2d(xf, wt, desc);  // [N*D, O, Ho, Wo]
+    const Shape& ys = y.shape();
+    Tensor z = reshape(y, {-1, d, ys[1], ys[2], ys[3]});  // [N, D, O, Ho, Wo]
+    if (dw.stride > 1) {  // D planes stride apart: [N, D, stride, ...] with zeros, then flattened
+      z = pad(expand_dims(z, 2), {.before = {0, 0, 0, 0, 0, 0}, .after = {0, 0, dw.stride - 1, 0, 0, 0}});
+      z = reshape(z, {-1, d * dw.stride, ys[1], ys[2], ys[3]});
+      z = slice(z, {.begin = {0}, .end = {(d - 1) * dw.stride + 1}, .axes = {1}});
+    }
+    int64_t before = t * dw.dilation, after = full - before - ((d - 1) * dw.stride + 1);
+    z = pad(z, {.before = {0, before, 0, 0, 0}, .after = {0, after, 0, 0, 0}});
+    sum = t == 0 ? z : sum + z;
+  }
+  sum = slice(sum, {.begin = {dw.pad_before}, .end = {dw.pad_before + out_d}, .axes = {1}});
+  return transpose(sum, {0, 2, 1, 3, 4});
+}
+
 }  // namespace
 
 Tensor conv_with_attrs(NodeContext& c, Tensor x, Tensor w) {
   int64_t spatial = x.rank() - 2;
+  if (spatial == 3) return conv3d_by_depth(c, x, w);
   std::vector<int64_t> k(w.shape().begin() + std::min<int64_t>(2, w.rank()), w.shape().end());
   Window win = window(c, spatial, k);
   Conv2dDesc d{.strides = win.strides, .dilations = win.dilations, .padding = win.padding,
@@ -176,12 +332,23 @@ std::vector<Tensor> convert_conv(NodeContext& c) {
 std::vector<Tensor> convert_conv_transpose(NodeContext& c) {
   Tensor x = c.input(0), w = c.input(1);
   int64_t spatial = x.rank() - 2;
-  std::vector<int64_t> k(w.shape().begin() + std::min<int64_t>(2, w.rank()), w.shape().end());
-  Window win = window(c, spatial, k);
   std::vector<int64_t> out_pad = c.attr_ints("output_padding", std::vector<int64_t>(spatial, 0));
   if (static_cast<int64_t>(out_pad.size()) != spatial) {
     c.fail(ErrorCode::invalid_argument, "output_padding must have {} entries", spatial);
   }
+  if (spatial == 3) {
+    std::vector<int64_t> shape;
+    if (c.has_attr("output_shape")) {
+      shape = c.attr_ints("output_shape");
+      if (static_cast<int64_t>(shape.size()) == x.rank()) shape.erase(shape.begin(), shape.begin() + 2);
+      if (shape.size() != 3) c.fail(ErrorCode::invalid_argument, "output_shape must have 3 entries");
+    }
+    Tensor y = conv_transpose3d_by_depth(c, x, w, out_pad, shape.empty() ? nullptr : &shape);
+    if (c.has_input(2)) y = y + channel_bias(c.input(2), y.rank());
+    return {y};
+  }
+  std::vector<int64_t> k(w.shape().begin() + std::min<int64_t>(2, w.rank()), w.shape().end());
+  Window win = window(c, spatial, k);
   if (spatial == 1) out_pad = {0, out_pad[0]};
   if (c.has_attr("output_shape")) {
     // Pads chosen so the output has output_shape (ONNX ConvTranspose's formula).

@@ -198,8 +198,8 @@ const ConverterRow kTable[] = {
     {"", "LinearAttention", 27, kMax, convert_linear_attention, "unrolled over the sequence"},
     {"ai.onnx.preview", "FlexAttention", 1, 1, convert_flex_attention, ""},
     // convert_conv.cpp
-    {"", "Conv", 1, kMax, convert_conv, "1-d and 2-d"},
-    {"", "ConvTranspose", 1, kMax, convert_conv_transpose, "1-d and 2-d"},
+    {"", "Conv", 1, kMax, convert_conv, "1-d, 2-d and 3-d"},
+    {"", "ConvTranspose", 1, kMax, convert_conv_transpose, "1-d, 2-d and 3-d"},
     {"", "MaxPool", 1, kMax, convert_max_pool, "1-d, 2-d and 3-d; Indices for 1-d and 2-d without ceil_mode or SAME"},
     {"", "AveragePool", 1, kMax, convert_average_pool, "1-d, 2-d and 3-d"},
     {"", "LpPool", 2, kMax, convert_lp_pool, "1-d, 2-d and 3-d"},
