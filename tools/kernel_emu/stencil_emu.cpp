@@ -251,6 +251,10 @@ int main(int argc, char** argv) {
       {"z3_max_zero_f32_unit_nomarch", DType::f32, 3, 0, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, {14, 40, 36},
        {1, 1, 1}, true},
       {"z3_sum_zero_f32_blocked", DType::f32, 0, 0, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, {18, 66, 35}, {1, 1, 1}},
+      // the plan of the 512^3 7-point row with run-time weights: a march of 16-byte copies placed
+      // once a tile (border rows and columns, constant boundary planes), every tap folded
+      {"z3_sum_constant_f32_march16", DType::f32, 0, 1, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 2, {11, 40, 76},
+       {1, 1, 1}},
       // marching along z is the plan for these 3-D windows; the tiles of 4 z outputs stay covered
       {"z3_sum_zero_f32_blocked_nomarch", DType::f32, 0, 0, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, {18, 66, 35},
        {1, 1, 1}},
