@@ -244,7 +244,17 @@ int main(int argc, char** argv) {
       {"maxpool_constant_f32_unit", DType::f32, 3, 1, 2, {3, 3}, {1, 1}, {1, 1}, 2, {140, 72}, {1, 1}, true},
       {"z3_max_clamp_f32_march_unit", DType::f32, 3, 4, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, {12, 40, 36},
        {1, 1, 1}, true},
+      // min/max with unit weights fold rows first (st_fold_plane): strided and dilated rows (no
+      // shared pairs), integers, and a 3-D window in tiles of 4 z outputs (first plane of each)
+      {"min_symmetric_f32_unit_strided", DType::f32, 2, 3, 2, {3, 3}, {2, 1}, {1, 1}, 1, {150, 40}, {1, 1}, true},
+      {"min_reflect_i32_unit_dilated", DType::i32, 2, 2, 2, {3, 2}, {1, 1}, {2, 1}, 2, {80, 44}, {2, 0}},
+      {"z3_max_zero_f32_unit_nomarch", DType::f32, 3, 0, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, {14, 40, 36},
+       {1, 1, 1}, true},
       {"z3_sum_zero_f32_blocked", DType::f32, 0, 0, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, {18, 66, 35}, {1, 1, 1}},
+      // the plan of the 512^3 7-point row with run-time weights: a march of 16-byte copies placed
+      // once a tile (border rows and columns, constant boundary planes), every tap folded
+      {"z3_sum_constant_f32_march16", DType::f32, 0, 1, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 2, {11, 40, 76},
+       {1, 1, 1}},
       // marching along z is the plan for these 3-D windows; the tiles of 4 z outputs stay covered
       {"z3_sum_zero_f32_blocked_nomarch", DType::f32, 0, 0, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, {18, 66, 35},
        {1, 1, 1}},

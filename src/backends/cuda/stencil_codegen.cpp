@@ -185,9 +185,16 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
       while (march.ry > 1 && march.ry * window > kMaxUnrolledFolds) march.ry /= 2;
       march.stages = 4;
       march.vector = sizes.in[3] % static_cast<int64_t>(16 / dtype_size(s.dtype)) == 0;
-      // 3 blocks an SM (80 registers; ptxas: no spills for sums, max and constant-weight sums of f32)
-      // or 2 (8-byte types; argmin/argmax, whose kernels spill at 80).
+      // 3 blocks an SM (80 registers) or 2 (8-byte types; argmin/argmax, whose kernels spill at 80).
+      // ptxas, session 21: no spills for sums of f32 with run-time weights; 168 bytes for the 7-point
+      // stencil with constant weights (its zero-tap checks), which still ran faster at 3 (H200, same
+      // call: 0.4734 ms against 0.5263 at 2, no spills).
       march.min_blocks = dtype_size(s.dtype) == 8 || s.reduction >= 4 ? 2 : 3;
+      // Run-time zero-tap skipping stays off here too: H200, session 21 (bench_stencil_cuda --tiles,
+      // same call, the march's copies and stores as now), the 512^3 7-point stencil with run-time
+      // weights 0.5429 ms without skipping at 3 blocks an SM, 0.5982 at 2; with skipping 0.7242 at 3
+      // (ptxas: 330 bytes of spills) and 0.7659 at 2 (128 registers; ncu: 343M instructions at 2.08
+      // IPC and 23% occupancy against 27 taps' multiplies and adds).
       while (march.stages > 2 && tile_bytes(march) > kMaxRingBytes) --march.stages;
       if (tile_bytes(march) > kMaxRingBytes) march.by = 4;
       can_march = tile_bytes(march) <= kMaxRingBytes;

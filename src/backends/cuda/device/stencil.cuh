@@ -21,10 +21,15 @@
 // tile. With plain loads of 4- and 8-byte types (no prologue) the planes
 // come through a ring of NS shared-memory buffers filled by cp.async (16-byte copies of aligned
 // row pieces where the rows allow, CW elements each), NS - 1 planes in flight while one is folded
-// and no registers held for them. Window, strides, dilations, tile shape, reduction,
-// boundary mode and dtype are compile-time constants (the loops unroll, tap conditions fold);
-// sizes come at launch (one kernel serves every size). Unit weights (max pooling) skip the
-// multiply: x * 1 == x exactly.
+// and no registers held for them; a march with 16-byte copies places each thread's copies once a
+// tile (source row through the boundary mode, whole or element by element) and keeps a tile's
+// output index and rows in a few registers, so a plane costs its copies' addresses, its fold and
+// its stores (H200, session 21: 730 instructions a thread and plane for the 512^3 7-point
+// stencil with constant weights before, made again from the tile index each plane; ncu). Window,
+// strides, dilations, tile shape, reduction, boundary mode and dtype are compile-time constants
+// (the loops unroll, tap conditions fold); sizes come at launch (one kernel serves every size).
+// Unit weights (max pooling) skip the multiply: x * 1 == x exactly; min/max with unit weights fold
+// each row first, then across rows (st_fold_plane: the same first-wins result, fewer compares).
 //
 // Fusion (fused_stencil): every source element is read through G::load (a fused_stencil's
 // prologue program on its inputs at that index; plain x[i] otherwise) and every result written
@@ -116,40 +121,94 @@ TG_DEVICE_INLINE bool st_fold_plane(C (&acc)[G::RZ][G::RY], int (&at)[G::RZ][G::
     return nf;
   }
   (void)zmask, (void)wsm;
+  if constexpr (K::SEPMM) {
+    // Min/max with unit weights, separably: each row's extreme (first wins on ties), then the
+    // rows' extremes of each output in row order, two outputs sharing their common rows (unit y
+    // stride and dilation). A first-wins extreme of a sequence is that of its pieces' first-wins
+    // extremes in order, so this is the row-major fold, bit for bit (NaN: refolded, NANCHK).
+    constexpr bool MAX = G::R == 3;
+    auto fw = [](C& acc, C v) {
+      if (MAX ? v > acc : v < acc) acc = v;
+    };
+    C h[K::ERY];
 #pragma unroll
-  for (int iy = 0; iy < K::ERY; ++iy) {
+    for (int iy = 0; iy < K::ERY; ++iy) {
+      h[iy] = C(0);
+      if (!st_tap_at<G>(iy, iz)) continue;
+      h[iy] = cv(base[iy * K::PITCH]);
 #pragma unroll
-    for (int jx = 0; jx < WX; ++jx) {
-      bool used = false;  // whether any output of this thread folds this value
+      for (int jx = 1; jx < WX; ++jx) fw(h[iy], cv(base[iy * K::PITCH + jx * G::DX]));
+    }
 #pragma unroll
-      for (int rz = 0; rz < G::RZ; ++rz) {
-        const int dz = iz - rz * SZ;
-        if (dz < 0 || dz % DZ != 0 || dz / DZ >= WZ) continue;
+    for (int rz = 0; rz < G::RZ; ++rz) {
+      const int dz = iz - rz * SZ;
+      if (dz < 0 || dz % DZ != 0 || dz / DZ >= WZ) continue;
+      const bool first = t0 == 0 && dz == 0;  // the plane of the output's tap 0
+      if constexpr (SY == 1 && DY == 1 && WY >= 2) {
 #pragma unroll
-        for (int ry = 0; ry < G::RY; ++ry) {
-          const int dy = iy - ry * SY;
-          if (dy < 0 || dy % DY != 0 || dy / DY >= WY) continue;
-          used = used || !(G::SKIP && G::zero_w(((t0 * WZ + dz / DZ) * WY + dy / DY) * WX + jx));
+        for (int ry = 0; ry + 1 < G::RY; ry += 2) {
+          C common = h[ry + 1];
+#pragma unroll
+          for (int ty = 2; ty < WY; ++ty) fw(common, h[ry + ty]);
+          C a = h[ry];
+          fw(a, common);
+          fw(common, h[ry + WY]);
+          if (first) {
+            acc[rz][ry] = a, acc[rz][ry + 1] = common;
+          } else {
+            fw(acc[rz][ry], a), fw(acc[rz][ry + 1], common);
+          }
         }
       }
-      if (!used) continue;
-      const C v = cv(base[iy * K::PITCH + jx * G::DX]);
 #pragma unroll
-      for (int rz = 0; rz < G::RZ; ++rz) {
-        const int dz = iz - rz * SZ;
-        if (dz < 0 || dz % DZ != 0 || dz / DZ >= WZ) continue;
-        const int tz = dz / DZ;
+      for (int ry = (SY == 1 && DY == 1 && WY >= 2) ? G::RY / 2 * 2 : 0; ry < G::RY; ++ry) {
+        C a = h[ry * SY];
 #pragma unroll
-        for (int ry = 0; ry < G::RY; ++ry) {
-          const int dy = iy - ry * SY;
-          if (dy < 0 || dy % DY != 0 || dy / DY >= WY) continue;
-          const int n = ((t0 * WZ + tz) * WY + dy / DY) * WX + jx;
-          if (G::SKIP && G::zero_w(n)) continue;
-          const C p = G::UNIT_W ? v : st_mul(v, wr[n]);
-          if (G::SKIP) {
-            acc[rz][ry] = st_add(acc[rz][ry], p);
-          } else {
-            st_fold<G::R, K::NANCHK>(acc[rz][ry], at[rz][ry], p, n);
+        for (int ty = 1; ty < WY; ++ty) fw(a, h[ry * SY + ty * DY]);
+        if (first) {
+          acc[rz][ry] = a;
+        } else {
+          fw(acc[rz][ry], a);
+        }
+      }
+    }
+    (void)at, (void)wr;
+  } else {
+#pragma unroll
+    for (int iy = 0; iy < K::ERY; ++iy) {
+#pragma unroll
+      for (int jx = 0; jx < WX; ++jx) {
+        bool used = false;  // whether any output of this thread folds this value
+#pragma unroll
+        for (int rz = 0; rz < G::RZ; ++rz) {
+          const int dz = iz - rz * SZ;
+          if (dz < 0 || dz % DZ != 0 || dz / DZ >= WZ) continue;
+#pragma unroll
+          for (int ry = 0; ry < G::RY; ++ry) {
+            const int dy = iy - ry * SY;
+            if (dy < 0 || dy % DY != 0 || dy / DY >= WY) continue;
+            used = used || !(G::SKIP && G::zero_w(((t0 * WZ + dz / DZ) * WY + dy / DY) * WX + jx));
+          }
+        }
+        if (!used) continue;
+        const C v = cv(base[iy * K::PITCH + jx * G::DX]);
+#pragma unroll
+        for (int rz = 0; rz < G::RZ; ++rz) {
+          const int dz = iz - rz * SZ;
+          if (dz < 0 || dz % DZ != 0 || dz / DZ >= WZ) continue;
+          const int tz = dz / DZ;
+#pragma unroll
+          for (int ry = 0; ry < G::RY; ++ry) {
+            const int dy = iy - ry * SY;
+            if (dy < 0 || dy % DY != 0 || dy / DY >= WY) continue;
+            const int n = ((t0 * WZ + tz) * WY + dy / DY) * WX + jx;
+            if (G::SKIP && G::zero_w(n)) continue;
+            const C p = G::UNIT_W ? v : st_mul(v, wr[n]);
+            if (G::SKIP) {
+              acc[rz][ry] = st_add(acc[rz][ry], p);
+            } else {
+              st_fold<G::R, K::NANCHK>(acc[rz][ry], at[rz][ry], p, n);
+            }
           }
         }
       }
@@ -311,41 +370,41 @@ TG_DEVICE_INLINE bool st_march_fold(C (&acc)[G::WZ][G::RY], int (&at)[G::WZ][G::
   return nf;
 }
 
-/// Stores the thread's RY outputs of z output oz of tile g (accumulator slot `slot` of the march);
-/// those that need it (st_needs_refold; `nf`: a plane the output read held such a value in the
-/// thread's neighbourhood) are folded again over every tap after the stores (st_exact).
+/// Stores the thread's RY outputs of z output zr (from the tile's first) of march tile t
+/// (accumulator slot `slot`): `o` is the output index of the thread's first row of that z output,
+/// `rows` how many of its RY rows lie inside the result (0: its column does not). Those that need
+/// it (st_needs_refold; `nf`: a plane the output read held such a value in the thread's
+/// neighbourhood) are folded again over every tap after the stores (st_exact; the tile made again).
 template <class G, class C>
 TG_DEVICE_INLINE void st_store_march(typename G::O* __restrict__ y, const typename G::X* __restrict__ x,
                                      const typename G::T* __restrict__ w, const StPtrs& P, const StencilArgs& a,
-                                     const StTile& g, const C (&acc)[G::WZ][G::RY], const int (&at)[G::WZ][G::RY],
-                                     int slot, i64 oz, bool nf, bool skipping, C boundary, int tx, int ty) {
+                                     i64 t, i64 o, int rows, const C (&acc)[G::WZ][G::RY],
+                                     const int (&at)[G::WZ][G::RY], int slot, int zr, bool nf, bool skipping,
+                                     C boundary, int tx, int ty) {
   constexpr int RY = G::RY;
-  const i64 outy = a.out[2], outx = a.out[3];
-  const i64 ox = g.ox0 + tx;
-  if (ox >= outx) return;
-  const i64 row0 = ((g.b * a.out[0] + g.o0) * a.out[1] + oz) * outy;
+  const i64 outx = a.out[3];
   unsigned refold = 0;
 #pragma unroll
   for (int ry = 0; ry < RY; ++ry) {
-    const i64 oy = g.oy0 + ty * RY + ry;
-    if (oy >= outy) continue;
-    if (st_needs_refold<G>(acc[slot][ry], nf, skipping)) refold |= 1u << ry;
-    st_put<G>(y, P, (row0 + oy) * outx + ox, acc[slot][ry], at[slot][ry]);
+    if (ry < rows) {
+      if (st_needs_refold<G>(acc[slot][ry], nf, skipping)) refold |= 1u << ry;
+      st_put<G>(y, P, o + ry * outx, acc[slot][ry], at[slot][ry]);
+    }
   }
   if constexpr (StGeo<G>::REFOLD) {
     static_assert(RY <= 32, "one refold bit an output");
     if (refold != 0) {
+      const StTile g = st_tile<G>(a, t);
 #pragma unroll 1
       for (int ry = 0; ry < RY; ++ry) {
         if (!((refold >> ry) & 1)) continue;
-        const i64 oy = g.oy0 + ty * RY + ry;
         int ex_at;
-        const C r = st_exact<G>(x, w, P, a, g.b, g.o0, oz, oy, ox, boundary, ex_at);
-        st_put<G>(y, P, (row0 + oy) * outx + ox, r, ex_at);
+        const C r = st_exact<G>(x, w, P, a, g.b, g.o0, g.oz0 + zr, g.oy0 + ty * RY + ry, g.ox0 + tx, boundary, ex_at);
+        st_put<G>(y, P, o + ry * outx, r, ex_at);
       }
     }
   } else {
-    (void)w, (void)x, (void)boundary;
+    (void)w, (void)x, (void)boundary, (void)t, (void)zr, (void)tx, (void)ty;
   }
 }
 
@@ -449,6 +508,87 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
     (void)march_planes;
     i64 ti = t;  // (its tile is made again at each issue: registers are short)
     int it0 = 0, iiz = 0, slot_in = 0;
+    // Marching with 16-byte copies (issue_march): the issue tile's copies are placed once a tile
+    // (enter_tile), so that a plane's copies cost an address each. Copy q of this thread (element
+    // tid + q * NT of the tile's copies, row r and copy c of the row) reads source row q_row[q]
+    // (boundary-mapped; -1: the boundary value) from column m_col0 + c * CW; 2 bits of q_kind: 0
+    // none, 1 a whole copy inside the row, 2 element by element (mapped through the boundary mode).
+    constexpr bool MCOPY = G::MARCH && CW > 1;
+    constexpr int QN = MCOPY ? (COPIES + NT - 1) / NT : 1;
+    int q_row[QN];
+    unsigned q_kind = 0;
+    const T* m_block = nullptr;  // the issue tile's (batch, d0) block of the source; null: the boundary
+    i64 m_col0 = 0;              // the source column of its rows' first copies
+    int m_iz0 = 0;               // its first input plane (> -2^31: the window's halo before it)
+    int m_np = 0, m_sh = 0;      // its planes, and its first column's place in a copy
+    auto enter_tile = [&]() {
+      const StTile gi = st_tile<G>(a, ti);
+      const i64 c0 = st_boundary_index<G::M>(gi.o0 * G::S0 - a.before[0], in0);
+      m_block = c0 < 0 ? nullptr : reinterpret_cast<const T*>(x) + gi.b * block_in + c0 * inz * iny * inx;
+      m_iz0 = static_cast<int>(gi.iz0);
+      m_np = march_planes(gi);
+      m_sh = gi.sh;
+      const int cpr = (gi.sh + EX + CW - 1) / CW;
+      const i64 col0 = gi.ix0 - gi.sh;
+      m_col0 = col0;
+      q_kind = 0;
+#pragma unroll
+      for (int q = 0; q < QN; ++q) {
+        const int e = tid + q * NT;
+        const int r = e / CPR, c = e - r * CPR;
+        q_row[q] = 0;
+        if (e < COPIES && c < cpr) {
+          const i64 gy = st_boundary_index<G::M>(gi.iy0 + r, iny), col = col0 + c * CW;
+          q_row[q] = static_cast<int>(gy);
+          q_kind |= (gy >= 0 && col >= 0 && col + CW <= inx ? 1u : 2u) << (2 * q);
+        }
+      }
+    };
+    auto issue_march = [&]() {
+      if (ti < a.total_tiles) {
+        if (iiz == 0) enter_tile();
+        T* buf = tiles + slot_in * TILE;
+        const i64 cz = st_boundary_index<G::M>(m_iz0 + iiz, inz);
+        if (m_block == nullptr || cz < 0) {  // the boundary value (zero and constant modes)
+          for (int e = tid; e < TE; e += NT) {
+            const int r = e / EX, c = e - r * EX;
+            buf[r * PITCH + m_sh + c] = st<T>(boundary);
+          }
+        } else {
+          const T* plane = m_block + cz * iny * inx;
+#pragma unroll
+          for (int q = 0; q < QN; ++q) {
+            const int e = tid + q * NT;
+            const int r = e / CPR, c = e - r * CPR;
+            T* d = buf + r * PITCH + c * CW;
+            const unsigned kind = (q_kind >> (2 * q)) & 3u;
+            const i64 col = m_col0 + c * CW;
+            if (kind == 1) {
+              st_cp_async<CW * sizeof(T)>(d, plane + static_cast<i64>(q_row[q]) * inx + col);
+            } else if (kind == 2) {  // leaving the source row: element by element, mapped
+#pragma unroll
+              for (int j = 0; j < CW; ++j) {
+                const int tc = c * CW + j - m_sh;  // tile column
+                if (tc < 0 || tc >= EX) continue;
+                const i64 gx = st_boundary_index<G::M>(col + j, inx);
+                if (q_row[q] < 0 || gx < 0) {
+                  d[j] = st<T>(boundary);
+                } else {
+                  st_cp_async<sizeof(T)>(d + j, plane + static_cast<i64>(q_row[q]) * inx + gx);
+                }
+              }
+            }
+          }
+        }
+        if (++iiz == m_np) {
+          iiz = 0;
+          ti += step;
+        }
+      }
+      st_cp_commit();
+      slot_in = slot_in + 1 == NS ? 0 : slot_in + 1;
+    };
+    (void)issue_march, (void)enter_tile;
     auto issue = [&]() {
       if (ti < a.total_tiles) {
         const StTile gi = st_tile<G>(a, ti);
@@ -533,7 +673,13 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
       slot_in = slot_in + 1 == NS ? 0 : slot_in + 1;
     };
 #pragma unroll
-    for (int k = 0; k < NS - 1; ++k) issue();
+    for (int k = 0; k < NS - 1; ++k) {
+      if constexpr (MCOPY) {
+        issue_march();
+      } else {
+        issue();
+      }
+    }
     int cur = 0;
     if constexpr (G::MARCH) {
       // March along z: tile g's planes iz = 0 .. np - 1 in order; after plane iz, output
@@ -541,8 +687,15 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
       // slots constant. Non-finite values are found per thread (st_march_fold): no block-wide flag.
       constexpr int WZ = G::WZ;
       static_assert(G::W0 == 1 && G::SZ == 1 && G::DZ == 1 && WZ <= 16, "marching: W0 1, SZ and DZ 1");
+      const i64 out_plane = a.out[2] * a.out[3];
       for (; t < a.total_tiles; t += step) {
+        // The tile in a few registers: its planes, where the thread's values start in a plane
+        // buffer, its first output index and rows inside the result (see st_store_march).
         const int np = march_planes(g);
+        const int at_tile = g.sh + thread_at;
+        const i64 ox = g.ox0 + tx, oy0 = g.oy0 + ty * RY, left = a.out[2] - oy0;
+        const int rows = ox >= a.out[3] ? 0 : left < RY ? static_cast<int>(left) : RY;
+        i64 o_first = (((g.b * a.out[0] + g.o0) * a.out[1] + g.oz0) * a.out[2] + oy0) * a.out[3] + ox;
         C acc[WZ][RY];
         int at[WZ][RY];
 #pragma unroll
@@ -561,14 +714,18 @@ TG_DEVICE_INLINE void stencil_tiles(const typename G::X* __restrict__ x,
             if (iz >= np) break;
             st_cp_wait<NS - 2>();  // this thread's copies of plane `cur` landed
             __syncthreads();       // everyone's landed; everyone folded the previous plane
-            issue();               // into the previous plane's slot
-            const bool nf = st_march_fold<G>(acc, at, tiles + cur * TILE + g.sh + thread_at, wr, wsm, zmask,
-                                             skipping, k);
+            if constexpr (MCOPY) {  // into the previous plane's slot
+              issue_march();
+            } else {
+              issue();
+            }
+            const bool nf = st_march_fold<G>(acc, at, tiles + cur * TILE + at_tile, wr, wsm, zmask, skipping, k);
             hist = (hist << 1) | (nf ? 1u : 0u);
             cur = cur + 1 == NS ? 0 : cur + 1;
             if (iz >= WZ - 1) {
-              st_store_march<G>(y, x, w, P, a, g, acc, at, (k + 1) % WZ, g.oz0 + iz - (WZ - 1),
+              st_store_march<G>(y, x, w, P, a, t, o_first, rows, acc, at, (k + 1) % WZ, iz - (WZ - 1),
                                 (hist & ((1u << WZ) - 1)) != 0, skipping, boundary, tx, ty);
+              o_first += out_plane;
             }
           }
         }

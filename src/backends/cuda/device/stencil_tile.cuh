@@ -267,6 +267,9 @@ struct StGeo {
   /// outputs again exactly (st_exact) when one is NaN, or with weights also inf (inf * 0 is NaN).
   /// Weights read at run time may be inf or NaN themselves: those folds keep st_better.
   static constexpr bool NANCHK = G::R >= 2 && Num<typename G::C>::is_float && (G::UNIT_W || G::CONST_W);
+  /// Min/max with unit weights fold separably (st_fold_plane): rows first, then across rows.
+  /// Floating types need NANCHK (plain comparisons); tap indices (argmin/argmax) keep the tap loop.
+  static constexpr bool SEPMM = (G::R == 2 || G::R == 3) && G::UNIT_W && (NANCHK || !Num<typename G::C>::is_float);
   /// Whether some outputs may need st_exact: zero-tap skipping or NANCHK.
   static constexpr bool REFOLD = G::SKIP || G::RSKIP || NANCHK;
 };
