@@ -50,8 +50,8 @@ bool branch_select();
 
 /// TG_PDL: "1" launches the generated elementwise and reduction kernels as programmatic dependent
 /// launches on devices of compute capability 9.0 and later (a kernel's blocks are scheduled while
-/// the kernel before it finishes, and wait for it before touching memory); "0" or unset: plain
-/// launches. Read once.
+/// the kernel before it finishes, and wait for it before touching memory); unset: only inside
+/// recorded WHILE bodies (nvrtc::DependentLaunchScope); "0": nowhere. Read once.
 bool dependent_launch();
 /// TG_DETERMINISTIC=1: every executable compiles as with CompileOptions::deterministic. Read at
 /// every compile.

@@ -2,11 +2,13 @@
 // condition handles of the graph a stream captures into, the kernels of kernels/control.h, and
 // conditional nodes added to a capture (cudaStreamGetCaptureInfo, cudaGraphAddNode,
 // cudaStreamUpdateCaptureDependencies) whose bodies are captured on streams of their own
-// (cudaStreamBeginCaptureToGraph). Needs CUDA 12.8+ (IF nodes with an else body).
+// (cudaStreamBeginCaptureToGraph). Needs CUDA 12.8+ (IF nodes with an else body). A WHILE body's
+// generated kernels are captured as dependent launches (nvrtc::DependentLaunchScope).
 #include "backends/cuda/control_recorder.h"
 
 #include "backends/cuda/context.h"
 #include "backends/cuda/kernels/control.h"
+#include "backends/cuda/nvrtc/compiler.h"
 #include "core/error_util.h"
 
 namespace tg::cuda {
@@ -64,6 +66,7 @@ class CudaControlRecorder final : public backends::ControlRecorder {
             "control flow", "cudaStreamBeginCaptureToGraph");
       cudaGraph_t done = nullptr;
       try {
+        const nvrtc::DependentLaunchScope dependent(loop);
         enqueue(b, body);
       } catch (...) {
         cudaStreamEndCapture(body, &done);
