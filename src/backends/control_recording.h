@@ -58,7 +58,7 @@ class ControlRecorder {
                                   const std::function<void(int body, void* s)>& enqueue) const = 0;
   /// Queues the choice of a speculated while loop's state: j = the first of `conds` (k device
   /// scalars of `dtype`, one per iteration) that is false, else k; copies every `copies[v].src[j-1]`
-  /// into `copies[v].dst` and sets `handle` to 1 when all k were true. At most 8 iterations and
+  /// into `copies[v].dst` and sets `handle` to 1 when all k were true. At most 32 iterations and
   /// 16 values.
   virtual void select_state(uint64_t handle, std::span<const void* const> conds, DType dtype,
                             std::span<const StateCopy> copies, void* stream) const = 0;

@@ -46,16 +46,16 @@ bool dependent_launch() {
 
 int loop_unroll() {
   const char* v = std::getenv("TG_LOOP_UNROLL");
-  if (v == nullptr || *v == 0) return 8;
+  if (v == nullptr || *v == 0) return 32;
   const int k = std::atoi(v);
-  return k < 1 ? 1 : k > 8 ? 8 : k;
+  return k < 1 ? 1 : k > 32 ? 32 : k;  // 32: the select kernel's cap (cuda/kernels/control.h)
 }
 
 int condition_streams() {
   const char* v = std::getenv("TG_CONDITION_STREAMS");
-  if (v == nullptr || *v == 0) return 2;
+  if (v == nullptr || *v == 0) return 6;
   const int n = std::atoi(v);
-  return n < 0 ? 0 : n > 4 ? 4 : n;
+  return n < 0 ? 0 : n > 8 ? 8 : n;
 }
 
 bool branch_select() {

@@ -31,13 +31,13 @@ bool cuda_graphs_enabled();
 /// TG_LOOP_UNROLL: body copies per iteration of a while node when control flow is recorded into a
 /// CUDA graph (runtime/control_flow_graph.cpp): a for loop with a fixed trip count runs that many
 /// copies per iteration, a while loop whose body has no side effects runs that many iterations
-/// speculatively and keeps the state of the first whose condition is false. 1..8, default 8.
-/// Read at every recording.
+/// speculatively and keeps the state of the first whose condition is false. 1..32 (above 8 only
+/// while the speculated state copies fit 256 MiB), default 32. Read at every recording.
 int loop_unroll();
 /// TG_CONDITION_STREAMS: side streams that run a speculated while loop's conditions (`before`)
 /// beside its next iterations' updates (`after`) in a recorded WHILE node; iteration j's
-/// condition runs on side stream j mod n, each with a workspace of its own. 0: one stream. 0..4,
-/// default 2. Read at every recording.
+/// condition runs on side stream j mod n, each with a workspace of its own. 0: one stream. 0..8,
+/// default 6. Read at every recording.
 int condition_streams();
 /// TG_UNROLL_LIMIT: a for loop with a fixed trip count is unrolled into plain graph nodes when
 /// its trip count times its body's node count (constants and parameters aside) is at most this
@@ -50,8 +50,8 @@ bool branch_select();
 
 /// TG_PDL: "1" launches the generated elementwise and reduction kernels as programmatic dependent
 /// launches on devices of compute capability 9.0 and later (a kernel's blocks are scheduled while
-/// the kernel before it finishes, and wait for it before touching memory); "0" or unset: plain
-/// launches. Read once.
+/// the kernel before it finishes, and wait for it before touching memory); unset: only inside
+/// recorded WHILE bodies (nvrtc::DependentLaunchScope); "0": nowhere. Read once.
 bool dependent_launch();
 /// TG_DETERMINISTIC=1: every executable compiles as with CompileOptions::deterministic. Read at
 /// every compile.

@@ -13,9 +13,10 @@
 // count n is unrolled into the graph when n times its body's size is small enough, else runs k
 // body copies per WHILE iteration (n mod k copies unrolled before it); a while loop whose regions
 // have no side effects (no variable assignment, no device check, no nested control flow) and no
-// max_iterations runs k iterations speculatively per WHILE iteration, each into its own buffers,
-// and one kernel keeps the state of the first iteration whose condition is false
-// (Backend::select_state). Extra iterations past the exit compute values that are thrown away.
+// max_iterations runs k iterations speculatively per WHILE iteration, each into its own buffers
+// (k above 8 only while k copies of the loop state fit kSpeculationBytes), and one kernel keeps
+// the state of the first iteration whose condition is false (Backend::select_state). Extra
+// iterations past the exit compute values that are thrown away.
 // The speculated iterations' conditions (`before`) run on TG_CONDITION_STREAMS side streams
 // beside the next iterations' updates (`after`, which never reads a condition): iteration j's on
 // side stream j mod n once its `after` is done; the side streams join before the select kernel.
@@ -120,6 +121,20 @@ bool fixed_trip_count(const ir::Graph& g, ir::ValueRef v, int64_t& n) {
     return true;
   }
   return false;
+}
+
+// Speculated while iterations each keep their own copy of the loop state until the select
+// kernel: beyond 8 of them only while those copies take at most this much device memory.
+constexpr size_t kSpeculationBytes = size_t{256} << 20;
+
+// The iterations a WHILE iteration speculates: `asked` (TG_LOOP_UNROLL), lowered towards 8 when
+// `asked` copies of the state would take more than kSpeculationBytes.
+int speculated_iterations(int asked, std::span<const TensorData> state) {
+  if (asked <= 8) return asked;
+  size_t bytes = 0;
+  for (const TensorData& v : state) bytes += v.nbytes();
+  const size_t fit = kSpeculationBytes / std::max<size_t>(bytes, 1);
+  return static_cast<int>(std::clamp<size_t>(fit, 8, static_cast<size_t>(asked)));
 }
 
 std::vector<TensorData> joined(std::vector<TensorData> own, std::span<const TensorData> captures) {
@@ -432,7 +447,7 @@ void RunState::record_while(const ir::Node& node, std::span<const TensorData> in
   copy_values(passed, std::span<const TensorData>(first).subspan(1));
   first.clear();
 
-  const int unroll = env::loop_unroll();
+  const int unroll = speculated_iterations(env::loop_unroll(), passed);
   const bool speculate = unroll > 1 && attrs.max_iterations < 0 && pinned.slots.empty() && speculable(*before.body) &&
                          speculable(*after.body) && passed.size() <= 16 && results_apart(before, 1, true) &&
                          results_apart(after, 0, false);

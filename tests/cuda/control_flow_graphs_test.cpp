@@ -139,8 +139,8 @@ TEST(CudaControlFlow, OneElementPredicateShapes) {
 TEST(CudaControlFlow, ForLoopFixedTripCountUnrolledAndInWhileNodes) {
   REQUIRE_GPU();
   // y = y * 0.999 + 0.001 plus the index: 37 iterations. Unrolled (the default limit), then as a
-  // WHILE node with 8 and 4 copies per iteration and the 37 mod 8 (mod 4) remainder unrolled
-  // first, then with 1.
+  // WHILE node with 32, 4 and 8 copies per iteration and the 37 mod 32 (mod 4, mod 8) remainder
+  // unrolled first, then with 1.
   Builder build = [](Graph& g) {
     Tensor y = g.placeholder({256}, DType::f32, "y");
     std::vector<Tensor> r = for_loop(37, {y, g.constant(0.0, DType::f32)}, [&](Tensor i, std::span<const Tensor> v) {
@@ -153,9 +153,9 @@ TEST(CudaControlFlow, ForLoopFixedTripCountUnrolledAndInWhileNodes) {
   expect_on_device(expect_gpu_matches_cpu(build, feeds));
   {
     Env limit("TG_UNROLL_LIMIT", "0");
-    expect_on_device(expect_gpu_matches_cpu(build, feeds));  // 8 copies (the default), 5 unrolled first
-    {
-      Env four("TG_LOOP_UNROLL", "4");
+    expect_on_device(expect_gpu_matches_cpu(build, feeds));  // 32 copies (the default), 5 unrolled first
+    for (const char* copies : {"4", "8"}) {
+      Env k("TG_LOOP_UNROLL", copies);
       expect_on_device(expect_gpu_matches_cpu(build, feeds));
     }
     Env one("TG_LOOP_UNROLL", "1");
@@ -203,7 +203,7 @@ FeedsOf mean_feeds = [](int r) {
 
 TEST(CudaControlFlow, WhileLoopSpeculatedAndPlain) {
   REQUIRE_GPU();
-  expect_on_device(expect_gpu_matches_cpu(mean_while(std::nullopt), mean_feeds, 6), 6);  // speculated, k = 8 (the default)
+  expect_on_device(expect_gpu_matches_cpu(mean_while(std::nullopt), mean_feeds, 6), 6);  // speculated, k = 32 on 6 side streams (the defaults)
   {
     Env k("TG_LOOP_UNROLL", "3");
     expect_on_device(expect_gpu_matches_cpu(mean_while(std::nullopt), mean_feeds, 6), 6);
@@ -213,10 +213,11 @@ TEST(CudaControlFlow, WhileLoopSpeculatedAndPlain) {
     expect_on_device(expect_gpu_matches_cpu(mean_while(std::nullopt), mean_feeds, 6), 6);
   }
   expect_on_device(expect_gpu_matches_cpu(mean_while(7), mean_feeds, 6), 6);  // max_iterations: plain
-  // The speculated conditions on one stream, on one side stream, and on three beside 8 updates.
-  for (const char* streams : {"0", "1", "3"}) {
+  // The speculated conditions on one stream, on one side stream, on three beside 8 updates and
+  // on eight beside 32 (the caps).
+  for (const char* streams : {"0", "1", "3", "8"}) {
     Env n("TG_CONDITION_STREAMS", streams);
-    Env k("TG_LOOP_UNROLL", streams[0] == '3' ? "8" : "4");
+    Env k("TG_LOOP_UNROLL", streams[0] == '3' ? "8" : streams[0] == '8' ? "32" : "4");
     expect_on_device(expect_gpu_matches_cpu(mean_while(std::nullopt), mean_feeds, 6), 6);
   }
 }
@@ -246,8 +247,13 @@ TEST(CudaControlFlow, WhileLoopOnALongVectorWithTwoReductions) {
     return std::vector{TensorData::random_uniform({n}, 1.f, 3.f, 60 + r), TensorData::scalar<float>(t[r])};
   };
   expect_on_device(expect_gpu_matches_cpu(build, feeds, 6), 6);
-  Env k("TG_LOOP_UNROLL", "8");
-  Env s("TG_CONDITION_STREAMS", "3");
+  {
+    Env k("TG_LOOP_UNROLL", "8");
+    Env s("TG_CONDITION_STREAMS", "3");
+    expect_on_device(expect_gpu_matches_cpu(build, feeds, 6), 6);
+  }
+  Env k("TG_LOOP_UNROLL", "20");
+  Env s("TG_CONDITION_STREAMS", "6");
   expect_on_device(expect_gpu_matches_cpu(build, feeds, 6), 6);
 }
 

@@ -2,15 +2,23 @@
 // condition handles of the graph a stream captures into, the kernels of kernels/control.h, and
 // conditional nodes added to a capture (cudaStreamGetCaptureInfo, cudaGraphAddNode,
 // cudaStreamUpdateCaptureDependencies) whose bodies are captured on streams of their own
-// (cudaStreamBeginCaptureToGraph). Needs CUDA 12.8+ (IF nodes with an else body).
+// (cudaStreamBeginCaptureToGraph). Needs CUDA 12.8+ (IF nodes with an else body). A WHILE body's
+// generated kernels are captured as dependent launches (nvrtc::DependentLaunchScope), on a stream
+// of the greatest priority; side streams have the least.
 #include "backends/cuda/control_recorder.h"
+
+#include <cstdlib>
+#include <string_view>
 
 #include "backends/cuda/context.h"
 #include "backends/cuda/kernels/control.h"
+#include "backends/cuda/nvrtc/compiler.h"
 #include "core/error_util.h"
 
 namespace tg::cuda {
 namespace {
+
+thread_local bool t_prioritized = false;  // take_prioritized_capture()
 
 class CudaControlRecorder final : public backends::ControlRecorder {
  public:
@@ -54,7 +62,10 @@ class CudaControlRecorder final : public backends::ControlRecorder {
           "control flow", "cudaStreamUpdateCaptureDependencies");
     for (int b = 0; b < static_cast<int>(p.conditional.size); ++b) {
       cudaStream_t body = nullptr;
-      check(cudaStreamCreateWithFlags(&body, cudaStreamNonBlocking), "control flow", "cudaStreamCreate");
+      const int priority = loop ? loop_body_priority() : 0;
+      t_prioritized = t_prioritized || priority != 0;
+      check(cudaStreamCreateWithPriority(&body, cudaStreamNonBlocking, priority), "control flow",
+            "cudaStreamCreateWithPriority");
       struct StreamGuard {
         cudaStream_t s;
         ~StreamGuard() { cudaStreamDestroy(s); }
@@ -64,6 +75,7 @@ class CudaControlRecorder final : public backends::ControlRecorder {
             "control flow", "cudaStreamBeginCaptureToGraph");
       cudaGraph_t done = nullptr;
       try {
+        const nvrtc::DependentLaunchScope dependent(loop);
         enqueue(b, body);
       } catch (...) {
         cudaStreamEndCapture(body, &done);
@@ -97,9 +109,9 @@ class CudaControlRecorder final : public backends::ControlRecorder {
     kernels::launch_iota_i32(dst, n, start, static_cast<cudaStream_t>(stream));
     check_launch("for_loop", "iota");
   }
-  void* open_stream() const override {
+  void* open_stream() const override {  // the least priority, below a loop body's own stream
     cudaStream_t s = nullptr;
-    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "control flow", "cudaStreamCreate");
+    check(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, 0), "control flow", "cudaStreamCreateWithPriority");
     return s;
   }
   void close_stream(void* s) const override { cudaStreamDestroy(static_cast<cudaStream_t>(s)); }
@@ -116,6 +128,20 @@ class CudaControlRecorder final : public backends::ControlRecorder {
   void hold_pool(bool hold) const override { hold_capture_pool(hold); }
 
  private:
+  // The priority of a WHILE body's stream, captured into its kernel nodes (the run's graph is
+  // then instantiated with cudaGraphInstantiateFlagUseNodePriority): the device's greatest, so the
+  // blocks of a loop's chain of updates are scheduled before those of the conditions on the
+  // side streams (priority 0, the least) when both wait for an SM. TG_LOOP_PRIORITY=0: 0.
+  static int loop_body_priority() {
+    static const bool off = [] {
+      const char* v = std::getenv("TG_LOOP_PRIORITY");
+      return v != nullptr && std::string_view(v) == "0";
+    }();
+    if (off) return 0;
+    int least = 0, greatest = 0;
+    check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "control flow", "cudaDeviceGetStreamPriorityRange");
+    return greatest;
+  }
   // The graph `stream` is capturing into, and (when asked) the nodes later work depends on.
   static cudaGraph_t capturing_graph(void* stream, const cudaGraphNode_t** deps, const cudaGraphEdgeData** edges,
                                      size_t* n) {
@@ -131,6 +157,12 @@ class CudaControlRecorder final : public backends::ControlRecorder {
 };
 
 }  // namespace
+
+bool take_prioritized_capture() {
+  const bool was = t_prioritized;
+  t_prioritized = false;
+  return was;
+}
 
 const backends::ControlRecorder& control_recorder() {
   static const CudaControlRecorder r;

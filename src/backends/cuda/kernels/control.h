@@ -39,12 +39,14 @@ struct ConditionArgs {
 ///    error record (detail[0] = the bound) and c = 0.
 void launch_set_condition(unsigned long long handle, const ConditionArgs& a, cudaStream_t stream);
 
-constexpr int kMaxSpeculated = 8;    ///< body copies one while iteration may run
+constexpr int kMaxSpeculated = 32;   ///< body copies one while iteration may run (TG_LOOP_UNROLL's cap)
 constexpr int kMaxSelected = 16;     ///< loop values one select copies
 
 /// The state after k speculated iterations of a while loop: the first j in [1, k] whose
 /// condition cond[j - 1] is false (else k); copies src[v][j - 1] to dst[v] for every value v and
-/// sets `handle` to 1 when every condition was true (the loop goes on), else 0.
+/// sets `handle` to 1 when every condition was true (the loop goes on), else 0. The arguments
+/// (~4.6 KB at the caps) exceed the classic 4 KB parameter limit: kernels built with CUDA 12.1+
+/// for sm_70+ take up to 32 KB (the project builds for sm_90).
 struct SelectArgs {
   const void* cond[kMaxSpeculated];
   CondType type;

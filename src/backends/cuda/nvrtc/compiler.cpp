@@ -425,9 +425,25 @@ void preload(std::span<const backends::CodeObject> objects) {
   }
 }
 
+namespace {
+thread_local bool t_loop_body = false;  // inside a DependentLaunchScope(true)
+
+// TG_PDL=0: no dependent launches, not even in loop bodies (read once).
+bool dependent_launch_off() {
+  static const bool off = [] {
+    const char* v = std::getenv("TG_PDL");
+    return v != nullptr && std::string_view(v) == "0";
+  }();
+  return off;
+}
+}  // namespace
+
+DependentLaunchScope::DependentLaunchScope(bool on) : saved_(t_loop_body) { t_loop_body = on; }
+DependentLaunchScope::~DependentLaunchScope() { t_loop_body = saved_; }
+
 void launch(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, cudaStream_t stream,
             std::string_view op, size_t shared_bytes, bool dependent) {
-  if (dependent && env::dependent_launch()) {
+  if (dependent && (env::dependent_launch() || (t_loop_body && !dependent_launch_off()))) {
     // Compute capability 9.0 and later only (per device, read once).
     static std::mutex mu;
     static std::vector<int> major;  // per device ordinal, -1 unknown

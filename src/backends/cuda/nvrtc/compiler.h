@@ -84,6 +84,22 @@ inline constexpr const char* kGridDependencySource =
 void launch(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, cudaStream_t stream,
             std::string_view op, size_t shared_bytes = 0, bool dependent = false);
 
+/// While one is alive on this thread (the control recorder opens one while it records a WHILE
+/// node's body, control_recorder.cpp), launch() makes `dependent` kernels programmatic dependent
+/// launches also without TG_PDL=1, unless TG_PDL=0: a loop body's chain of kernels then overlaps
+/// each launch with the drain of the kernel before it. `on` false: plain launches again for the
+/// scope (an IF node's bodies). Scopes nest.
+class DependentLaunchScope {
+ public:
+  explicit DependentLaunchScope(bool on);
+  ~DependentLaunchScope();
+  DependentLaunchScope(const DependentLaunchScope&) = delete;
+  DependentLaunchScope& operator=(const DependentLaunchScope&) = delete;
+
+ private:
+  bool saved_;
+};
+
 /// The disk cache directory in use ("" when disabled), for tools and tests.
 std::string cache_dir();
 /// The path of the disk entry `compile(source, device)` reads and writes, for tests.
