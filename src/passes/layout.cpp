@@ -15,7 +15,10 @@
 //     the NHWC value over the permuted axes; a transpose of one composes with it (a pair that
 //     cancels disappears);
 //  3. a transpose that only moves dims of size 1 becomes a reshape (a view: global pooling's
-//     [N,1,1,C] -> [N,C,1,1] before a flatten costs nothing).
+//     [N,1,1,C] -> [N,C,1,1] before a flatten costs nothing);
+//  4. the graph's own transpose(u, [0,3,1,2]) of an NHWC value u (a channels-last input fed as
+//     its NHWC permutation: tensorgraph.torch's saved activations, docs/design/0010 step 3) is
+//     treated as the pass's: the channels-last ops after it read u, with no transpose back.
 // Values are unchanged: every op computes the same elements, only their order in memory differs.
 // Transposes no one reads are left to dead-code elimination.
 #include <algorithm>
@@ -91,7 +94,14 @@ class Rewriter {
         replaced_[id] = *v;
         remap_[id] = v->node;
       } else {
+        // The graph's own transpose to NCHW of a 4-d value (an NHWC input, e.g. a channels-last
+        // tensor fed from PyTorch) is an NHWC source like the pass's: the ops after it read u.
+        const bool from_nhwc = node.kind == K::transpose && node.control_inputs.empty() &&
+                               node.outputs[0].shape.size() == 4 &&
+                               std::get<ir::TransposeAttrs>(node.attrs).perm == kToNchw;
+        const ir::ValueRef u = from_nhwc ? node.inputs[0] : ir::ValueRef{};
         remap_[id] = emit(std::move(node)).node;
+        if (from_nhwc) nhwc_of_[{remap_[id], 0}] = u;
       }
     }
     g_.nodes() = std::move(out_);

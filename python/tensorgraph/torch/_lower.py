@@ -136,13 +136,25 @@ class Lowered:
         self.mutations = []  # (placeholder node, tg value copied into that input after each run)
         self.attr_values = {}  # get_attr node fed at run time -> its torch tensor (attr_feeds)
         self.known = {}  # (node_id, index) of a constant -> the torch tensor it holds (Context.value)
+        self.nhwc_feeds = set()  # placeholder nodes fed as their NHWC permutation (lower's nhwc_inputs)
 
 
-def lower(gm, vals, frozen=None, attr_feeds=False):
+def is_channels_last(t):
+    """Whether torch tensor (or fake tensor) t is 4-d with channels-last strides and not also
+    contiguous (an NCHW view of NHWC memory, e.g. `y.permute(0, 3, 1, 2)` of a contiguous y)."""
+    import torch
+    return (_is_tensor(t) and t.dim() == 4 and not t.is_contiguous()
+            and t.is_contiguous(memory_format=torch.channels_last))
+
+
+def lower(gm, vals, frozen=None, attr_feeds=False, nhwc_inputs=False):
     """Converts gm's live nodes; see the module docstring. frozen: {placeholder node: real torch
     tensor} compiled in as constants instead of fed (their values now: tensorgraph.torch._freeze
     guards them). Tensor attributes (get_attr) are constants, or feeds read at each call when
-    attr_feeds."""
+    attr_feeds. nhwc_inputs: a placeholder whose example value is channels-last (is_channels_last)
+    is fed as its NHWC permutation and transposed to NCHW in the graph, which compile's layout pass
+    cancels against its own transposes to NHWC (docs/design/0010 step 3); `low.nhwc_feeds` holds
+    those placeholder nodes."""
     import torch
     frozen = frozen or {}
     low = Lowered()
@@ -164,13 +176,18 @@ def lower(gm, vals, frozen=None, attr_feeds=False):
                 low.unsupported[node] = f"input {node.name} is {type(ex).__name__}, not a tensor"
                 env[node] = Unavailable(f"non-tensor input {node.name}")
                 continue
+            nhwc = nhwc_inputs and is_channels_last(ex)
+            shape = [int(s) for s in ex.shape]
             try:
-                ph = g.placeholder([int(s) for s in ex.shape], tg_dtype(ex.dtype), node.name)
+                ph = g.placeholder([shape[0], shape[2], shape[3], shape[1]] if nhwc else shape, tg_dtype(ex.dtype),
+                                   node.name)
             except Unsupported as e:
                 low.unsupported[node] = str(e)
                 env[node] = Unavailable(str(e))
                 continue
-            env[node] = ph
+            env[node] = tg.transpose(ph, [0, 3, 1, 2]) if nhwc else ph
+            if nhwc:
+                low.nhwc_feeds.add(node)
             low.feeds.append((node, ph))
         elif node.op == "get_attr":
             t = gm
@@ -278,11 +295,13 @@ class Runner:
     feed and per result: which arguments are fed, where each result goes and which inputs are
     written back are worked out here, once."""
 
-    def __init__(self, low, device, precision="f32", memory_budget_bytes=0):
+    def __init__(self, low, device, precision="f32", memory_budget_bytes=0, nhwc_outputs=()):
         position = {n: i for i, n in enumerate(low.placeholders)}
         arg_feeds = [(n, ph) for n, ph in low.feeds if n.op == "placeholder"]
         attr_feeds = [(n, ph) for n, ph in low.feeds if n.op != "placeholder"]
         self.feed_positions = [position[n] for n, _ in arg_feeds]  # the args that are feeds
+        # Feeds taken as their NHWC permutation (lower's nhwc_inputs): k -> True.
+        self._nhwc_feeds = frozenset(k for k, (n, _) in enumerate(arg_feeds) if n in low.nhwc_feeds)
         self.attr_tensors = [low.attr_values[n] for n, _ in attr_feeds]  # then these, each call
         targets, self._slots = [], {}
         index = position
@@ -301,8 +320,29 @@ class Runner:
                 return ("out", self._slots[key])
             raise Unsupported(f"graph output {n.name} is {v!r}")
 
+        # Outputs handed back channels-last (nhwc_outputs: positions in a flat output): the target
+        # is transpose(v, [0,2,3,1]) (the layout pass's own NHWC value when v runs NHWC) and the
+        # result its permute(0, 3, 1, 2), an NCHW view with channels-last strides.
+        self.nhwc_outputs = []
+        flat_in = isinstance(low.output, (list, tuple))
+
+        def nhwc_spec(i, n):
+            v = low.env.get(n) if isinstance(n, torch_fx_node()) else None
+            if (i not in nhwc_outputs or n in index or not isinstance(v, tg.Tensor) or len(v.shape) != 4
+                    or v.dtype not in (tg.float32, tg.bfloat16, tg.float16)):
+                return None
+            key = ("nhwc", v.node_id, v.index)
+            if key not in self._slots:
+                self._slots[key] = len(targets)
+                targets.append(tg.transpose(v, [0, 2, 3, 1]))
+            self.nhwc_outputs.append(i)
+            return ("nhwc", self._slots[key])
+
         from torch.fx.node import map_arg
-        self.out_spec = map_arg(low.output, spec)
+        if nhwc_outputs and flat_in:
+            self.out_spec = type(low.output)(nhwc_spec(i, n) or map_arg(n, spec) for i, n in enumerate(low.output))
+        else:
+            self.out_spec = map_arg(low.output, spec)
         self.mutations = []
         for n, v in low.mutations:
             key = (v.node_id, v.index)
@@ -318,8 +358,9 @@ class Runner:
         # The output as a flat tuple of results in order (the common case: one call, no recursion).
         flat = self.out_spec if isinstance(self.out_spec, (list, tuple)) else None
         self._flat_out = None
-        if flat is not None and all(isinstance(o, tuple) and len(o) == 2 and o[0] == "out" for o in flat):
+        if flat is not None and all(isinstance(o, tuple) and len(o) == 2 and o[0] in ("out", "nhwc") for o in flat):
             self._flat_out = [o[1] for o in flat]
+            self._flat_nhwc = [o[0] == "nhwc" for o in flat] if self.nhwc_outputs else None
             self._flat_type = type(flat)
         self._run = self.exe.run
         if self.device.is_cuda:
@@ -339,7 +380,12 @@ class Runner:
 
     def __call__(self, *args):
         feed = self._feed
-        ins = [feed(k, args[i]) for k, i in enumerate(self.feed_positions)]
+        if self._nhwc_feeds:
+            nhwc = self._nhwc_feeds
+            ins = [_to_tg(args[i].permute(0, 2, 3, 1)) if k in nhwc else feed(k, args[i])
+                   for k, i in enumerate(self.feed_positions)]
+        else:
+            ins = [feed(k, args[i]) for k, i in enumerate(self.feed_positions)]
         if self.attr_tensors:
             n = len(ins)
             ins += [feed(n + k, t) for k, t in enumerate(self.attr_tensors)]
@@ -347,6 +393,9 @@ class Runner:
         for pos, slot in self.mutations:
             args[pos].copy_(outs[slot])
         if self._flat_out is not None:
+            if self.nhwc_outputs:
+                return self._flat_type(outs[i].permute(0, 3, 1, 2) if cl else outs[i]
+                                       for i, cl in zip(self._flat_out, self._flat_nhwc))
             return self._flat_type(outs[i] for i in self._flat_out)
         return _build_output(self.out_spec, outs, args)
 
@@ -369,6 +418,11 @@ class Runner:
             except TypeError:
                 self._cache[k] = None
         return td
+
+
+def torch_fx_node():
+    from torch.fx import Node
+    return Node
 
 
 def caller_stream(handle):
@@ -405,9 +459,11 @@ def _to_torch(o):
 
 
 def _build_output(spec, outs, args):
-    if isinstance(spec, tuple) and len(spec) == 2 and spec[0] in ("input", "out", "const"):
+    if isinstance(spec, tuple) and len(spec) == 2 and spec[0] in ("input", "out", "const", "nhwc"):
         if spec[0] == "const":
             return spec[1]
+        if spec[0] == "nhwc":
+            return outs[spec[1]].permute(0, 3, 1, 2)
         return args[spec[1]] if spec[0] == "input" else outs[spec[1]]
     if isinstance(spec, (list, tuple)):
         return type(spec)(_build_output(s, outs, args) for s in spec)
@@ -449,25 +505,41 @@ def _blocking(low, gm):
 
 
 def compile_graph(gm, example_inputs, device, precision="f32", memory_budget_bytes=0, vals=None,
-                  concrete=False, freeze=None, attr_feeds=False):
+                  concrete=False, freeze=None, attr_feeds=False, saved_outputs=None, nhwc_inputs=False):
     """Compiles FX graph gm of ATen ops for `device`; returns a Compiled. Unconvertible nodes stay
     in PyTorch (graph break) and one log line names them. A graph with size inputs becomes a
     PerShape (compiled per concrete shape) unless `concrete` says vals are one call's values.
     freeze: a predicate on a call's torch tensors (parameters and buffers) whose inputs are
     compiled in as constants, guarded (_freeze.Frozen): inference graphs only. attr_feeds: tensor
-    attributes are fed each call instead of compiled in (see lower)."""
+    attributes are fed each call instead of compiled in (see lower).
+    Saved activations across a training step (docs/design/0010 step 3): saved_outputs (a slice of
+    the flat output: a forward graph's outputs that only its backward reads) are handed back
+    channels-last (NHWC memory, no transpose) where compile's layout pass runs NHWC
+    (layout_pass_on), and their strides reported to AOTAutograd (TracingContext.output_strides);
+    nhwc_inputs: channels-last example inputs (a backward's saved activations) are fed NHWC."""
     if vals is None:
         vals = example_values(gm, example_inputs)
     if not concrete and _has_sizes(gm, vals):
         return Compiled(PerShape(gm, device, precision, memory_budget_bytes), {})
+    if nhwc_inputs:  # the inputs' strides (AOTAutograd restrides the backward's; node.meta keeps the traced)
+        phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        if len(phs) == len(example_inputs):
+            vals = dict(vals)
+            vals.update({n: a for n, a in zip(phs, example_inputs) if is_channels_last(a)})
     with _real_tensors():
-        low = lower(gm, vals, attr_feeds=attr_feeds)
+        low = lower(gm, vals, attr_feeds=attr_feeds, nhwc_inputs=nhwc_inputs)
     bad = _blocking(low, gm)
     if not bad and not low.unsupported:
         if freeze is not None:
             from ._freeze import Frozen
             return Compiled(Frozen(gm, vals, low, device, precision, memory_budget_bytes, freeze), {})
-        return Compiled(Runner(low, device, precision, memory_budget_bytes), {})
+        nhwc = ()
+        if saved_outputs is not None and isinstance(low.output, (list, tuple)) and layout_pass_on(gm, vals, device):
+            nhwc = range(len(low.output))[saved_outputs]
+        runner = Runner(low, device, precision, memory_budget_bytes, nhwc_outputs=nhwc)
+        if runner.nhwc_outputs:
+            _report_output_strides(low, vals, runner.nhwc_outputs)
+        return Compiled(runner, {})
     counts = collections.Counter(op_name(n.target) for n in bad if op_name(n.target) != "getitem")
     if not counts:  # only inputs are unsupported (e.g. symbolic sizes): all of it stays in PyTorch
         counts = collections.Counter({"<inputs>": 1})
@@ -481,6 +553,62 @@ def compile_graph(gm, example_inputs, device, precision="f32", memory_budget_byt
     log.warning("tensorgraph.torch: %d node(s) left to PyTorch (graph break): %s", sum(counts.values()),
                 ", ".join(f"{k} x{v} ({reasons.get(k, 'its outputs are needed')})" for k, v in sorted(counts.items())))
     return Compiled(_partition(gm, bad, device, precision, memory_budget_bytes), counts)
+
+
+def layout_pass_on(gm, vals, device):
+    """Whether compile's layout pass will run gm's convolutions NHWC (runtime::layout_pass_pays on
+    the FX graph): TG_CHANNELS_LAST when set ("0": off); else, with any 2-D convolution
+    (forward or convolution_backward), on the CPU always, on CUDA when every one is dense
+    (groups 1), not float64, with a batch of at least 32."""
+    import os
+    forced = os.environ.get("TG_CHANNELS_LAST", "")
+    if forced:
+        return forced != "0"
+    any_conv = False
+    for n in gm.graph.nodes:
+        if n.op != "call_function":
+            continue
+        name = op_name(n.target)
+        if name in ("aten::convolution", "aten::_convolution"):
+            transposed, groups = n.args[6] if len(n.args) > 6 else False, n.args[8] if len(n.args) > 8 else 1
+        elif name == "aten::convolution_backward":
+            transposed, groups = n.args[7] if len(n.args) > 7 else False, n.args[9] if len(n.args) > 9 else 1
+        else:
+            continue
+        x = vals.get(n.args[0])
+        if transposed or not _is_tensor(x) or x.dim() != 4:
+            continue
+        any_conv = True
+        if not str(device).startswith("cuda"):
+            break
+        if groups != 1 or int(x.shape[0]) < 32 or str(x.dtype) == "torch.float64":
+            return False
+    return any_conv
+
+
+def _report_output_strides(low, vals, nhwc_outputs):
+    """Tells AOTAutograd the strides of the forward's outputs (TracingContext.output_strides, as
+    Inductor does): channels-last for `nhwc_outputs`, the traced ones for the others. AOTAutograd
+    restrides the backward graph's placeholders with them, so the backward compiles for the
+    channels-last saved activations it will get. No-op where PyTorch has no such context."""
+    try:
+        from torch._guards import TracingContext
+        ctx = TracingContext.try_get()
+    except ImportError:
+        return
+    strides = getattr(ctx, "output_strides", None)
+    if strides is None:
+        return
+    cl = set(nhwc_outputs)
+    for i, n in enumerate(low.output):
+        v = vals.get(n) if n is not None and hasattr(n, "op") else None
+        if not _is_tensor(v):
+            strides.append(None)
+        elif i in cl:
+            _, c, h, w = (int(d) for d in v.shape)
+            strides.append((h * w * c, 1, w * c, c))
+        else:
+            strides.append(tuple(int(d) for d in v.stride()))
 
 
 def _has_sizes(gm, vals):
