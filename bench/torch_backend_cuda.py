@@ -245,6 +245,7 @@ class Training:
         result("train.nodes_left_to_pytorch", s["nodes_left_to_pytorch"])
         result("train.unsupported", s["unsupported"])
         result("train.channels_last_saved", (s.get("channels_last_outputs"), s.get("channels_last_feeds")))
+        result("train.pool_indices_stand_ins", (s.get("stand_in_outputs"), s.get("unread_inputs")))
         result("train.dynamo_graph_breaks", dynamo_breaks())
         result("train.tg_losses", [round(v, 5) for v in lt])
         diffs = [abs(a - b) / abs(b) if math.isfinite(a) else math.inf for a, b in zip(lt, self.le)]

@@ -229,5 +229,31 @@ def test_training_saved_activations_channels_last_gradients(monkeypatch):
     for model in (compiled, ref):
         torch.nn.functional.cross_entropy(model(x), t).backward()
     assert len(runners) == 2 and len(runners[0].nhwc_outputs) >= 3, runners[0].nhwc_outputs
+    assert len(runners[0].zero_outputs) == 1  # the max-pool indices: a stand-in, not computed
+    assert runners[1].unread_inputs == 1  # and not fed to the backward
     for (name, p), q in zip(net.named_parameters(), ref.parameters()):
         torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_pool_indices_left_to_pytorch_are_computed_from_the_input():
+    """A backward graph whose max_pool2d_with_indices_backward stays in PyTorch (here dilated,
+    which the converter refuses) called with the forward's zero-strided stand-in indices: the
+    indices are computed from the saved input first, so the gradient is PyTorch's."""
+    from tensorgraph.torch._lower import compile_graph
+    aten = torch.ops.aten
+    g = torch.fx.Graph()
+    dy, x, idx = g.placeholder("dy"), g.placeholder("x"), g.placeholder("idx")
+    dx = g.call_function(aten.max_pool2d_with_indices_backward.default,
+                         (dy, x, [2, 2], [2, 2], [0, 0], [2, 2], False, idx))
+    g.output((g.call_function(aten.mul.Tensor, (dx, 2.0)),))
+    gm = torch.fx.GraphModule(torch.nn.Module(), g)
+    torch.manual_seed(0)
+    xv = torch.randn(2, 3, 9, 9)
+    y, real = aten.max_pool2d_with_indices.default(xv, [2, 2], [2, 2], [0, 0], [2, 2], False)
+    dyv = torch.randn_like(y)
+    stand_in = torch.zeros((), dtype=torch.int64).expand(real.shape)
+    c = compile_graph(gm, (dyv, xv, real), "cpu")
+    assert c.nodes_left_to_pytorch == 1
+    want = aten.max_pool2d_with_indices_backward.default(dyv, xv, [2, 2], [2, 2], [0, 0], [2, 2], False, real) * 2
+    torch.testing.assert_close(c(dyv, xv, stand_in)[0], want)
+    torch.testing.assert_close(c(dyv, xv, real)[0], want)

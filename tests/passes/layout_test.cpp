@@ -173,6 +173,33 @@ TEST(ChannelsLast, GraphTransposesFromNhwcInputsAndToNhwcResultsCancel) {
   testing::expect_all_near(want, got, 1e-5);
 }
 
+// [N,C,1,1] values (global pooling's result, a squeeze-and-excitation scale, its gradient's
+// broadcast) against an NHWC region: their NHWC order is a reshape, so the elementwise ops and the
+// broadcast stay NHWC and the only transposes are the input's and the result's.
+TEST(ChannelsLast, PerSampleChannelValuesAndTheirBroadcastsStayNhwc) {
+  TensorData xv = TensorData::random_normal({2, 3, 6, 6}, 0.f, 1.f, 41);
+  auto run = [&](const char* env, std::string* text) {
+    ScopedEnv e("TG_CHANNELS_LAST", env);
+    Graph g;
+    Tensor x = g.placeholder({2, 3, 6, 6}, DType::f32, "x");
+    Tensor w = g.constant(TensorData::random_normal({4, 3, 3, 3}, 0.f, 0.5f, 42), "w");
+    const Conv2dDesc conv{.padding = Padding::same, .data_layout = Layout::nchw, .weights_layout = Layout::oihw};
+    Tensor y = relu(conv2d(x, w, conv));
+    Tensor s = sigmoid(reduce_sum(y, {.axes = {2, 3}, .keep_dims = true}));  // [2,4,1,1]
+    Tensor z = y * s + broadcast_to(s * 0.5f, {2, 4, 6, 6});
+    Tensor out = conv2d(z, g.constant(TensorData::random_normal({4, 4, 1, 1}, 0.f, 0.5f, 43), "w2"), conv);
+    Executable exe = g.compile(Device::cpu(), {{x, xv.type()}}, {out});
+    *text = exe.to_string();
+    return exe.run({xv});
+  };
+  std::string off_text, on_text;
+  std::vector<TensorData> want = run("0", &off_text);
+  std::vector<TensorData> got = run("1", &on_text);
+  EXPECT_EQ(count(on_text, "data_layout=nhwc"), 2) << on_text;
+  EXPECT_EQ(count(on_text, "= transpose("), 2) << on_text;
+  testing::expect_all_near(want, got, 1e-5);
+}
+
 // A training graph's backward ops as a converter from another framework builds them (PyTorch's
 // convolution_backward, max/avg pool backward in NCHW): they run NHWC too, and the weights
 // gradient keeps the weights' OIHW layout without a transpose.

@@ -65,11 +65,13 @@ class Stats:
     compiled = []  # weak references to the Compiled callables
     channels_last_outputs = 0  # saved activations handed back NHWC (docs/design/0010 step 3)
     channels_last_feeds = 0  # inputs fed NHWC
+    stand_in_outputs = 0  # max-pool indices only the backward gets (and never reads): not computed
+    unread_inputs = 0  # such indices a backward graph does not take
 
     @classmethod
     def reset(cls):
         cls.graphs, cls.nodes_left_to_pytorch, cls.unsupported, cls.compiled = 0, 0, {}, []
-        cls.channels_last_outputs = cls.channels_last_feeds = 0
+        cls.channels_last_outputs = cls.channels_last_feeds = cls.stand_in_outputs = cls.unread_inputs = 0
 
     @classmethod
     def frozen_inputs(cls):
@@ -144,6 +146,8 @@ def make_compiler(precision=None, memory_budget_bytes=0, freeze=None, role=None,
         Stats.nodes_left_to_pytorch += fn.nodes_left_to_pytorch
         Stats.channels_last_outputs += len(getattr(fn.fn, "nhwc_outputs", ()))
         Stats.channels_last_feeds += len(getattr(fn.fn, "_nhwc_feeds", ()))
+        Stats.stand_in_outputs += len(getattr(fn.fn, "zero_outputs", ()))
+        Stats.unread_inputs += getattr(fn.fn, "unread_inputs", 0)
         for k, v in fn.unsupported.items():
             Stats.unsupported[k] = Stats.unsupported.get(k, 0) + v
 

@@ -62,6 +62,10 @@ class _LazyIndices(Unavailable):
     def __init__(self, ctx, x, k, s, p, d, ceil_mode):
         super().__init__("max_pool2d indices")
         self.args = (ctx.g, x, k, s, p, d, ceil_mode)
+        # Whether max_pool2d_with_indices_backward's converter (routed by the forward input, the
+        # indices unread) takes this pooling: then indices that only the backward reads need not
+        # be computed (tensorgraph.torch._lower: Runner's zero_outputs).
+        self.unread_by_backward = list(d) == [1, 1] and not ceil_mode
 
     def build(self):
         g, x, k, s, p, d, ceil_mode = self.args

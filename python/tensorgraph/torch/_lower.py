@@ -137,6 +137,8 @@ class Lowered:
         self.attr_values = {}  # get_attr node fed at run time -> its torch tensor (attr_feeds)
         self.known = {}  # (node_id, index) of a constant -> the torch tensor it holds (Context.value)
         self.nhwc_feeds = set()  # placeholder nodes fed as their NHWC permutation (lower's nhwc_inputs)
+        self.pool_indices = set()  # getitem nodes of max-pool indices the backward's converter does not read
+        self.unfed_indices = set()  # placeholders only max_pool2d_with_indices_backward reads, as its indices
 
 
 def is_channels_last(t):
@@ -145,6 +147,15 @@ def is_channels_last(t):
     import torch
     return (_is_tensor(t) and t.dim() == 4 and not t.is_contiguous()
             and t.is_contiguous(memory_format=torch.channels_last))
+
+
+def _only_pool_backward_indices(node):
+    """Whether every user of placeholder `node` is max_pool2d_with_indices_backward taking it as its
+    indices (argument 7) only: that converter does not read them."""
+    users = list(node.users)
+    return bool(users) and all(
+        op_name(u.target) == "aten::max_pool2d_with_indices_backward" and len(u.args) > 7 and u.args[7] is node
+        and node not in u.args[:7] and node not in u.kwargs.values() for u in users)
 
 
 def lower(gm, vals, frozen=None, attr_feeds=False, nhwc_inputs=False):
@@ -175,6 +186,10 @@ def lower(gm, vals, frozen=None, attr_feeds=False, nhwc_inputs=False):
             if not _is_tensor(ex):
                 low.unsupported[node] = f"input {node.name} is {type(ex).__name__}, not a tensor"
                 env[node] = Unavailable(f"non-tensor input {node.name}")
+                continue
+            if _only_pool_backward_indices(node):  # its converter routes by the forward input
+                env[node] = Unavailable("max-pool indices (the backward routes by the forward input)")
+                low.unfed_indices.add(node)
                 continue
             nhwc = nhwc_inputs and is_channels_last(ex)
             shape = [int(s) for s in ex.shape]
@@ -209,7 +224,7 @@ def lower(gm, vals, frozen=None, attr_feeds=False, nhwc_inputs=False):
                 env[node] = Unavailable(str(e))
         elif node.op == "call_function":
             try:
-                env[node] = _convert(g, node, env, vals, low.mutations, low.known)
+                env[node] = _convert(g, node, env, vals, low.mutations, low.known, low.pool_indices)
             except Exception as e:  # noqa: BLE001 (Unsupported, tg.Error, a converter's bug: never a crash)
                 low.unsupported[node] = str(e) if isinstance(e, (Unsupported, tg.Error)) else f"{type(e).__name__}: {e}"
                 env[node] = _stand_in(g, vals.get(node), node.name)
@@ -221,7 +236,7 @@ def lower(gm, vals, frozen=None, attr_feeds=False, nhwc_inputs=False):
     return low
 
 
-def _convert(g, node, env, vals, mutations, known=None):
+def _convert(g, node, env, vals, mutations, known=None, marks=None):
     name = op_name(node.target)
     if getattr(node.target, "__module__", None) == "_operator" and name != "getitem":
         # Python arithmetic on sizes (symbolic shapes made concrete for this compile).
@@ -236,6 +251,8 @@ def _convert(g, node, env, vals, mutations, known=None):
         if elem is None:
             raise Unsupported(f"output {i} of {node.args[0].name} was not computed")
         if hasattr(elem, "build"):
+            if marks is not None and getattr(elem, "unread_by_backward", False):
+                marks.add(node)
             elem = elem.build()
         if isinstance(elem, Unavailable):
             raise Unsupported(f"output {i} of {node.args[0].name} is {elem.what}")
@@ -295,11 +312,12 @@ class Runner:
     feed and per result: which arguments are fed, where each result goes and which inputs are
     written back are worked out here, once."""
 
-    def __init__(self, low, device, precision="f32", memory_budget_bytes=0, nhwc_outputs=()):
+    def __init__(self, low, device, precision="f32", memory_budget_bytes=0, nhwc_outputs=(), zero_outputs=()):
         position = {n: i for i, n in enumerate(low.placeholders)}
         arg_feeds = [(n, ph) for n, ph in low.feeds if n.op == "placeholder"]
         attr_feeds = [(n, ph) for n, ph in low.feeds if n.op != "placeholder"]
         self.feed_positions = [position[n] for n, _ in arg_feeds]  # the args that are feeds
+        self.unread_inputs = len(low.unfed_indices)  # max-pool indices the backward does not read
         # Feeds taken as their NHWC permutation (lower's nhwc_inputs): k -> True.
         self._nhwc_feeds = frozenset(k for k, (n, _) in enumerate(arg_feeds) if n in low.nhwc_feeds)
         self.attr_tensors = [low.attr_values[n] for n, _ in attr_feeds]  # then these, each call
@@ -326,8 +344,13 @@ class Runner:
         self.nhwc_outputs = []
         flat_in = isinstance(low.output, (list, tuple))
 
+        self.zero_outputs = []
+
         def nhwc_spec(i, n):
             v = low.env.get(n) if isinstance(n, torch_fx_node()) else None
+            if i in zero_outputs and isinstance(v, tg.Tensor):
+                self.zero_outputs.append(i)
+                return ("zeros", tuple(int(d) for d in v.shape))
             if (i not in nhwc_outputs or n in index or not isinstance(v, tg.Tensor) or len(v.shape) != 4
                     or v.dtype not in (tg.float32, tg.bfloat16, tg.float16)):
                 return None
@@ -339,7 +362,7 @@ class Runner:
             return ("nhwc", self._slots[key])
 
         from torch.fx.node import map_arg
-        if nhwc_outputs and flat_in:
+        if (nhwc_outputs or zero_outputs) and flat_in:
             self.out_spec = type(low.output)(nhwc_spec(i, n) or map_arg(n, spec) for i, n in enumerate(low.output))
         else:
             self.out_spec = map_arg(low.output, spec)
@@ -358,9 +381,11 @@ class Runner:
         # The output as a flat tuple of results in order (the common case: one call, no recursion).
         flat = self.out_spec if isinstance(self.out_spec, (list, tuple)) else None
         self._flat_out = None
-        if flat is not None and all(isinstance(o, tuple) and len(o) == 2 and o[0] in ("out", "nhwc") for o in flat):
-            self._flat_out = [o[1] for o in flat]
-            self._flat_nhwc = [o[0] == "nhwc" for o in flat] if self.nhwc_outputs else None
+        self._zeros = {}  # shape -> a zero-strided int64 zero tensor of that shape (zero_outputs)
+        if flat is not None and all(isinstance(o, tuple) and len(o) == 2 and o[0] in ("out", "nhwc", "zeros")
+                                    for o in flat):
+            self._flat_out = [o[1] for o in flat]  # result slots ("zeros": the shape)
+            self._flat_kind = [o[0] for o in flat] if self.nhwc_outputs or self.zero_outputs else None
             self._flat_type = type(flat)
         self._run = self.exe.run
         if self.device.is_cuda:
@@ -393,11 +418,21 @@ class Runner:
         for pos, slot in self.mutations:
             args[pos].copy_(outs[slot])
         if self._flat_out is not None:
-            if self.nhwc_outputs:
-                return self._flat_type(outs[i].permute(0, 3, 1, 2) if cl else outs[i]
-                                       for i, cl in zip(self._flat_out, self._flat_nhwc))
+            if self._flat_kind is not None:
+                return self._flat_type(outs[i] if k == "out" else outs[i].permute(0, 3, 1, 2) if k == "nhwc"
+                                       else self._zero(i) for i, k in zip(self._flat_out, self._flat_kind))
             return self._flat_type(outs[i] for i in self._flat_out)
-        return _build_output(self.out_spec, outs, args)
+        return _build_output(self.out_spec, outs, args, self._zero)
+
+    def _zero(self, shape):
+        """A stand-in for max-pool indices only the backward gets and never reads (zero_outputs):
+        int64 zeros of `shape`, one element expanded (no memory, no kernel per call)."""
+        z = self._zeros.get(shape)
+        if z is None:
+            import torch
+            dev = f"cuda:{self.device.index}" if self.device.is_cuda else "cpu"
+            z = self._zeros[shape] = torch.zeros((), dtype=torch.int64, device=dev).expand(shape)
+        return z
 
     def _feed(self, k, t):
         """Feed k as TensorData. A tensor seen as the same object at the same address on two
@@ -458,17 +493,19 @@ def _to_torch(o):
     return torch.from_dlpack(o)
 
 
-def _build_output(spec, outs, args):
-    if isinstance(spec, tuple) and len(spec) == 2 and spec[0] in ("input", "out", "const", "nhwc"):
+def _build_output(spec, outs, args, zero=None):
+    if isinstance(spec, tuple) and len(spec) == 2 and spec[0] in ("input", "out", "const", "nhwc", "zeros"):
         if spec[0] == "const":
             return spec[1]
         if spec[0] == "nhwc":
             return outs[spec[1]].permute(0, 3, 1, 2)
+        if spec[0] == "zeros":
+            return zero(spec[1])
         return args[spec[1]] if spec[0] == "input" else outs[spec[1]]
     if isinstance(spec, (list, tuple)):
-        return type(spec)(_build_output(s, outs, args) for s in spec)
+        return type(spec)(_build_output(s, outs, args, zero) for s in spec)
     if isinstance(spec, dict):
-        return {k: _build_output(v, outs, args) for k, v in spec.items()}
+        return {k: _build_output(v, outs, args, zero) for k, v in spec.items()}
     return spec
 
 
@@ -533,26 +570,55 @@ def compile_graph(gm, example_inputs, device, precision="f32", memory_budget_byt
         if freeze is not None:
             from ._freeze import Frozen
             return Compiled(Frozen(gm, vals, low, device, precision, memory_budget_bytes, freeze), {})
-        nhwc = ()
-        if saved_outputs is not None and isinstance(low.output, (list, tuple)) and layout_pass_on(gm, vals, device):
-            nhwc = range(len(low.output))[saved_outputs]
-        runner = Runner(low, device, precision, memory_budget_bytes, nhwc_outputs=nhwc)
-        if runner.nhwc_outputs:
-            _report_output_strides(low, vals, runner.nhwc_outputs)
+        nhwc, zeros = (), ()
+        if saved_outputs is not None and isinstance(low.output, (list, tuple)):
+            saved = range(len(low.output))[saved_outputs]
+            if layout_pass_on(gm, vals, device):
+                nhwc = saved
+            zeros = _unread_indices(gm, low, saved)
+        runner = Runner(low, device, precision, memory_budget_bytes, nhwc_outputs=nhwc, zero_outputs=zeros)
+        if runner.nhwc_outputs or runner.zero_outputs:
+            _report_output_strides(low, vals, runner.nhwc_outputs, runner.zero_outputs)
         return Compiled(runner, {})
     counts = collections.Counter(op_name(n.target) for n in bad if op_name(n.target) != "getitem")
     if not counts:  # only inputs are unsupported (e.g. symbolic sizes): all of it stays in PyTorch
         counts = collections.Counter({"<inputs>": 1})
         log.warning("tensorgraph.torch: graph left to PyTorch: %s", "; ".join(
             f"{n.name}: {r}" for n, r in low.unsupported.items()))
-        return Compiled(gm, counts)
+        return Compiled(_IndicesFromInput.wrap(gm, gm), counts)
     reasons = {}
     for n in bad:
         if n in low.unsupported:
             reasons.setdefault(op_name(n.target), low.unsupported[n])
     log.warning("tensorgraph.torch: %d node(s) left to PyTorch (graph break): %s", sum(counts.values()),
                 ", ".join(f"{k} x{v} ({reasons.get(k, 'its outputs are needed')})" for k, v in sorted(counts.items())))
-    return Compiled(_partition(gm, bad, device, precision, memory_budget_bytes), counts)
+    return Compiled(_IndicesFromInput.wrap(_partition(gm, bad, device, precision, memory_budget_bytes), gm), counts)
+
+
+class _IndicesFromInput:
+    """A graph whose max_pool2d_with_indices_backward PyTorch may run (not fully converted) called
+    with the forward's zero-strided stand-in indices (_unread_indices): the indices are computed
+    first from the pooling's saved input, so PyTorch's kernel reads the real ones."""
+
+    def __init__(self, fn, fixes):
+        self.fn, self.fixes = fn, fixes
+
+    @classmethod
+    def wrap(cls, fn, gm):
+        pos = {n: i for i, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder")}
+        fixes = [(pos[u.args[7]], pos[u.args[1]], tuple(u.args[2:7])) for u in gm.graph.nodes
+                 if u.op == "call_function" and op_name(u.target) == "aten::max_pool2d_with_indices_backward"
+                 and len(u.args) > 7 and u.args[7] in pos and u.args[1] in pos]
+        return cls(fn, fixes) if fixes else fn
+
+    def __call__(self, *args):
+        import torch
+        for i, x, (k, s, p, d, ceil) in self.fixes:
+            t = args[i]
+            if isinstance(t, torch.Tensor) and t.numel() > 1 and not any(t.stride()):
+                args = list(args)
+                args[i] = torch.ops.aten.max_pool2d_with_indices.default(args[x], k, s, p, d, ceil)[1]
+        return self.fn(*args)
 
 
 def layout_pass_on(gm, vals, device):
@@ -586,7 +652,24 @@ def layout_pass_on(gm, vals, device):
     return any_conv
 
 
-def _report_output_strides(low, vals, nhwc_outputs):
+def _unread_indices(gm, low, saved):
+    """Positions of gm's flat outputs that are max-pool indices which only the backward gets (every
+    occurrence in `saved`, no other user in gm) and whose backward converter routes by the forward
+    input: they are handed over as zero-strided stand-ins, not computed (docs/torch.md). A backward
+    that leaves that op to PyTorch computes them again from the saved input (_IndicesFromInput)."""
+    saved = set(saved)
+    out = []
+    for i, n in enumerate(low.output):
+        if n not in low.pool_indices or i not in saved:
+            continue
+        if any(u.op != "output" for u in n.users):
+            continue
+        if all(j in saved for j, m in enumerate(low.output) if m is n):
+            out.append(i)
+    return out
+
+
+def _report_output_strides(low, vals, nhwc_outputs, zero_outputs=()):
     """Tells AOTAutograd the strides of the forward's outputs (TracingContext.output_strides, as
     Inductor does): channels-last for `nhwc_outputs`, the traced ones for the others. AOTAutograd
     restrides the backward graph's placeholders with them, so the backward compiles for the
@@ -599,11 +682,13 @@ def _report_output_strides(low, vals, nhwc_outputs):
     strides = getattr(ctx, "output_strides", None)
     if strides is None:
         return
-    cl = set(nhwc_outputs)
+    cl, zero = set(nhwc_outputs), set(zero_outputs)
     for i, n in enumerate(low.output):
         v = vals.get(n) if n is not None and hasattr(n, "op") else None
         if not _is_tensor(v):
             strides.append(None)
+        elif i in zero:
+            strides.append((0,) * v.dim())
         elif i in cl:
             _, c, h, w = (int(d) for d in v.shape)
             strides.append((h * w * c, 1, w * c, c))
