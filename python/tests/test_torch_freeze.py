@@ -199,6 +199,19 @@ def test_saved_activations_cross_channels_last(monkeypatch):
     assert str(cl.fn.exe).count("= transpose(") == 1, str(cl.fn.exe)
     # A contiguous (not channels-last) tensor at an NHWC feed is still right (copied by PyTorch).
     torch.testing.assert_close(cl(x.contiguous(), w, b)[1], ref[1], atol=1e-5, rtol=1e-5)
+    # A saved weight (autocast's cast of a parameter) is not an activation: it stays contiguous.
+
+    def g(x, w, b):
+        w2 = w * 0.5
+        y = torch.relu(torch.nn.functional.conv2d(x, w2, b, padding=1))
+        return (y.sum(), y, w2)
+    gm2 = make_fx(g)(x, w, b)
+    c2 = compile_graph(gm2, (x, w, b), "cpu", saved_outputs=slice(1, None))
+    assert c2.fn.nhwc_outputs == [1]
+    got = c2(x, w, b)
+    assert got[2].is_contiguous() and got[1].is_contiguous(memory_format=torch.channels_last)
+    for g_, r in zip(got, g(x, w, b)):
+        torch.testing.assert_close(g_, r, atol=1e-4, rtol=1e-5)
 
 
 def test_training_saved_activations_channels_last_gradients(monkeypatch):

@@ -574,7 +574,8 @@ def compile_graph(gm, example_inputs, device, precision="f32", memory_budget_byt
         if saved_outputs is not None and isinstance(low.output, (list, tuple)):
             saved = range(len(low.output))[saved_outputs]
             if layout_pass_on(gm, vals, device):
-                nhwc = saved
+                derived = _layout_derived(gm)  # activations, not weights (a saved bf16 weight stays OIHW)
+                nhwc = [i for i in saved if low.output[i] in derived]
             zeros = _unread_indices(gm, low, saved)
         runner = Runner(low, device, precision, memory_budget_bytes, nhwc_outputs=nhwc, zero_outputs=zeros)
         if runner.nhwc_outputs or runner.zero_outputs:
@@ -619,6 +620,29 @@ class _IndicesFromInput:
                 args = list(args)
                 args[i] = torch.ops.aten.max_pool2d_with_indices.default(args[x], k, s, p, d, ceil)[1]
         return self.fn(*args)
+
+
+_NHWC_OPS = ("aten::convolution", "aten::_convolution", "aten::conv2d", "aten::max_pool2d_with_indices",
+             "aten::max_pool2d", "aten::avg_pool2d", "aten::convolution_backward",
+             "aten::max_pool2d_with_indices_backward", "aten::avg_pool2d_backward")
+
+
+def _layout_derived(gm):
+    """The nodes of gm the layout pass holds NHWC: a convolution's or pooling's data input
+    (transposed to NHWC for it, e.g. the cast of the input image) and result, and what is computed
+    from such results: activations, not parameters or their casts (a convolution's weights keep
+    their layout, so their NHWC transpose would be a real one)."""
+    derived = set()
+    for n in gm.graph.nodes:
+        if n.op != "call_function":
+            continue
+        name = op_name(n.target)
+        if name in _NHWC_OPS or any(m in derived for m in n.all_input_nodes):
+            derived.add(n)
+        if name in _NHWC_OPS:  # data inputs: (x, w, ...) forward, (dy, x, ...) backward
+            data = n.args[:2] if name.endswith("_backward") else n.args[:1]
+            derived.update(a for a in data if hasattr(a, "op") and a.op == "call_function")
+    return derived
 
 
 def layout_pass_on(gm, vals, device):
