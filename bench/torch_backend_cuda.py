@@ -82,9 +82,10 @@ def host_profile(name, fn, calls=200, rows=14):
     print("\n".join(line for line in s.getvalue().splitlines() if line.strip())[-4000:], flush=True)
 
 
-def torch_profile_step(fn, rows=22):
+def torch_profile_step(fn, rows=22, sort="cuda_time_total"):
     """One call of fn under torch.profiler (CPU and CUDA activity): the ops and kernels by device
-    time, with the step's wall time, so TensorGraph's part and PyTorch's part of a step show."""
+    time (or `sort`: self_cpu_time_total for the host calls), with the step's wall time, so
+    TensorGraph's part and PyTorch's part of a step show."""
     from torch.profiler import ProfilerActivity, profile
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
@@ -92,8 +93,8 @@ def torch_profile_step(fn, rows=22):
         fn()
         torch.cuda.synchronize()
         wall = (time.perf_counter() - t) * 1e3
-    print(f"== torch.profiler, one step ({wall:.1f} ms wall with the profiler on)", flush=True)
-    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=rows, max_name_column_width=60), flush=True)
+    print(f"== torch.profiler, one call ({wall:.1f} ms wall with the profiler on), by {sort}", flush=True)
+    print(prof.key_averages().table(sort_by=sort, row_limit=rows, max_name_column_width=60), flush=True)
 
 
 def dynamo_breaks():
@@ -160,6 +161,9 @@ def tg_inference(name, model, inputs, out_of):
         result(f"{name}.tg_host_us_per_call", host_us(lambda: compiled(*inputs)))
         if HOST_PROFILE:
             host_profile(name, lambda: compiled(*inputs))
+        if TORCH_PROFILE and name == "resnet50":  # one call's host calls and kernels
+            torch_profile_step(lambda: compiled(*inputs), rows=16, sort="self_cpu_time_total")
+            torch_profile_step(lambda: compiled(*inputs), rows=16)
         # Again after the timed calls (replays of the recorded CUDA graph, reused DLPack views).
         got = out_of(compiled(*inputs))
         rel = ((got.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
@@ -176,6 +180,9 @@ def ro_inference(name, model, inputs, out_of):
         result(f"{name}.reduce_overhead_compile_s", round(time.time() - t, 1))
         result(f"{name}.reduce_overhead_ms", round(timed(lambda: ro(*inputs)), 3))
         result(f"{name}.reduce_overhead_host_us_per_call", host_us(lambda: ro(*inputs)))
+        if TORCH_PROFILE and name == "resnet50":
+            torch_profile_step(lambda: ro(*inputs), rows=16, sort="self_cpu_time_total")
+            torch_profile_step(lambda: ro(*inputs), rows=16)
 
 
 class Training:
@@ -237,6 +244,8 @@ class Training:
         result("train.graphs", s["graphs"])
         result("train.nodes_left_to_pytorch", s["nodes_left_to_pytorch"])
         result("train.unsupported", s["unsupported"])
+        result("train.channels_last_saved", (s.get("channels_last_outputs"), s.get("channels_last_feeds")))
+        result("train.pool_indices_stand_ins", (s.get("stand_in_outputs"), s.get("unread_inputs")))
         result("train.dynamo_graph_breaks", dynamo_breaks())
         result("train.tg_losses", [round(v, 5) for v in lt])
         diffs = [abs(a - b) / abs(b) if math.isfinite(a) else math.inf for a, b in zip(lt, self.le)]
@@ -245,7 +254,7 @@ class Training:
 
     def inductor(self):
         torch._dynamo.reset()
-        li, ti = self.run(torch.compile(copy.deepcopy(self.base), dynamic=False))
+        li, ti = self.run(torch.compile(copy.deepcopy(self.base), dynamic=False), profile=TORCH_PROFILE)
         result("train.inductor_first_step_s", round(ti[0], 1))
         result("train.inductor_losses", [round(v, 5) for v in li])
         result("train.inductor_step_ms", round(statistics.median(ti[3:]) * 1e3, 2))
@@ -258,6 +267,8 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--only-tg-train", action="store_true",
                    help="only TensorGraph's training steps (e.g. under TG_PROFILE=1, which records no CUDA graphs)")
+    p.add_argument("--only-tg-infer", choices=("resnet50", "bert"),
+                   help="only TensorGraph's batch-1 inference of one model (e.g. under TG_PROFILE=1)")
     p.add_argument("--host-profile", action="store_true",
                    help="a cProfile of TensorGraph's batch-1 calls (where the host time per call goes)")
     p.add_argument("--torch-profile", action="store_true",
@@ -266,6 +277,12 @@ def main():
     global HOST_PROFILE, TORCH_PROFILE
     HOST_PROFILE = args.host_profile
     TORCH_PROFILE = args.torch_profile
+    if args.only_tg_infer:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+        m, x, out_of = models()[args.only_tg_infer]
+        guarded(args.only_tg_infer, tg_inference, args.only_tg_infer, m, x, out_of)
+        return
     if args.only_tg_train:
         torch.backends.cudnn.allow_tf32 = True
         tr = Training(args)

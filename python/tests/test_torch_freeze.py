@@ -165,3 +165,108 @@ def test_training_graphs_run_channels_last_with_pytorchs_gradients(monkeypatch):
     assert bw.count("data_layout=nhwc") == 5, bw           # 1 data and 2 weights gradients, 2 pools
     for (name, p), q in zip(net.named_parameters(), ref.parameters()):
         torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_saved_activations_cross_channels_last(monkeypatch):
+    """docs/design/0010 step 3: a graph output marked saved (saved_outputs) comes back as an NCHW
+    view of NHWC memory (the layout pass's own value, no transpose), and a channels-last input is
+    fed as its NHWC permutation (nhwc_inputs), which the layout pass cancels against the
+    convolution's transpose. Values are PyTorch's; the user output stays contiguous."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from tensorgraph.torch._lower import compile_graph
+    monkeypatch.delenv("TG_CHANNELS_LAST", raising=False)
+    torch.manual_seed(0)
+    w, b = torch.randn(6, 4, 3, 3), torch.randn(6)
+
+    def f(x, w, b):
+        y = torch.relu(torch.nn.functional.conv2d(x, w, b, padding=1))
+        return (y * 2.0, y)
+    x = torch.randn(2, 4, 5, 7).to(memory_format=torch.channels_last)
+    gm = make_fx(f)(x, w, b)
+    ref = f(x, w, b)
+    plain = compile_graph(gm, (x, w, b), "cpu")
+    cl = compile_graph(gm, (x, w, b), "cpu", saved_outputs=slice(1, None), nhwc_inputs=True)
+    assert plain.fn.nhwc_outputs == [] and cl.fn.nhwc_outputs == [1]
+    for fn in (plain, cl):
+        got = fn(x, w, b)
+        for g_, r in zip(got, ref):
+            torch.testing.assert_close(g_, r, atol=1e-5, rtol=1e-5)
+    got = cl(x, w, b)
+    assert got[0].is_contiguous()
+    assert got[1].is_contiguous(memory_format=torch.channels_last) and not got[1].is_contiguous()
+    # x to NHWC, y * 2 and y back to NCHW; with step 3 only y * 2's transpose is left.
+    assert str(plain.fn.exe).count("= transpose(") == 3, str(plain.fn.exe)
+    assert str(cl.fn.exe).count("= transpose(") == 1, str(cl.fn.exe)
+    # A contiguous (not channels-last) tensor at an NHWC feed is still right (copied by PyTorch).
+    torch.testing.assert_close(cl(x.contiguous(), w, b)[1], ref[1], atol=1e-5, rtol=1e-5)
+    # A saved weight (autocast's cast of a parameter) is not an activation: it stays contiguous.
+
+    def g(x, w, b):
+        w2 = w * 0.5
+        y = torch.relu(torch.nn.functional.conv2d(x, w2, b, padding=1))
+        return (y.sum(), y, w2)
+    gm2 = make_fx(g)(x, w, b)
+    c2 = compile_graph(gm2, (x, w, b), "cpu", saved_outputs=slice(1, None))
+    assert c2.fn.nhwc_outputs == [1]
+    got = c2(x, w, b)
+    assert got[2].is_contiguous() and got[1].is_contiguous(memory_format=torch.channels_last)
+    for g_, r in zip(got, g(x, w, b)):
+        torch.testing.assert_close(g_, r, atol=1e-4, rtol=1e-5)
+
+
+def test_training_saved_activations_channels_last_gradients(monkeypatch):
+    """A training step's forward hands its saved activations back channels-last (role 'forward',
+    here with the saved outputs given: functorch's AOTAutograd of PyTorch 1.13 has no metadata
+    for them) and the backward (role 'backward') takes them: PyTorch's gradients."""
+    aot = pytest.importorskip("functorch.compile")
+    from tensorgraph.torch import _lower
+    from tensorgraph.torch._backend import decompositions, make_compiler
+    import copy
+    runners = []
+    real = _lower.Runner.__init__
+
+    def spy(self, *a, **k):
+        real(self, *a, **k)
+        runners.append(self)
+    monkeypatch.setattr(_lower.Runner, "__init__", spy)
+    monkeypatch.delenv("TG_CHANNELS_LAST", raising=False)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                              torch.nn.MaxPool2d(2), torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.ReLU(),
+                              torch.nn.AvgPool2d(2), torch.nn.Flatten(), torch.nn.Linear(8 * 2 * 2, 5)).eval()
+    ref = copy.deepcopy(net)
+    fw = make_compiler("f32", role="forward", saved_slice=slice(1, None))
+    bw = make_compiler("f32", role="backward")
+    compiled = aot.aot_module(net, fw_compiler=fw, bw_compiler=bw, decompositions=decompositions())
+    x, t = torch.randn(32, 3, 8, 8), torch.randint(0, 5, (32,))
+    for model in (compiled, ref):
+        torch.nn.functional.cross_entropy(model(x), t).backward()
+    assert len(runners) == 2 and len(runners[0].nhwc_outputs) >= 3, runners[0].nhwc_outputs
+    assert len(runners[0].zero_outputs) == 1  # the max-pool indices: a stand-in, not computed
+    assert runners[1].unread_inputs == 1  # and not fed to the backward
+    for (name, p), q in zip(net.named_parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_pool_indices_left_to_pytorch_are_computed_from_the_input():
+    """A backward graph whose max_pool2d_with_indices_backward stays in PyTorch (here dilated,
+    which the converter refuses) called with the forward's zero-strided stand-in indices: the
+    indices are computed from the saved input first, so the gradient is PyTorch's."""
+    from tensorgraph.torch._lower import compile_graph
+    aten = torch.ops.aten
+    g = torch.fx.Graph()
+    dy, x, idx = g.placeholder("dy"), g.placeholder("x"), g.placeholder("idx")
+    dx = g.call_function(aten.max_pool2d_with_indices_backward.default,
+                         (dy, x, [2, 2], [2, 2], [0, 0], [2, 2], False, idx))
+    g.output((g.call_function(aten.mul.Tensor, (dx, 2.0)),))
+    gm = torch.fx.GraphModule(torch.nn.Module(), g)
+    torch.manual_seed(0)
+    xv = torch.randn(2, 3, 9, 9)
+    y, real = aten.max_pool2d_with_indices.default(xv, [2, 2], [2, 2], [0, 0], [2, 2], False)
+    dyv = torch.randn_like(y)
+    stand_in = torch.zeros((), dtype=torch.int64).expand(real.shape)
+    c = compile_graph(gm, (dyv, xv, real), "cpu")
+    assert c.nodes_left_to_pytorch == 1
+    want = aten.max_pool2d_with_indices_backward.default(dyv, xv, [2, 2], [2, 2], [0, 0], [2, 2], False, real) * 2
+    torch.testing.assert_close(c(dyv, xv, stand_in)[0], want)
+    torch.testing.assert_close(c(dyv, xv, real)[0], want)

@@ -10,12 +10,15 @@
 //     layout: the kernels take OIHW weights with NHWC data) and its result is
 //     transpose(y, [0,3,1,2]);
 //  2. transposes sink through what does not care about layout: an elementwise op whose 4-d inputs
-//     are all such transposes (other inputs: scalars and per-channel vectors, at most one dim
-//     other than 1, reshaped to the NHWC order) runs on the NHWC values; a reduction of one reads
-//     the NHWC value over the permuted axes; a transpose of one composes with it (a pair that
-//     cancels disappears);
+//     are all such transposes (other inputs: scalars, per-channel vectors and [N,C,1,1] values,
+//     whose NHWC order is a reshape) runs on the NHWC values; a reduction of one reads the NHWC
+//     value over the permuted axes; a transpose of one composes with it (a pair that cancels
+//     disappears); a broadcast of such a small value to a 4-d shape runs NHWC;
 //  3. a transpose that only moves dims of size 1 becomes a reshape (a view: global pooling's
-//     [N,1,1,C] -> [N,C,1,1] before a flatten costs nothing).
+//     [N,1,1,C] -> [N,C,1,1] before a flatten costs nothing);
+//  4. the graph's own transpose(u, [0,3,1,2]) of an NHWC value u (a channels-last input fed as
+//     its NHWC permutation: tensorgraph.torch's saved activations, docs/design/0010 step 3) is
+//     treated as the pass's: the channels-last ops after it read u, with no transpose back.
 // Values are unchanged: every op computes the same elements, only their order in memory differs.
 // Transposes no one reads are left to dead-code elimination.
 #include <algorithm>
@@ -87,11 +90,19 @@ class Rewriter {
       else if (is_layout_free_elementwise(node)) v = sunk_elementwise(node);
       else if (ir::op_info(node.kind).family == ir::OpFamily::reduce) v = sunk_reduction(node);
       else if (node.kind == K::transpose) v = composed_transpose(node);
+      else if (node.kind == K::broadcast_to) v = sunk_broadcast(node);
       if (v) {
         replaced_[id] = *v;
         remap_[id] = v->node;
       } else {
+        // The graph's own transpose to NCHW of a 4-d value (an NHWC input, e.g. a channels-last
+        // tensor fed from PyTorch) is an NHWC source like the pass's: the ops after it read u.
+        const bool from_nhwc = node.kind == K::transpose && node.control_inputs.empty() &&
+                               node.outputs[0].shape.size() == 4 &&
+                               std::get<ir::TransposeAttrs>(node.attrs).perm == kToNchw;
+        const ir::ValueRef u = from_nhwc ? node.inputs[0] : ir::ValueRef{};
         remap_[id] = emit(std::move(node)).node;
+        if (from_nhwc) nhwc_of_[{remap_[id], 0}] = u;
       }
     }
     g_.nodes() = std::move(out_);
@@ -188,13 +199,12 @@ class Rewriter {
         any = true;
         continue;
       }
-      const Shape& s = type(in).shape;  // a scalar or a per-axis vector broadcast against NCHW
+      // A scalar, a per-axis vector or [N,C,1,1] broadcast against NCHW: its NHWC form is a reshape.
+      const Shape& s = type(in).shape;
       if (s.size() > 4) return std::nullopt;
       Shape s4(4 - s.size(), 1);
       s4.insert(s4.end(), s.begin(), s.end());
-      int non_unit = 0;
-      for (int64_t d : s4) non_unit += d != 1;
-      if (non_unit > 1) return std::nullopt;
+      if (!moves_only_unit_dims(s4, kToNhwc)) return std::nullopt;
       inputs.push_back(in);
     }
     if (!any) return std::nullopt;
@@ -214,6 +224,32 @@ class Rewriter {
     node.inputs = inputs;
     node.outputs[0].shape = permuted(node.outputs[0].shape, kToNhwc);
     const std::string name = node.name;
+    return transpose(emit(std::move(node)), kToNchw, name);
+  }
+
+  /// broadcast_to of a value whose NHWC form is a reshape ([N,C,1,1]: global pooling's gradient)
+  /// to a 4-d NCHW shape runs NHWC, so the elementwise ops reading it stay NHWC.
+  std::optional<ir::ValueRef> sunk_broadcast(ir::Node& node) {
+    const Shape& out = node.outputs[0].shape;
+    if (out.size() != 4 || !is_static(out) || node.inputs.size() != 1 || !node.control_inputs.empty()) {
+      return std::nullopt;
+    }
+    const Shape& s = type(node.inputs[0]).shape;
+    if (s.size() > 4 || !is_static(s)) return std::nullopt;
+    Shape s4(4 - s.size(), 1);
+    s4.insert(s4.end(), s.begin(), s.end());
+    if (!moves_only_unit_dims(s4, kToNhwc)) return std::nullopt;
+    ir::Node r;
+    r.kind = K::reshape;
+    r.inputs = {node.inputs[0]};
+    r.name = node.name;
+    r.outputs = {TensorType{permuted(s4, kToNhwc), type(node.inputs[0]).dtype}};
+    r.attrs = ir::ReshapeAttrs{r.outputs[0].shape};
+    node.inputs = {emit(std::move(r))};
+    node.outputs[0].shape = permuted(out, kToNhwc);
+    node.attrs = ir::BroadcastAttrs{node.outputs[0].shape};
+    const std::string name = node.name;
+    changed_ = true;
     return transpose(emit(std::move(node)), kToNchw, name);
   }
 

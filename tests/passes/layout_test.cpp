@@ -146,6 +146,60 @@ TEST(ChannelsLast, GraphsWithoutNchwOpsAreUnchanged) {
   EXPECT_EQ(count(exe.to_string(), "= transpose("), 1) << exe.to_string();
 }
 
+// A channels-last input fed as its NHWC permutation and transposed to NCHW in the graph (how
+// tensorgraph.torch feeds a saved activation, docs/design/0010 step 3), and a result asked for as
+// transpose(y, [0,2,3,1]) (a saved activation handed back NHWC): the convolution reads the NHWC
+// input and the NHWC result is the kernel's own, so the only transpose left is the NCHW result's.
+TEST(ChannelsLast, GraphTransposesFromNhwcInputsAndToNhwcResultsCancel) {
+  TensorData xv = TensorData::random_normal({2, 8, 8, 3}, 0.f, 1.f, 31);
+  auto run = [&](const char* env, std::string* text) {
+    ScopedEnv e("TG_CHANNELS_LAST", env);
+    Graph g;
+    Tensor x_nhwc = g.placeholder({2, 8, 8, 3}, DType::f32, "x");
+    Tensor x = transpose(x_nhwc, {0, 3, 1, 2});
+    Tensor w = g.constant(TensorData::random_normal({4, 3, 3, 3}, 0.f, 0.5f, 32), "w");
+    const Conv2dDesc conv{.padding = Padding::same, .data_layout = Layout::nchw, .weights_layout = Layout::oihw};
+    Tensor y = relu(conv2d(x, w, conv));
+    Executable exe = g.compile(Device::cpu(), {{x_nhwc, xv.type()}}, {y, transpose(y, {0, 2, 3, 1})});
+    *text = exe.to_string();
+    return exe.run({xv});
+  };
+  std::string off_text, on_text;
+  std::vector<TensorData> want = run("0", &off_text);
+  std::vector<TensorData> got = run("1", &on_text);
+  EXPECT_EQ(count(off_text, "= transpose("), 2) << off_text;
+  EXPECT_EQ(count(on_text, "data_layout=nhwc"), 1) << on_text;
+  EXPECT_EQ(count(on_text, "= transpose("), 1) << on_text;
+  testing::expect_all_near(want, got, 1e-5);
+}
+
+// [N,C,1,1] values (global pooling's result, a squeeze-and-excitation scale, its gradient's
+// broadcast) against an NHWC region: their NHWC order is a reshape, so the elementwise ops and the
+// broadcast stay NHWC and the only transposes are the input's and the result's.
+TEST(ChannelsLast, PerSampleChannelValuesAndTheirBroadcastsStayNhwc) {
+  TensorData xv = TensorData::random_normal({2, 3, 6, 6}, 0.f, 1.f, 41);
+  auto run = [&](const char* env, std::string* text) {
+    ScopedEnv e("TG_CHANNELS_LAST", env);
+    Graph g;
+    Tensor x = g.placeholder({2, 3, 6, 6}, DType::f32, "x");
+    Tensor w = g.constant(TensorData::random_normal({4, 3, 3, 3}, 0.f, 0.5f, 42), "w");
+    const Conv2dDesc conv{.padding = Padding::same, .data_layout = Layout::nchw, .weights_layout = Layout::oihw};
+    Tensor y = relu(conv2d(x, w, conv));
+    Tensor s = sigmoid(reduce_sum(y, {.axes = {2, 3}, .keep_dims = true}));  // [2,4,1,1]
+    Tensor z = y * s + broadcast_to(s * 0.5f, {2, 4, 6, 6});
+    Tensor out = conv2d(z, g.constant(TensorData::random_normal({4, 4, 1, 1}, 0.f, 0.5f, 43), "w2"), conv);
+    Executable exe = g.compile(Device::cpu(), {{x, xv.type()}}, {out});
+    *text = exe.to_string();
+    return exe.run({xv});
+  };
+  std::string off_text, on_text;
+  std::vector<TensorData> want = run("0", &off_text);
+  std::vector<TensorData> got = run("1", &on_text);
+  EXPECT_EQ(count(on_text, "data_layout=nhwc"), 2) << on_text;
+  EXPECT_EQ(count(on_text, "= transpose("), 2) << on_text;
+  testing::expect_all_near(want, got, 1e-5);
+}
+
 // A training graph's backward ops as a converter from another framework builds them (PyTorch's
 // convolution_backward, max/avg pool backward in NCHW): they run NHWC too, and the weights
 // gradient keeps the weights' OIHW layout without a transpose.

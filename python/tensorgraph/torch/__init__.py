@@ -73,12 +73,18 @@ def backend(gm, example_inputs, **options):
 
 
 def backend_stats(reset=False):
-    """{'graphs', 'nodes_left_to_pytorch', 'unsupported': {op: count}, 'frozen_inputs'} over the
+    """{'graphs', 'nodes_left_to_pytorch', 'unsupported': {op: count}, 'frozen_inputs',
+    'channels_last_outputs', 'channels_last_feeds', 'stand_in_outputs', 'unread_inputs'} over the
     graphs ``backend`` compiled in this process (reset with ``backend_stats(reset=True)``);
-    frozen_inputs counts the inputs (parameters, buffers) live graphs compiled in as constants."""
+    frozen_inputs counts the inputs (parameters, buffers) live graphs compiled in as constants;
+    channels_last_outputs / _feeds the saved activations forward graphs hand back NHWC and
+    backward graphs take NHWC (docs/design/0010 step 3); stand_in_outputs / unread_inputs the
+    max-pool indices forward graphs hand over uncomputed and backward graphs do not take."""
     from ._backend import Stats
     out = {"graphs": Stats.graphs, "nodes_left_to_pytorch": Stats.nodes_left_to_pytorch,
-           "unsupported": dict(Stats.unsupported), "frozen_inputs": Stats.frozen_inputs()}
+           "unsupported": dict(Stats.unsupported), "frozen_inputs": Stats.frozen_inputs(),
+           "channels_last_outputs": Stats.channels_last_outputs, "channels_last_feeds": Stats.channels_last_feeds,
+           "stand_in_outputs": Stats.stand_in_outputs, "unread_inputs": Stats.unread_inputs}
     if reset:
         Stats.reset()
     return out

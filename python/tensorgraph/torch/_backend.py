@@ -63,10 +63,15 @@ class Stats:
     nodes_left_to_pytorch = 0
     unsupported = {}
     compiled = []  # weak references to the Compiled callables
+    channels_last_outputs = 0  # saved activations handed back NHWC (docs/design/0010 step 3)
+    channels_last_feeds = 0  # inputs fed NHWC
+    stand_in_outputs = 0  # max-pool indices only the backward gets (and never reads): not computed
+    unread_inputs = 0  # such indices a backward graph does not take
 
     @classmethod
     def reset(cls):
         cls.graphs, cls.nodes_left_to_pytorch, cls.unsupported, cls.compiled = 0, 0, {}, []
+        cls.channels_last_outputs = cls.channels_last_feeds = cls.stand_in_outputs = cls.unread_inputs = 0
 
     @classmethod
     def frozen_inputs(cls):
@@ -104,19 +109,45 @@ def _aot_static_positions():
         return ()
 
 
-def make_compiler(precision=None, memory_budget_bytes=0, freeze=None):
+def _aot_saved_slice():
+    """The forward graph's outputs that AOTAutograd saves for the backward (a slice of its flat
+    outputs: fw_metadata.tensors_saved_for_backwards_slice), else None: an older PyTorch, effect
+    tokens among the outputs, or TG_TORCH_NHWC_SAVED=0."""
+    import os
+    if os.environ.get("TG_TORCH_NHWC_SAVED", "") == "0":
+        return None
+    try:
+        from torch._guards import TracingContext
+        meta = getattr(TracingContext.try_get(), "fw_metadata", None)
+        if meta is None or getattr(meta, "tokens", None):
+            return None
+        sl = meta.tensors_saved_for_backwards_slice
+        return sl if isinstance(sl, slice) else None
+    except Exception:  # noqa: BLE001 (an internal API: absent or changed means no hint)
+        return None
+
+
+def make_compiler(precision=None, memory_budget_bytes=0, freeze=None, role=None, saved_slice=None):
     """An AOTAutograd graph compiler (fw, bw or inference): gm, example_inputs -> callable.
     freeze: positions -> the predicate of inputs compiled in as constants (inference graphs;
-    _freeze.py), positions being AOTAutograd's static input indices."""
+    _freeze.py), positions being AOTAutograd's static input indices. role 'forward': the outputs
+    saved for the backward may be handed back channels-last; 'backward': channels-last inputs are
+    fed NHWC (docs/design/0010 step 3; saved_slice: the forward's saved outputs, default
+    AOTAutograd's metadata)."""
     def compiler(gm, example_inputs):
         import weakref
         prec = _precision(precision)
         pred = freeze(_aot_static_positions()) if freeze else None
+        saved = (saved_slice or _aot_saved_slice()) if role == "forward" else None
         fn = compile_graph(gm, example_inputs, _device(example_inputs), prec, memory_budget_bytes,
-                           freeze=pred)
+                           freeze=pred, saved_outputs=saved, nhwc_inputs=role == "backward")
         Stats.compiled.append(weakref.ref(fn))
         Stats.graphs += 1
         Stats.nodes_left_to_pytorch += fn.nodes_left_to_pytorch
+        Stats.channels_last_outputs += len(getattr(fn.fn, "nhwc_outputs", ()))
+        Stats.channels_last_feeds += len(getattr(fn.fn, "_nhwc_feeds", ()))
+        Stats.stand_in_outputs += len(getattr(fn.fn, "zero_outputs", ()))
+        Stats.unread_inputs += getattr(fn.fn, "unread_inputs", 0)
         for k, v in fn.unsupported.items():
             Stats.unsupported[k] = Stats.unsupported.get(k, 0) + v
 
@@ -134,8 +165,9 @@ def backend(gm, example_inputs, precision=None, memory_budget_bytes=0, freeze=Fa
     """See tensorgraph.torch.backend."""
     from torch._dynamo.backends.common import aot_autograd
     # The precision is read when each graph compiles (inside the caller's autocast region).
-    compiler = make_compiler(precision, memory_budget_bytes)
+    forward = make_compiler(precision, memory_budget_bytes, role="forward")
+    backward = make_compiler(precision, memory_budget_bytes, role="backward")
     static = (lambda positions: static_input_predicate(gm, positions)) if freeze else None
     inference = make_compiler(precision, memory_budget_bytes, static)
-    return aot_autograd(fw_compiler=compiler, bw_compiler=compiler, inference_compiler=inference,
+    return aot_autograd(fw_compiler=forward, bw_compiler=backward, inference_compiler=inference,
                         decompositions=decompositions())(gm, example_inputs)

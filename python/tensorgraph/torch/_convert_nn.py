@@ -62,6 +62,10 @@ class _LazyIndices(Unavailable):
     def __init__(self, ctx, x, k, s, p, d, ceil_mode):
         super().__init__("max_pool2d indices")
         self.args = (ctx.g, x, k, s, p, d, ceil_mode)
+        # Whether max_pool2d_with_indices_backward's converter (routed by the forward input, the
+        # indices unread) takes this pooling: then indices that only the backward reads need not
+        # be computed (tensorgraph.torch._lower: Runner's zero_outputs).
+        self.unread_by_backward = list(d) == [1, 1] and not ceil_mode
 
     def build(self):
         g, x, k, s, p, d, ceil_mode = self.args
@@ -131,16 +135,23 @@ def _empty_like(ctx, i):
     return Unavailable(f"output {i} of {ctx.op_name} (not computed by TensorGraph)")
 
 
-def _bn_train(ctx, x, w, b, eps):
-    """Batch statistics over all axes but 1: (y, mean [C], invstd [C], biased var [C], count)."""
+def _bn_train(ctx, x, w, b, eps, rm=None):
+    """Batch statistics over all axes but 1: (y, mean [C], invstd [C], biased var [C], count).
+    One pass over x: the sums of d = x - s and d * d for a per-channel shift s (the running mean
+    when there is one, else 0), which compile's reduction fusion merges into one kernel (a
+    two-pass variance reads x twice before the normalization reads it again); the shift keeps
+    E[d^2] - E[d]^2 from cancelling when the mean is large against the spread."""
     axes = [a for a in range(x.ndim) if a != 1]
     n = 1
     for a in axes:
         n *= x.shape[a]
     shape = [1, x.shape[1]] + [1] * (x.ndim - 2)
     xf = cast_to(x, tg.float32) if x.dtype in (tg.float16, tg.bfloat16) else x
-    mean = tg.reduce_mean(xf, axes=axes)
-    var = tg.reduce_variance(xf, axes=axes)
+    shift = cast_to(tensor(rm), xf.dtype) if isinstance(rm, tg.Tensor) and list(rm.shape) == [x.shape[1]] else None
+    d = xf - tg.reshape(shift, shape) if shift is not None else xf
+    m1 = tg.reduce_sum(d, axes=axes) * (1.0 / n)
+    var = tg.relu(tg.reduce_sum(d * d, axes=axes) * (1.0 / n) - m1 * m1)
+    mean = m1 + shift if shift is not None else m1
     invstd = tg.rsqrt(var + eps)
     y = (xf - tg.reshape(mean, shape)) * tg.reshape(invstd, shape)
     if w is not None:
@@ -190,7 +201,7 @@ def batch_norm(ctx, x, w, b, rm, rv, training=False, momentum=0.1, eps=1e-5, *re
         if name == "aten::batch_norm":
             return y
         return (y, _empty_like(ctx, 1), _empty_like(ctx, 2))
-    y, mean, invstd, var, n = _bn_train(ctx, x, w, b, float(eps))
+    y, mean, invstd, var, n = _bn_train(ctx, x, w, b, float(eps), rm)
     if name == "aten::batch_norm":
         raise Unsupported("training batch_norm updates running stats in place")
     if name == "aten::_native_batch_norm_legit_functional":
@@ -212,7 +223,7 @@ def batch_norm_update(ctx, x, w, b, rm, rv, momentum=0.1, eps=1e-5):
     if ctx.op_name == "aten::_batch_norm_no_update":
         y = _bn_eval(ctx, x, w, b, rm, rv, float(eps))
         return (y, _empty_like(ctx, 1), _empty_like(ctx, 2), _empty_like(ctx, 3))
-    y, mean, invstd, var, n = _bn_train(ctx, x, w, b, float(eps))
+    y, mean, invstd, var, n = _bn_train(ctx, x, w, b, float(eps), rm)
     m = float(momentum)
     unbiased = var * (n / max(n - 1, 1))
     new_rm = cast_to(tensor(rm), tg.float32) * (1 - m) + mean * m

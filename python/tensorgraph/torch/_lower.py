@@ -16,6 +16,8 @@ from .. import _tensorgraph as tg
 from . import _converters  # noqa: F401 (fills the table)
 from ._helpers import tg_dtype
 from ._registry import CONVERTERS, Unavailable, Unsupported
+from ._saved import (_IndicesFromInput, _layout_derived, _only_pool_backward_indices, _report_output_strides,
+                     _unread_indices, is_channels_last, layout_pass_on)
 
 log = logging.getLogger("tensorgraph.torch")
 
@@ -136,13 +138,19 @@ class Lowered:
         self.mutations = []  # (placeholder node, tg value copied into that input after each run)
         self.attr_values = {}  # get_attr node fed at run time -> its torch tensor (attr_feeds)
         self.known = {}  # (node_id, index) of a constant -> the torch tensor it holds (Context.value)
+        self.nhwc_feeds = set()  # placeholder nodes fed as their NHWC permutation (lower's nhwc_inputs)
+        self.pool_indices = set()  # getitem nodes of max-pool indices the backward's converter does not read
+        self.unfed_indices = set()  # placeholders only max_pool2d_with_indices_backward reads, as its indices
 
 
-def lower(gm, vals, frozen=None, attr_feeds=False):
+def lower(gm, vals, frozen=None, attr_feeds=False, nhwc_inputs=False):
     """Converts gm's live nodes; see the module docstring. frozen: {placeholder node: real torch
     tensor} compiled in as constants instead of fed (their values now: tensorgraph.torch._freeze
     guards them). Tensor attributes (get_attr) are constants, or feeds read at each call when
-    attr_feeds."""
+    attr_feeds. nhwc_inputs: a placeholder whose example value is channels-last (is_channels_last)
+    is fed as its NHWC permutation and transposed to NCHW in the graph, which compile's layout pass
+    cancels against its own transposes to NHWC (docs/design/0010 step 3); `low.nhwc_feeds` holds
+    those placeholder nodes."""
     import torch
     frozen = frozen or {}
     low = Lowered()
@@ -164,13 +172,22 @@ def lower(gm, vals, frozen=None, attr_feeds=False):
                 low.unsupported[node] = f"input {node.name} is {type(ex).__name__}, not a tensor"
                 env[node] = Unavailable(f"non-tensor input {node.name}")
                 continue
+            if _only_pool_backward_indices(node):  # its converter routes by the forward input
+                env[node] = Unavailable("max-pool indices (the backward routes by the forward input)")
+                low.unfed_indices.add(node)
+                continue
+            nhwc = nhwc_inputs and is_channels_last(ex)
+            shape = [int(s) for s in ex.shape]
             try:
-                ph = g.placeholder([int(s) for s in ex.shape], tg_dtype(ex.dtype), node.name)
+                ph = g.placeholder([shape[0], shape[2], shape[3], shape[1]] if nhwc else shape, tg_dtype(ex.dtype),
+                                   node.name)
             except Unsupported as e:
                 low.unsupported[node] = str(e)
                 env[node] = Unavailable(str(e))
                 continue
-            env[node] = ph
+            env[node] = tg.transpose(ph, [0, 3, 1, 2]) if nhwc else ph
+            if nhwc:
+                low.nhwc_feeds.add(node)
             low.feeds.append((node, ph))
         elif node.op == "get_attr":
             t = gm
@@ -192,7 +209,7 @@ def lower(gm, vals, frozen=None, attr_feeds=False):
                 env[node] = Unavailable(str(e))
         elif node.op == "call_function":
             try:
-                env[node] = _convert(g, node, env, vals, low.mutations, low.known)
+                env[node] = _convert(g, node, env, vals, low.mutations, low.known, low.pool_indices)
             except Exception as e:  # noqa: BLE001 (Unsupported, tg.Error, a converter's bug: never a crash)
                 low.unsupported[node] = str(e) if isinstance(e, (Unsupported, tg.Error)) else f"{type(e).__name__}: {e}"
                 env[node] = _stand_in(g, vals.get(node), node.name)
@@ -204,7 +221,7 @@ def lower(gm, vals, frozen=None, attr_feeds=False):
     return low
 
 
-def _convert(g, node, env, vals, mutations, known=None):
+def _convert(g, node, env, vals, mutations, known=None, marks=None):
     name = op_name(node.target)
     if getattr(node.target, "__module__", None) == "_operator" and name != "getitem":
         # Python arithmetic on sizes (symbolic shapes made concrete for this compile).
@@ -219,6 +236,8 @@ def _convert(g, node, env, vals, mutations, known=None):
         if elem is None:
             raise Unsupported(f"output {i} of {node.args[0].name} was not computed")
         if hasattr(elem, "build"):
+            if marks is not None and getattr(elem, "unread_by_backward", False):
+                marks.add(node)
             elem = elem.build()
         if isinstance(elem, Unavailable):
             raise Unsupported(f"output {i} of {node.args[0].name} is {elem.what}")
@@ -278,11 +297,14 @@ class Runner:
     feed and per result: which arguments are fed, where each result goes and which inputs are
     written back are worked out here, once."""
 
-    def __init__(self, low, device, precision="f32", memory_budget_bytes=0):
+    def __init__(self, low, device, precision="f32", memory_budget_bytes=0, nhwc_outputs=(), zero_outputs=()):
         position = {n: i for i, n in enumerate(low.placeholders)}
         arg_feeds = [(n, ph) for n, ph in low.feeds if n.op == "placeholder"]
         attr_feeds = [(n, ph) for n, ph in low.feeds if n.op != "placeholder"]
         self.feed_positions = [position[n] for n, _ in arg_feeds]  # the args that are feeds
+        self.unread_inputs = len(low.unfed_indices)  # max-pool indices the backward does not read
+        # Feeds taken as their NHWC permutation (lower's nhwc_inputs): k -> True.
+        self._nhwc_feeds = frozenset(k for k, (n, _) in enumerate(arg_feeds) if n in low.nhwc_feeds)
         self.attr_tensors = [low.attr_values[n] for n, _ in attr_feeds]  # then these, each call
         targets, self._slots = [], {}
         index = position
@@ -301,8 +323,34 @@ class Runner:
                 return ("out", self._slots[key])
             raise Unsupported(f"graph output {n.name} is {v!r}")
 
+        # Outputs handed back channels-last (nhwc_outputs: positions in a flat output): the target
+        # is transpose(v, [0,2,3,1]) (the layout pass's own NHWC value when v runs NHWC) and the
+        # result its permute(0, 3, 1, 2), an NCHW view with channels-last strides.
+        self.nhwc_outputs = []
+        flat_in = isinstance(low.output, (list, tuple))
+
+        self.zero_outputs = []
+
+        def nhwc_spec(i, n):
+            v = low.env.get(n) if isinstance(n, torch_fx_node()) else None
+            if i in zero_outputs and isinstance(v, tg.Tensor):
+                self.zero_outputs.append(i)
+                return ("zeros", tuple(int(d) for d in v.shape))
+            if (i not in nhwc_outputs or n in index or not isinstance(v, tg.Tensor) or len(v.shape) != 4
+                    or v.dtype not in (tg.float32, tg.bfloat16, tg.float16)):
+                return None
+            key = ("nhwc", v.node_id, v.index)
+            if key not in self._slots:
+                self._slots[key] = len(targets)
+                targets.append(tg.transpose(v, [0, 2, 3, 1]))
+            self.nhwc_outputs.append(i)
+            return ("nhwc", self._slots[key])
+
         from torch.fx.node import map_arg
-        self.out_spec = map_arg(low.output, spec)
+        if (nhwc_outputs or zero_outputs) and flat_in:
+            self.out_spec = type(low.output)(nhwc_spec(i, n) or map_arg(n, spec) for i, n in enumerate(low.output))
+        else:
+            self.out_spec = map_arg(low.output, spec)
         self.mutations = []
         for n, v in low.mutations:
             key = (v.node_id, v.index)
@@ -318,8 +366,11 @@ class Runner:
         # The output as a flat tuple of results in order (the common case: one call, no recursion).
         flat = self.out_spec if isinstance(self.out_spec, (list, tuple)) else None
         self._flat_out = None
-        if flat is not None and all(isinstance(o, tuple) and len(o) == 2 and o[0] == "out" for o in flat):
-            self._flat_out = [o[1] for o in flat]
+        self._zeros = {}  # shape -> a zero-strided int64 zero tensor of that shape (zero_outputs)
+        if flat is not None and all(isinstance(o, tuple) and len(o) == 2 and o[0] in ("out", "nhwc", "zeros")
+                                    for o in flat):
+            self._flat_out = [o[1] for o in flat]  # result slots ("zeros": the shape)
+            self._flat_kind = [o[0] for o in flat] if self.nhwc_outputs or self.zero_outputs else None
             self._flat_type = type(flat)
         self._run = self.exe.run
         if self.device.is_cuda:
@@ -339,7 +390,12 @@ class Runner:
 
     def __call__(self, *args):
         feed = self._feed
-        ins = [feed(k, args[i]) for k, i in enumerate(self.feed_positions)]
+        if self._nhwc_feeds:
+            nhwc = self._nhwc_feeds
+            ins = [_to_tg(args[i].permute(0, 2, 3, 1)) if k in nhwc else feed(k, args[i])
+                   for k, i in enumerate(self.feed_positions)]
+        else:
+            ins = [feed(k, args[i]) for k, i in enumerate(self.feed_positions)]
         if self.attr_tensors:
             n = len(ins)
             ins += [feed(n + k, t) for k, t in enumerate(self.attr_tensors)]
@@ -347,8 +403,21 @@ class Runner:
         for pos, slot in self.mutations:
             args[pos].copy_(outs[slot])
         if self._flat_out is not None:
+            if self._flat_kind is not None:
+                return self._flat_type(outs[i] if k == "out" else outs[i].permute(0, 3, 1, 2) if k == "nhwc"
+                                       else self._zero(i) for i, k in zip(self._flat_out, self._flat_kind))
             return self._flat_type(outs[i] for i in self._flat_out)
-        return _build_output(self.out_spec, outs, args)
+        return _build_output(self.out_spec, outs, args, self._zero)
+
+    def _zero(self, shape):
+        """A stand-in for max-pool indices only the backward gets and never reads (zero_outputs):
+        int64 zeros of `shape`, one element expanded (no memory, no kernel per call)."""
+        z = self._zeros.get(shape)
+        if z is None:
+            import torch
+            dev = f"cuda:{self.device.index}" if self.device.is_cuda else "cpu"
+            z = self._zeros[shape] = torch.zeros((), dtype=torch.int64, device=dev).expand(shape)
+        return z
 
     def _feed(self, k, t):
         """Feed k as TensorData. A tensor seen as the same object at the same address on two
@@ -369,6 +438,11 @@ class Runner:
             except TypeError:
                 self._cache[k] = None
         return td
+
+
+def torch_fx_node():
+    from torch.fx import Node
+    return Node
 
 
 def caller_stream(handle):
@@ -404,15 +478,19 @@ def _to_torch(o):
     return torch.from_dlpack(o)
 
 
-def _build_output(spec, outs, args):
-    if isinstance(spec, tuple) and len(spec) == 2 and spec[0] in ("input", "out", "const"):
+def _build_output(spec, outs, args, zero=None):
+    if isinstance(spec, tuple) and len(spec) == 2 and spec[0] in ("input", "out", "const", "nhwc", "zeros"):
         if spec[0] == "const":
             return spec[1]
+        if spec[0] == "nhwc":
+            return outs[spec[1]].permute(0, 3, 1, 2)
+        if spec[0] == "zeros":
+            return zero(spec[1])
         return args[spec[1]] if spec[0] == "input" else outs[spec[1]]
     if isinstance(spec, (list, tuple)):
-        return type(spec)(_build_output(s, outs, args) for s in spec)
+        return type(spec)(_build_output(s, outs, args, zero) for s in spec)
     if isinstance(spec, dict):
-        return {k: _build_output(v, outs, args) for k, v in spec.items()}
+        return {k: _build_output(v, outs, args, zero) for k, v in spec.items()}
     return spec
 
 
@@ -449,38 +527,58 @@ def _blocking(low, gm):
 
 
 def compile_graph(gm, example_inputs, device, precision="f32", memory_budget_bytes=0, vals=None,
-                  concrete=False, freeze=None, attr_feeds=False):
+                  concrete=False, freeze=None, attr_feeds=False, saved_outputs=None, nhwc_inputs=False):
     """Compiles FX graph gm of ATen ops for `device`; returns a Compiled. Unconvertible nodes stay
     in PyTorch (graph break) and one log line names them. A graph with size inputs becomes a
     PerShape (compiled per concrete shape) unless `concrete` says vals are one call's values.
     freeze: a predicate on a call's torch tensors (parameters and buffers) whose inputs are
     compiled in as constants, guarded (_freeze.Frozen): inference graphs only. attr_feeds: tensor
-    attributes are fed each call instead of compiled in (see lower)."""
+    attributes are fed each call instead of compiled in (see lower).
+    Saved activations across a training step (docs/design/0010 step 3): saved_outputs (a slice of
+    the flat output: a forward graph's outputs that only its backward reads) are handed back
+    channels-last (NHWC memory, no transpose) where compile's layout pass runs NHWC
+    (layout_pass_on), and their strides reported to AOTAutograd (TracingContext.output_strides);
+    nhwc_inputs: channels-last example inputs (a backward's saved activations) are fed NHWC."""
     if vals is None:
         vals = example_values(gm, example_inputs)
     if not concrete and _has_sizes(gm, vals):
         return Compiled(PerShape(gm, device, precision, memory_budget_bytes), {})
+    if nhwc_inputs:  # the inputs' strides (AOTAutograd restrides the backward's; node.meta keeps the traced)
+        phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        if len(phs) == len(example_inputs):
+            vals = dict(vals)
+            vals.update({n: a for n, a in zip(phs, example_inputs) if is_channels_last(a)})
     with _real_tensors():
-        low = lower(gm, vals, attr_feeds=attr_feeds)
+        low = lower(gm, vals, attr_feeds=attr_feeds, nhwc_inputs=nhwc_inputs)
     bad = _blocking(low, gm)
     if not bad and not low.unsupported:
         if freeze is not None:
             from ._freeze import Frozen
             return Compiled(Frozen(gm, vals, low, device, precision, memory_budget_bytes, freeze), {})
-        return Compiled(Runner(low, device, precision, memory_budget_bytes), {})
+        nhwc, zeros = (), ()
+        if saved_outputs is not None and isinstance(low.output, (list, tuple)):
+            saved = range(len(low.output))[saved_outputs]
+            if layout_pass_on(gm, vals, device):
+                derived = _layout_derived(gm)  # activations, not weights (a saved bf16 weight stays OIHW)
+                nhwc = [i for i in saved if low.output[i] in derived]
+            zeros = _unread_indices(gm, low, saved)
+        runner = Runner(low, device, precision, memory_budget_bytes, nhwc_outputs=nhwc, zero_outputs=zeros)
+        if runner.nhwc_outputs or runner.zero_outputs:
+            _report_output_strides(low, vals, runner.nhwc_outputs, runner.zero_outputs)
+        return Compiled(runner, {})
     counts = collections.Counter(op_name(n.target) for n in bad if op_name(n.target) != "getitem")
     if not counts:  # only inputs are unsupported (e.g. symbolic sizes): all of it stays in PyTorch
         counts = collections.Counter({"<inputs>": 1})
         log.warning("tensorgraph.torch: graph left to PyTorch: %s", "; ".join(
             f"{n.name}: {r}" for n, r in low.unsupported.items()))
-        return Compiled(gm, counts)
+        return Compiled(_IndicesFromInput.wrap(gm, gm), counts)
     reasons = {}
     for n in bad:
         if n in low.unsupported:
             reasons.setdefault(op_name(n.target), low.unsupported[n])
     log.warning("tensorgraph.torch: %d node(s) left to PyTorch (graph break): %s", sum(counts.values()),
                 ", ".join(f"{k} x{v} ({reasons.get(k, 'its outputs are needed')})" for k, v in sorted(counts.items())))
-    return Compiled(_partition(gm, bad, device, precision, memory_budget_bytes), counts)
+    return Compiled(_IndicesFromInput.wrap(_partition(gm, bad, device, precision, memory_budget_bytes), gm), counts)
 
 
 def _has_sizes(gm, vals):
