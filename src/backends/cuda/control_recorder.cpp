@@ -3,12 +3,8 @@
 // conditional nodes added to a capture (cudaStreamGetCaptureInfo, cudaGraphAddNode,
 // cudaStreamUpdateCaptureDependencies) whose bodies are captured on streams of their own
 // (cudaStreamBeginCaptureToGraph). Needs CUDA 12.8+ (IF nodes with an else body). A WHILE body's
-// generated kernels are captured as dependent launches (nvrtc::DependentLaunchScope), on a stream
-// of the greatest priority; side streams have the least.
+// generated kernels are captured as dependent launches (nvrtc::DependentLaunchScope).
 #include "backends/cuda/control_recorder.h"
-
-#include <cstdlib>
-#include <string_view>
 
 #include "backends/cuda/context.h"
 #include "backends/cuda/kernels/control.h"
@@ -17,8 +13,6 @@
 
 namespace tg::cuda {
 namespace {
-
-thread_local bool t_prioritized = false;  // take_prioritized_capture()
 
 class CudaControlRecorder final : public backends::ControlRecorder {
  public:
@@ -62,10 +56,7 @@ class CudaControlRecorder final : public backends::ControlRecorder {
           "control flow", "cudaStreamUpdateCaptureDependencies");
     for (int b = 0; b < static_cast<int>(p.conditional.size); ++b) {
       cudaStream_t body = nullptr;
-      const int priority = loop ? loop_body_priority() : 0;
-      t_prioritized = t_prioritized || priority != 0;
-      check(cudaStreamCreateWithPriority(&body, cudaStreamNonBlocking, priority), "control flow",
-            "cudaStreamCreateWithPriority");
+      check(cudaStreamCreateWithFlags(&body, cudaStreamNonBlocking), "control flow", "cudaStreamCreate");
       struct StreamGuard {
         cudaStream_t s;
         ~StreamGuard() { cudaStreamDestroy(s); }
@@ -109,9 +100,9 @@ class CudaControlRecorder final : public backends::ControlRecorder {
     kernels::launch_iota_i32(dst, n, start, static_cast<cudaStream_t>(stream));
     check_launch("for_loop", "iota");
   }
-  void* open_stream() const override {  // the least priority, below a loop body's own stream
+  void* open_stream() const override {
     cudaStream_t s = nullptr;
-    check(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, 0), "control flow", "cudaStreamCreateWithPriority");
+    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "control flow", "cudaStreamCreate");
     return s;
   }
   void close_stream(void* s) const override { cudaStreamDestroy(static_cast<cudaStream_t>(s)); }
@@ -128,20 +119,6 @@ class CudaControlRecorder final : public backends::ControlRecorder {
   void hold_pool(bool hold) const override { hold_capture_pool(hold); }
 
  private:
-  // The priority of a WHILE body's stream, captured into its kernel nodes (the run's graph is
-  // then instantiated with cudaGraphInstantiateFlagUseNodePriority): the device's greatest, so the
-  // blocks of a loop's chain of updates are scheduled before those of the conditions on the
-  // side streams (priority 0, the least) when both wait for an SM. TG_LOOP_PRIORITY=0: 0.
-  static int loop_body_priority() {
-    static const bool off = [] {
-      const char* v = std::getenv("TG_LOOP_PRIORITY");
-      return v != nullptr && std::string_view(v) == "0";
-    }();
-    if (off) return 0;
-    int least = 0, greatest = 0;
-    check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "control flow", "cudaDeviceGetStreamPriorityRange");
-    return greatest;
-  }
   // The graph `stream` is capturing into, and (when asked) the nodes later work depends on.
   static cudaGraph_t capturing_graph(void* stream, const cudaGraphNode_t** deps, const cudaGraphEdgeData** edges,
                                      size_t* n) {
@@ -157,12 +134,6 @@ class CudaControlRecorder final : public backends::ControlRecorder {
 };
 
 }  // namespace
-
-bool take_prioritized_capture() {
-  const bool was = t_prioritized;
-  t_prioritized = false;
-  return was;
-}
 
 const backends::ControlRecorder& control_recorder() {
   static const CudaControlRecorder r;

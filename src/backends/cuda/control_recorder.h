@@ -11,9 +11,4 @@ const backends::ControlRecorder& control_recorder();
 /// outside a recording.
 void hold_capture_pool(bool hold);
 
-/// Whether this thread captured a WHILE body on a stream of raised priority since the last call
-/// (then the run's graph must be instantiated with cudaGraphInstantiateFlagUseNodePriority for
-/// the priorities to count); resets the answer.
-bool take_prioritized_capture();
-
 }  // namespace tg::cuda

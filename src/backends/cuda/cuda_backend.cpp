@@ -6,7 +6,6 @@
 
 #include "backends/cuda/algo_choices.h"
 #include "backends/cuda/context.h"
-#include "backends/cuda/control_recorder.h"
 #include "backends/cuda/nvrtc/compiler.h"
 #include "backends/cuda/kernels/status.h"
 #include "core/error_util.h"
@@ -128,7 +127,6 @@ class CudaBackend final : public backends::Backend {
     CapturePoolScope scope(run->pool);
     // Relaxed: kernels may still allocate (cudaMalloc) and load modules while the stream captures.
     check(cudaStreamBeginCapture(capture, cudaStreamCaptureModeRelaxed), "cuda", "cudaStreamBeginCapture");
-    take_prioritized_capture();  // forget earlier recordings'
     cudaGraph_t graph = nullptr;
     try {
       enqueue(capture);
@@ -145,11 +143,7 @@ class CudaBackend final : public backends::Backend {
       fail(ErrorCode::unsupported, "cuda", "the run could not be captured into a CUDA graph: {}",
            cudaGetErrorString(ended));
     }
-    // Node priorities where a loop body was captured on a stream of raised priority (its kernels
-    // outrank its conditions on side streams; every other node has priority 0); otherwise the
-    // graph runs at the priority of the stream it is launched into.
-    const unsigned long long flags = take_prioritized_capture() ? cudaGraphInstantiateFlagUseNodePriority : 0;
-    const cudaError_t made = cudaGraphInstantiate(&run->exec, graph, flags);
+    const cudaError_t made = cudaGraphInstantiate(&run->exec, graph, 0);
     cudaGraphDestroy(graph);
     if (made != cudaSuccess) {
       cudaGetLastError();
