@@ -202,6 +202,18 @@ struct LoadOptions {
   /// the file. Required for a file saved with embed_variables = false. Null: embedded values, in
   /// a variable store of the executable's own.
   const Graph* variables = nullptr;
+  /// CUDA only (docs/design/0011-first-run-kernels.md): the runs that walk the nodes (the first
+  /// one; not the second, which records the CUDA graph) use TensorGraph's own GEMM and
+  /// implicit-GEMM convolution kernels (stored in the file by `tg compile`) for each matmul /
+  /// conv2d whose cuDNN or cuBLASLt plan is still being prepared in the background, instead of
+  /// waiting for those libraries' one-time initialization (~110-135 ms each on an H200); the
+  /// preparation is then held back 150 ms after the load (TG_PREPARE_DELAY_MS) so that it does not
+  /// slow the first run's own CUDA calls. Such runs' results are within the precision's
+  /// tolerance of the library kernels', not bit-identical to them (another summation order; f32
+  /// products at precision tf32): false (the default) gives the saved executable's bits from the
+  /// first run. The environment overrides it: TG_FIRST_RUN_KERNELS=1 turns it on, any other
+  /// value off. `tg run model.tgx` sets it.
+  bool first_run_kernels = false;
 };
 
 /// An immutable compiled graph: fixed placeholders (in feed order), targets and target ops.

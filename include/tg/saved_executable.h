@@ -1,16 +1,11 @@
 // Reading a saved executable's header without loading it (tg inspect). Executable::save and
 // Executable::load themselves are in tg/graph.h; the format is docs/design/0008-saved-executables.md.
 //
-// First runs (docs/design/0011-first-run-kernels.md): with TG_FIRST_RUN_KERNELS=1 in the
-// environment (process-wide; `tg compile` and `tg run` of a .tgx set it unless it is given), the
+// First runs (docs/design/0011-first-run-kernels.md): LoadOptions::first_run_kernels (tg/graph.h).
+// With TG_FIRST_RUN_KERNELS=1 in the environment (`tg compile` sets it unless it is given), the
 // runs before Executable::save also store TensorGraph's own GEMM and implicit-GEMM convolution
-// kernels in the file, and a loaded CUDA executable's runs that walk the nodes (the first one;
-// not the second, which records the CUDA graph) use them for each matmul / conv2d whose cuDNN or
-// cuBLASLt plan is still being built on the background workers, instead of waiting for the
-// libraries to initialize (~110-135 ms each on an H200). Those results are not bit-identical to
-// the library kernels' (another summation order; f32 products at precision tf32), only within the
-// precision's tolerance. Off (unset or 0): a loaded executable gives the saved one's bits from its
-// first run, as Executable::load documents.
+// kernels in the file, which a loaded CUDA executable's walked runs then use while the cuDNN /
+// cuBLASLt plans are prepared in the background.
 #pragma once
 #include <string>
 #include <utility>

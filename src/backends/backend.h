@@ -109,7 +109,20 @@ class Backend {
   virtual void set_code_sink(std::vector<CodeObject>* sink) const {}
   /// Loads `objects` (from a saved executable) so that kernels asking for the same keys use them
   /// without compiling. Raises tg::Error(io_error) "kernel <i> ..." for a binary the driver refuses.
-  virtual void preload_code(std::span<const CodeObject> objects) const {}
+  /// Work it starts in the background (preparing library algorithm choices) goes on while the
+  /// returned handle (or another one it returned) lives; when the last one is released, what has
+  /// not started is dropped (left to first use) and what is under way is waited for, so that a
+  /// process never exits with a thread inside a library's initialization. Null: nothing started.
+  /// `first_run_kernels`: LoadOptions::first_run_kernels of the load (the CUDA backend then holds
+  /// the preparation back, docs/design/0011).
+  virtual std::shared_ptr<void> preload_code(std::span<const CodeObject> objects, bool first_run_kernels = false) const {
+    return nullptr;
+  }
+  /// Starts copying a loaded executable's constants (host tensors, in the order of their first
+  /// use) to the device in the background, so that its first run does not upload them one by one
+  /// (CUDA: cuda::prefetch_constants). Returns a handle whose release waits for that work (null:
+  /// nothing started, e.g. on the CPU).
+  virtual std::shared_ptr<void> prefetch_constants(std::span<const TensorData> values) const { return nullptr; }
 };
 
 /// The backend for `device`; raises tg::Error(unsupported) when the build has none. Defined in

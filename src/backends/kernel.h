@@ -72,6 +72,9 @@ struct KernelContext {
   RunServices* run = nullptr;
   /// CompileOptions::deterministic (or TG_DETERMINISTIC=1): deterministic algorithms only.
   bool deterministic = false;
+  /// LoadOptions::first_run_kernels of a loaded executable (CUDA conv2d / matmul in walked runs:
+  /// backends/cuda/first_run.h; TG_FIRST_RUN_KERNELS overrides it).
+  bool first_run_kernels = false;
   const char* op_name() const;
 };
 

@@ -26,6 +26,10 @@ struct CompiledProgram {
   /// graph with dynamic dims, `program` is null, and each input signature gets its own lowered
   /// program from here (runtime/specialize.h).
   std::shared_ptr<runtime::Specializations> specializations;
+  /// A loaded executable's hold on work its load started in the background (Backend::preload_code's
+  /// preparation of its stored library choices, Backend::prefetch_constants' upload): released
+  /// with the executable, which stops or waits for that work.
+  std::vector<std::shared_ptr<void>> background;
 };
 
 namespace runtime {

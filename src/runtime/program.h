@@ -35,6 +35,7 @@ struct PlannedGraph {
   std::vector<int> target_ops;            ///< the target operations kept (side effects)
   ComputePrecision precision = ComputePrecision::f32;
   bool deterministic = false;  ///< CompileOptions::deterministic or TG_DETERMINISTIC=1
+  bool first_run_kernels = false;  ///< LoadOptions::first_run_kernels (loaded executables only)
 };
 
 /// How to run one graph: the program's top level or a region body.

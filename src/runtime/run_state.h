@@ -88,6 +88,7 @@ class RunState final : public backends::RunServices {
 
   std::vector<backends::DeviceErrorFormatter> formatters;  ///< per tag - 1, this run's
   std::vector<std::shared_ptr<void>> overflow;             ///< scratch beyond the region, this run's
+  size_t overflow_bytes = 0;                                ///< of overflow.back(), reused by later kernels
   std::vector<int> recorded_slots;                         ///< enqueue_recorded: variables assigned
   int64_t wait_ns = 0;                                     ///< time check_device_errors waited
 

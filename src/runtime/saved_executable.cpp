@@ -30,6 +30,7 @@
 #include "runtime/compile.h"
 #include "runtime/ir_serialize.h"
 #include "runtime/specialize.h"
+#include "runtime/tgx_file.h"
 #include "runtime/tgx_format.h"
 #include "tg/saved_executable.h"
 
@@ -306,19 +307,19 @@ std::map<int64_t, int64_t> parse_symbols(std::string_view payload, const std::st
 // to the backend, whose workers start building the library plans (the longest part of a cold
 // start: library kernels load lazily) while the weights are read. Anything unexpected: nothing
 // (load_from_bytes then reads, checks and reports everything as always; choices handed over
-// twice are prepared once).
-void preload_choices_early(const std::string& path, Device device) {
-  if (device.is_cpu()) return;
+// twice are prepared once). Returns the backend's preparation handle (Backend::preload_code).
+std::shared_ptr<void> preload_choices_early(const std::string& path, Device device, bool first_run_kernels) {
+  if (device.is_cpu()) return nullptr;
   phases::Scope timed("load_algorithms_early");
   try {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
+    if (fd < 0) return nullptr;
     struct Closer {
       int fd;
       ~Closer() { ::close(fd); }
     } closer{fd};
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return nullptr;
     const uint64_t size = static_cast<uint64_t>(st.st_size);
     const auto read_at = [&](uint64_t at, size_t n, void* out) {
       if (at > size || n > size - at) return false;
@@ -337,90 +338,47 @@ void preload_choices_early(const std::string& path, Device device) {
       return v;
     };
     uint8_t head[12];
-    if (!read_at(0, 12, head) || std::memcmp(head, runtime::tgx::kMagic.data(), 4) != 0) return;
+    if (!read_at(0, 12, head) || std::memcmp(head, runtime::tgx::kMagic.data(), 4) != 0) return nullptr;
     const uint32_t version = static_cast<uint32_t>(le(head + 4, 4));
     const uint64_t count = le(head + 8, 4);
-    if (version < 2 || version > runtime::tgx::kFormatVersion || count > 64) return;
+    if (version < 2 || version > runtime::tgx::kFormatVersion || count > 64) return nullptr;
     std::map<std::string, std::string> payloads;  // header and algorithms, checksums verified
     uint64_t at = 12;
     for (uint64_t i = 0; i < count && payloads.size() < 2; ++i) {
       uint8_t len[4];
-      if (!read_at(at, 4, len)) return;
+      if (!read_at(at, 4, len)) return nullptr;
       const uint64_t name_len = le(len, 4);
-      if (name_len > 64) return;
+      if (name_len > 64) return nullptr;
       std::string name(name_len, '\0');
       uint8_t framing[16];
-      if (!read_at(at + 4, name_len, name.data()) || !read_at(at + 4 + name_len, 16, framing)) return;
+      if (!read_at(at + 4, name_len, name.data()) || !read_at(at + 4 + name_len, 16, framing)) return nullptr;
       const uint64_t length = le(framing, 8), sum = le(framing + 8, 8);
       at += 4 + name_len + 16;
-      if (length > size - std::min(at, size)) return;
+      if (length > size - std::min(at, size)) return nullptr;
       if ((name == "header" || name == "algorithms") && length <= (uint64_t{16} << 20)) {
         std::string payload(length, '\0');
-        if (!read_at(at, length, payload.data()) || runtime::tgx::checksum(payload, version) != sum) return;
+        if (!read_at(at, length, payload.data()) || runtime::tgx::checksum(payload, version) != sum) return nullptr;
         payloads[name] = std::move(payload);
       }
       at += length;
     }
-    if (payloads.size() != 2) return;
+    if (payloads.size() != 2) return nullptr;
     auto header = runtime::tgx::parse_header(payloads["header"], path);
-    if (header["device"] != "cuda") return;
+    if (header["device"] != "cuda") return nullptr;
     const backends::Backend& backend = backends::backend_for(device);
     for (const auto& [k, v] : target_fields(backend)) {
-      if (!header.count(k) || header[k] != v) return;
+      if (!header.count(k) || header[k] != v) return nullptr;
     }
     std::vector<backends::CodeObject> choices = parse_choices(payloads["algorithms"], path);
-    if (!choices.empty()) backend.preload_code(choices);
+    if (!choices.empty()) return backend.preload_code(choices, first_run_kernels);
   } catch (const std::exception&) {
     // load_from_bytes reports whatever is wrong
   }
+  return nullptr;
 }
 
-// A file's bytes in one buffer that constants may alias (tgx::Reader::set_owner), read by
-// parallel preads (the file holds the weights; the page cache copies at several GB/s a thread).
-struct FileBytes {
-  std::shared_ptr<uint8_t[]> data;
-  size_t size = 0;
-  std::span<const uint8_t> span() const { return {data.get(), size}; }
-};
-
-FileBytes read_file(const std::string& path) {
-  phases::Scope timed("load_read_file");
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
-    fail(ErrorCode::io_error, "load", "{}: not a regular file", path);  // a directory's size is no file size
-  }
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(ErrorCode::io_error, "load", "{}: cannot open for reading", path);
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || st.st_size < 0) fail(ErrorCode::io_error, "load", "{}: cannot read its size", path);
-  FileBytes f;
-  f.size = static_cast<size_t>(st.st_size);
-  f.data = std::shared_ptr<uint8_t[]>(new uint8_t[std::max<size_t>(f.size, 1)]);  // not zeroed
-  constexpr int64_t kChunk = int64_t{8} << 20;
-  const int64_t chunks = std::max<int64_t>(1, (static_cast<int64_t>(f.size) + kChunk - 1) / kChunk);
-  std::atomic<bool> failed{false};
-  core::parallel_for(chunks, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t c = begin; c < end && !failed; ++c) {
-      size_t at = static_cast<size_t>(c * kChunk);
-      const size_t stop = std::min(f.size, at + static_cast<size_t>(kChunk));
-      while (at < stop) {
-        const ssize_t got = ::pread(fd, f.data.get() + at, stop - at, static_cast<off_t>(at));
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) {
-          failed = true;
-          break;
-        }
-        at += static_cast<size_t>(got);
-      }
-    }
-  });
-  if (failed) fail(ErrorCode::io_error, "load", "{}: read failed", path);
-  return f;
-}
+using runtime::tgx::FileBytes;
+using runtime::tgx::read_file;
 
 // The file buffer Executable::load hands to load_from_bytes (same thread), so that constants
 // alias it instead of being copied.
@@ -430,10 +388,16 @@ thread_local const FileBytes* t_loading = nullptr;
 std::map<std::string, std::string_view> verified_sections(std::span<const uint8_t> bytes, const std::string& file) {
   phases::Scope timed("load_checksums");
   const runtime::tgx::Layout layout = runtime::tgx::read_layout(bytes, file);
+  // Computed while Executable::load read the bytes (format 2 and later: CRC-32).
+  const FileBytes* read = t_loading && t_loading->data.get() == bytes.data() && t_loading->size == bytes.size() &&
+                                  layout.version >= 2
+                              ? t_loading
+                              : nullptr;
   std::map<std::string, std::string_view> sec;
   for (const auto& s : layout.sections) {
     std::string_view payload(reinterpret_cast<const char*>(bytes.data()) + s.offset, s.length);
-    if (runtime::tgx::checksum(payload, layout.version) != s.checksum) {
+    const uint64_t* known = read ? read->crc_of(s.offset, s.length) : nullptr;
+    if ((known ? *known : runtime::tgx::checksum(payload, layout.version)) != s.checksum) {
       fail(ErrorCode::io_error, "load", "{}: checksum mismatch in section '{}' (the file is corrupt)", file, s.name);
     }
     if (!sec.emplace(s.name, payload).second) {
@@ -446,7 +410,8 @@ std::map<std::string, std::string_view> verified_sections(std::span<const uint8_
 }  // namespace
 
 Executable Executable::load(const std::string& path, Device device, const LoadOptions& options) {
-  preload_choices_early(path, device);
+  // Held until load_from_bytes has handed the choices over again (the executable's own handle).
+  const std::shared_ptr<void> early = preload_choices_early(path, device, options.first_run_kernels);
   const FileBytes bytes = read_file(path);
   struct Loading {
     explicit Loading(const FileBytes* f) { t_loading = f; }
@@ -511,11 +476,12 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
   std::vector<backends::CodeObject> choices;
   if (sec.count("algorithms")) choices = parse_choices(sec["algorithms"], file);
   // Handed to the backend first, so that it can prepare them (library handles, plans) while the
-  // rest of the file is parsed.
+  // rest of the file is parsed. The executable holds the preparation (stopped when it goes).
+  std::shared_ptr<void> preparation;
   if (why.empty() && !choices.empty()) {
     phases::Scope timed("load_algorithm_preload");
     try {
-      backend.preload_code(choices);
+      preparation = backend.preload_code(choices, options.first_run_kernels);
     } catch (const Error& e) {
       fail(ErrorCode::io_error, "load", "{}: section 'algorithms': {}", file, e.what());
     }
@@ -748,7 +714,9 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
     co.memory_budget_bytes = static_cast<size_t>(budget);
     co.disable_type_inference = true;
     if (arena_bytes != 0) pr.malformed("an arena size for an executable whose sizes vary");
-    return Executable(runtime::specialize_later(g, plan->feed_nodes, plan->targets, plan->target_ops, device, co, nullptr));
+    auto later = runtime::specialize_later(g, plan->feed_nodes, plan->targets, plan->target_ops, device, co, nullptr);
+    if (preparation) later->background.push_back(std::move(preparation));
+    return Executable(std::move(later));
   }
   auto compiled = std::make_shared<CompiledProgram>();
   compiled->device = device;
@@ -758,6 +726,18 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
   }
   for (const auto& r : plan->targets) compiled->target_types.push_back(g->type(r));
   plan->graph = g;
+  plan->first_run_kernels = options.first_run_kernels;
+  if (preparation) compiled->background.push_back(std::move(preparation));
+  {
+    // The constants' upload, in the background from here on (the first run finds them uploaded
+    // or queued), in the order of the schedule.
+    phases::Scope timed("load_constant_prefetch");
+    std::vector<TensorData> constants;
+    for (int id : plan->schedule) {
+      if (const auto* c = std::get_if<ir::ConstantAttrs>(&g->node(id).attrs)) constants.push_back(c->value);
+    }
+    if (std::shared_ptr<void> h = backend.prefetch_constants(constants)) compiled->background.push_back(std::move(h));
+  }
   try {
     compiled->program = std::make_unique<runtime::Program>(plan, backend, static_cast<size_t>(budget));
   } catch (const Error& e) {

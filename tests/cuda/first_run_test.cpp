@@ -269,14 +269,19 @@ std::string read_all(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-// The child: loads $TG_FIRST_RUN_CHILD_FILE on cuda:0, runs three times and writes the first and
-// the third result to $TG_FIRST_RUN_CHILD_OUT.1 / .3, then prints the NVRTC compiles it made.
+// The child: loads $TG_FIRST_RUN_CHILD_FILE on cuda:0 with LoadOptions::first_run_kernels, runs
+// three times and writes the first and the third result to $TG_FIRST_RUN_CHILD_OUT.1 / .3, then
+// prints the NVRTC compiles it made. With TG_FIRST_RUN_CHILD_EXIT=1 it returns right after the
+// load instead (its preparation workers inside cuDNN's and cuBLASLt's initialization).
 TEST(CudaFirstRunKernels, ChildRunsThrice) {
   const char* file = std::getenv("TG_FIRST_RUN_CHILD_FILE");
   const char* out = std::getenv("TG_FIRST_RUN_CHILD_OUT");
   if (!file || !out) GTEST_SKIP() << "run by CudaFirstRunKernels.ALoadedExecutablesFirstRunUsesThemThenTheLibrary";
   const RuntimeStats s0 = runtime_stats();
-  Executable exe = Executable::load(file, Device::cuda(0));
+  LoadOptions lo;
+  lo.first_run_kernels = true;
+  Executable exe = Executable::load(file, Device::cuda(0), lo);
+  if (const char* e = std::getenv("TG_FIRST_RUN_CHILD_EXIT"); e && std::string(e) == "1") return;
   for (int i = 1; i <= 3; ++i) {
     const TensorData y = exe.run({Net::input()})[0].to(Device::cpu());
     if (i == 2) continue;
@@ -291,8 +296,9 @@ TEST(CudaFirstRunKernels, ChildRunsThrice) {
               static_cast<long long>(s1.capture_fallbacks - s0.capture_fallbacks));
 }
 
-// A .tgx written with TG_FIRST_RUN_KERNELS=1 holds the first-run programs; a fresh process with
-// the option on (and its preparation workers held back 3 s, so that no library plan is ready)
+// A .tgx written with TG_FIRST_RUN_KERNELS=1 holds the first-run programs; a fresh process loading
+// it with LoadOptions::first_run_kernels (the environment not set; its preparation workers held
+// back 3 s, so that no library plan is ready)
 // takes them in its first run without NVRTC, within TF32's tolerance of the saved executable's
 // result; its recorded run waits for the library plans, so the third run (a replay) gives the
 // saved executable's bits.
@@ -311,17 +317,28 @@ TEST(CudaFirstRunKernels, ALoadedExecutablesFirstRunUsesThemThenTheLibrary) {
   const std::string file = (dir / "net.tgx").string(), out = (dir / "y").string();
   exe.save(file);
   if (before) ::setenv("TG_FIRST_RUN_KERNELS", saved_env.c_str(), 1); else ::unsetenv("TG_FIRST_RUN_KERNELS");
-  const std::string cmd = "env -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_INDEX -u GTEST_OUTPUT TG_PHASES=1 "
-                          "TG_FIRST_RUN_KERNELS=1 TG_PREPARE_DELAY_MS=3000 TG_FIRST_RUN_CHILD_FILE='" + file +
-                          "' TG_FIRST_RUN_CHILD_OUT='" + out + "' TG_KERNEL_CACHE_DIR='" + (dir / "kc").string() +
-                          "' '" + fs::read_symlink("/proc/self/exe").string() +
-                          "' --gtest_filter=CudaFirstRunKernels.ChildRunsThrice 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string text;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof(buf), p)) text.append(buf, n);
-  ASSERT_EQ(::pclose(p), 0) << text;
+  const auto child = [&](const std::string& env) {
+    const std::string cmd = "env -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_INDEX -u GTEST_OUTPUT -u TG_FIRST_RUN_KERNELS "
+                            "TG_PHASES=1 " + env + " TG_FIRST_RUN_CHILD_FILE='" + file +
+                            "' TG_FIRST_RUN_CHILD_OUT='" + out + "' TG_KERNEL_CACHE_DIR='" + (dir / "kc").string() +
+                            "' '" + fs::read_symlink("/proc/self/exe").string() +
+                            "' --gtest_filter=CudaFirstRunKernels.ChildRunsThrice 2>&1";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    EXPECT_NE(p, nullptr);
+    std::string text;
+    char buf[4096];
+    while (size_t n = p ? std::fread(buf, 1, sizeof(buf), p) : 0) text.append(buf, n);
+    const int status = p ? ::pclose(p) : -1;
+    return std::make_pair(status, text);
+  };
+  // Processes that exit right after the load, their workers started at once (inside the
+  // libraries' first-use initialization): the executable's end stops them, no crash at exit.
+  for (int i = 0; i < 3; ++i) {
+    const auto [status, text] = child("TG_PREPARE_DELAY_MS=0 TG_FIRST_RUN_CHILD_EXIT=1");
+    ASSERT_EQ(status, 0) << "exit right after the load, try " << i << "\n" << text;
+  }
+  const auto [status, text] = child("TG_PREPARE_DELAY_MS=3000");
+  ASSERT_EQ(status, 0) << text;
   for (size_t at = text.find("[tg phases]"); at != std::string::npos; at = text.find("[tg phases]", at + 1)) {
     std::cout << "[first-run child] " << text.substr(at, text.find('\n', at) - at) << "\n";
   }

@@ -349,9 +349,11 @@ void run_saved(const RunArgs& a) {
                                           a.precision, a.model, file_precision));
   }
   // The first run does not wait for cuDNN/cuBLASLt to initialize: it uses TensorGraph's own GEMM and
-  // convolution kernels where their plans are not ready (docs/design/0011; not the library's bits).
-  setenv("TG_FIRST_RUN_KERNELS", "1", /*overwrite=*/0);
-  tg::Executable exe = tg::Executable::load(a.model, device);
+  // convolution kernels where their plans are not ready (docs/design/0011; not the library's bits;
+  // TG_FIRST_RUN_KERNELS=0 turns it off).
+  tg::LoadOptions load_options;
+  load_options.first_run_kernels = true;
+  tg::Executable exe = tg::Executable::load(a.model, device, load_options);
   // The feeds as inputs: names and types from the executable.
   std::vector<tg::onnx::InputInfo> inputs;
   const std::vector<tg::TensorType> types = exe.input_types();

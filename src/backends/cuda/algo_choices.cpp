@@ -27,28 +27,34 @@ std::map<std::string, std::string, std::less<>>& store() {
   return *s;
 }
 
-// How long the workers wait before their first choice: TG_PREPARE_DELAY_MS, else 150 ms when
-// first-run kernels are on (so that the first run's CUDA calls do not wait on the libraries'
-// initialization: measured on the H200, ResNet-50's first result 124-139 ms with the workers
-// starting at load, 55 ms with them 150 ms late, 54 ms without them), else 0.
-int start_delay_ms() {
+// How long the workers wait before their first choice when the load asks for first-run kernels:
+// TG_PREPARE_DELAY_MS, else 150 ms (so that the first run's CUDA calls do not wait on the
+// libraries' initialization: measured on the H200, ResNet-50's first result 124-139 ms with the
+// workers starting at load, 55 ms with them 150 ms late, 54 ms without them); without first-run
+// kernels TG_PREPARE_DELAY_MS, else 0.
+int start_delay_ms(bool first_run_kernels) {
   if (const char* d = std::getenv("TG_PREPARE_DELAY_MS")) return std::max(0, std::atoi(d));
-  return first_run::enabled() ? 150 : 0;
+  return first_run_kernels ? 150 : 0;
 }
 
-// Background preparation: a queue of choices in their order and the workers that take them,
-// joined at exit (before the CUDA runtime tears down: this object is made after the runtime's
-// first use).
+using Clock = std::chrono::steady_clock;
+
+// Background preparation: a queue of choices in their order and the workers that take them.
+// Never destroyed (handles may be released during static destruction); the workers are stopped
+// and joined at exit by Joiner below, and whenever the last handle goes (release()).
 struct Preparers {
   std::mutex mu;
   std::condition_variable changed;
   std::deque<std::pair<int, backends::CodeObject>> queue;  // (device, choice), not taken yet
-  std::set<std::string, std::less<>> known;                // every key ever queued
+  std::set<std::string, std::less<>> known;                // every key queued and not dropped
   std::set<std::string, std::less<>> building;             // taken by a worker, not built yet
   std::vector<std::thread> threads;
+  int holders = 0;          // handles prepare_async returned that live
+  Clock::time_point hold_until{};  // no choice is taken before (docs/design/0011)
   bool stopping = false;
   bool released = false;  // claim() was called: no more holding back
-  ~Preparers() {
+
+  void stop_and_join() {
     {
       std::lock_guard lock(mu);
       stopping = true;
@@ -59,19 +65,29 @@ struct Preparers {
       if (t.joinable()) t.join();
     }
   }
+  // The last handle went: what has not started is dropped (its key may be queued again by a
+  // later load; a run needing it builds it itself), what is under way is waited for.
+  void release() {
+    std::unique_lock lock(mu);
+    if (--holders > 0) return;
+    for (const auto& [device, c] : queue) known.erase(c.key);
+    queue.clear();
+    phases::Scope timed("prepare_cancel_wait");
+    changed.wait(lock, [&] { return building.empty(); });
+  }
   void work() {
     std::map<int, cudaStream_t> warm;  // this worker's stream per device for the warm-up runs
-    // Held back start_delay_ms() (docs/design/0011: cuDNN's and cuBLASLt's initialization on
-    // these threads stalls the run thread's CUDA calls, e.g. the weights' upload); released early by
-    // claim() (a run that needs a library plan) and at exit.
-    if (const int d = start_delay_ms(); d > 0) {
-      std::unique_lock lock(mu);
-      changed.wait_for(lock, std::chrono::milliseconds(d), [&] { return stopping || released; });
-    }
     std::unique_lock lock(mu);
     while (true) {
+      // Held back until hold_until (cuDNN's and cuBLASLt's initialization on these threads stalls
+      // the run thread's CUDA calls, e.g. the weights' upload); released early by claim() (a run
+      // that needs a library plan).
       changed.wait(lock, [&] { return stopping || !queue.empty(); });
       if (stopping) break;
+      if (!released && Clock::now() < hold_until) {
+        changed.wait_until(lock, hold_until, [&] { return stopping || released; });
+        continue;
+      }
       auto [device, c] = std::move(queue.front());
       queue.pop_front();
       building.insert(c.key);
@@ -107,8 +123,12 @@ struct Preparers {
 };
 
 Preparers& preparers() {
-  static Preparers p;
-  return p;
+  static auto* p = new Preparers;  // never freed: see above
+  // Made after the CUDA runtime's first use, so destroyed before its teardown: stops the workers.
+  static struct Joiner {
+    ~Joiner() { preparers().stop_and_join(); }
+  } joiner;
+  return *p;
 }
 
 int worker_count() {
@@ -119,21 +139,30 @@ int worker_count() {
 
 }  // namespace
 
-void prepare_async(int device, std::vector<backends::CodeObject> choices) {
+std::shared_ptr<void> prepare_async(int device, std::vector<backends::CodeObject> choices, bool first_run_kernels) {
   const char* env = std::getenv("TG_PREPARE_CHOICES");
-  if (env && std::strcmp(env, "0") == 0) return;
+  if (env && std::strcmp(env, "0") == 0) return nullptr;
   Preparers& p = preparers();
   {
     std::lock_guard lock(p.mu);
+    if (p.stopping) return nullptr;  // at exit
     for (auto& c : choices) {
       if (!p.known.insert(c.key).second) continue;  // handed over before (the same file loaded again)
       p.queue.emplace_back(device, std::move(c));
     }
+    if (const int d = start_delay_ms(first_run_kernels); d > 0 && !p.released) {
+      p.hold_until = std::max(p.hold_until, Clock::now() + std::chrono::milliseconds(d));
+    }
+    ++p.holders;
     // Workers for the work queued (they stay, idle, until exit).
     const size_t want = std::min(static_cast<size_t>(worker_count()), p.threads.size() + p.queue.size());
     while (p.threads.size() < want) p.threads.emplace_back([&p] { p.work(); });
   }
   p.changed.notify_all();
+  return std::shared_ptr<void>(new int(0), [](int* h) {
+    delete h;
+    preparers().release();
+  });
 }
 
 bool claim(const std::string& key) {

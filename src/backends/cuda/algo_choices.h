@@ -13,6 +13,7 @@
 // choosing, and builds the stored choice (falling back to choosing when the library refuses it).
 #pragma once
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -51,9 +52,13 @@ std::optional<std::string> find(const std::string& key);
 /// and cuBLASLt's) before the run needs them. A choice that does not build is left to its first
 /// use (which chooses as without one). Choices already handed over are skipped.
 /// TG_PREPARE_CHOICES=0 turns this off (then plans are built at first use). The workers start
-/// TG_PREPARE_DELAY_MS after the load (default 150 ms with first-run kernels on, docs/design/0011,
-/// else 0), or at the first claim(). Threads are joined at process exit.
-void prepare_async(int device, std::vector<backends::CodeObject> choices);
+/// TG_PREPARE_DELAY_MS after the load (default 150 ms when `first_run_kernels`, docs/design/0011,
+/// else 0), or at the first claim(). Returns a handle (null when nothing was started): when the
+/// last handle is released, the choices no worker has taken are dropped (left to their first use)
+/// and those under way are waited for, so that a process does not exit with a worker inside a
+/// library's first-use initialization (a crash at exit, seen on the H200). Threads are joined at
+/// process exit.
+std::shared_ptr<void> prepare_async(int device, std::vector<backends::CodeObject> choices, bool first_run_kernels);
 
 /// Whether the caller must build the plan of stored choice `key` itself: true when no worker
 /// has it (taken off the queue if it was queued); when a worker is building it, waits until the

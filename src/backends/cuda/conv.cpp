@@ -455,12 +455,12 @@ bool run(Env& e, const Problem& pr, const Setup& s) {
 }
 
 // TensorGraph's own implicit-GEMM conv2d instead of cuDNN (docs/design/0011-first-run-kernels.md):
-// with TG_FIRST_RUN_KERNELS=1, in a walked run, for a forward problem whose plan a preparation
+// with first-run kernels on (first_run::enabled), in a walked run, for a forward problem whose plan a preparation
 // worker is still building (a stored choice for one of the two layouts, no plan cached for
 // either). Also compiles the program while a code sink is set (the runs before
 // Executable::save), so that a saved executable carries it. True when it ran.
 bool first_run_conv(KernelContext& ctx, int device, const Problem& pr, Setup s) {
-  if (!first_run::enabled()) return false;
+  if (!first_run::enabled(ctx.first_run_kernels)) return false;
   first_run::Round r{};
   if (!first_run::rounding_of(s.dt, ctx.precision, &r)) return false;
   if (pr.g.w.kh * pr.g.w.kw * pr.g.w.i > INT32_MAX) return false;  // the kernel's window index is 32-bit

@@ -6,6 +6,7 @@
 
 #include "backends/cuda/algo_choices.h"
 #include "backends/cuda/context.h"
+#include "backends/cuda/first_run.h"
 #include "backends/cuda/nvrtc/compiler.h"
 #include "backends/cuda/kernels/status.h"
 #include "core/error_util.h"
@@ -178,17 +179,23 @@ class CudaBackend final : public backends::Backend {
                        cudnnGetVersion(), cublasLtGetVersion(), nvrtc::version());
   }
   void set_code_sink(std::vector<backends::CodeObject>* sink) const override { nvrtc::set_code_sink(sink); }
-  void preload_code(std::span<const backends::CodeObject> objects) const override {
+  std::shared_ptr<void> preload_code(std::span<const backends::CodeObject> objects,
+                                     bool first_run_kernels) const override {
     activate(device_);
     // Library algorithm choices (algo_choices.h) and NVRTC programs; a saved executable hands
     // each group in its own call (its 'algorithms' and 'kernels' sections).
     std::vector<backends::CodeObject> choices, programs;
     for (const auto& o : objects) (algo_choices::is_choice(o) ? choices : programs).push_back(o);
+    std::shared_ptr<void> handle;
     if (!choices.empty()) {
       algo_choices::preload(choices);
-      algo_choices::prepare_async(device_, std::move(choices));
+      handle = algo_choices::prepare_async(device_, std::move(choices), first_run::enabled(first_run_kernels));
     }
     if (!programs.empty()) nvrtc::preload(programs);
+    return handle;
+  }
+  std::shared_ptr<void> prefetch_constants(std::span<const TensorData> values) const override {
+    return cuda::prefetch_constants(values, device_);
   }
 
  private:

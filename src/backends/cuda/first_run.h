@@ -4,8 +4,10 @@
 // cuDNN) a preparation worker is still building, so that a loaded executable's first result does
 // not wait for the libraries' one-time initialization (~110-135 ms each on the H200).
 //
-// Opt-in, process-wide: TG_FIRST_RUN_KERNELS=1 (`tg compile` and `tg run` of a .tgx set it unless
-// it is given). Results of a run that used them are not bit-identical to the library kernels'
+// Opt-in per loaded executable: LoadOptions::first_run_kernels (`tg run` of a .tgx sets it); the
+// environment overrides it (TG_FIRST_RUN_KERNELS=1 on, another value off). Executables compiled
+// in this process compile the programs for saving when TG_FIRST_RUN_KERNELS=1 (`tg compile` sets
+// it unless it is given). Results of a run that used them are not bit-identical to the library kernels'
 // (another summation order; f32 products where precision tf32 would round operands to TF32):
 // within the op's tolerance, not its bits. Runs that record a CUDA graph never use them.
 #pragma once
@@ -20,8 +22,10 @@
 
 namespace tg::cuda::first_run {
 
-/// Whether first-run kernels are on in this process: TG_FIRST_RUN_KERNELS=1 (read each call).
-bool enabled();
+/// Whether first-run kernels are on for an executable that asked for them or not (`asked`:
+/// LoadOptions::first_run_kernels, KernelContext::first_run_kernels): TG_FIRST_RUN_KERNELS when it
+/// is set (1: on; another value: off; read each call), else `asked`.
+bool enabled(bool asked);
 
 /// Operand rounding of an f32 problem before the products (gemm.cuh's R): none, bf16, f16.
 enum class Round : int { none = 0, bf16 = 1, f16 = 2 };

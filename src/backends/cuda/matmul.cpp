@@ -423,11 +423,11 @@ Mode mode_of(DType dtype, ComputePrecision precision) {
 }
 
 // TensorGraph's own GEMM instead of cuBLASLt (docs/design/0011-first-run-kernels.md): with
-// TG_FIRST_RUN_KERNELS=1, in a walked run, for a problem whose plan a preparation worker is still
+// first-run kernels on (first_run::enabled), in a walked run, for a problem whose plan a preparation worker is still
 // building (a stored choice, none in the cache yet). Also compiles the program while a code sink is
 // set (the runs before Executable::save), so that a saved executable carries it. True when it ran.
 bool first_run_matmul(KernelContext& ctx, const Problem& p, const LtKey& key, const void* a, const void* b, void* c) {
-  if (!first_run::enabled() || p.batch.size() > 4) return false;
+  if (!first_run::enabled(ctx.first_run_kernels) || p.batch.size() > 4) return false;
   first_run::Round r{};
   const DType dt = ctx.inputs[0].dtype();
   if (!first_run::rounding_of(dt, ctx.precision, &r)) return false;

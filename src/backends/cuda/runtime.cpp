@@ -1,9 +1,16 @@
 // Device discovery, per-device contexts, error checks and copies (runtime.h, context.h).
 #include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <set>
+#include <span>
+#include <thread>
+#include <vector>
 
 #include "backends/cuda/context.h"
 #include "backends/cuda/kernels/status.h"
@@ -177,6 +184,7 @@ Staging& staging(DeviceContext& c) {
   if (index->size() <= static_cast<size_t>(c.device)) index->resize(static_cast<size_t>(c.device) + 1, nullptr);
   Staging*& s = (*index)[static_cast<size_t>(c.device)];
   if (!s) {
+    phases::Scope timed("cuda_staging_alloc");
     s = &all->emplace_back();
     for (int i = 0; i < 2; ++i) {
       check(cudaHostAlloc(&s->buf[i], kStagingBytes, cudaHostAllocDefault), "cuda", "cudaHostAlloc (staging)");
@@ -296,28 +304,180 @@ const core::DeviceRuntime& device_runtime() {
 
 namespace tg::cuda {
 
-TensorData upload_cached(const TensorData& host, int device) {
+namespace {
+
+// Uploads started by prefetch_constants that a run may not have waited for yet: the chunk's
+// event (recorded on the upload stream after the chunk's copy), shared by the chunk's constants.
+struct PendingChunk {
+  cudaEvent_t done = nullptr;
+  ~PendingChunk() {
+    if (done) cudaEventDestroy(done);
+  }
+};
+
+struct Entry {
+  std::weak_ptr<void> host;
+  TensorData copy;
+  std::shared_ptr<PendingChunk> pending;  ///< set while the copy may not be complete
+  bool enqueued = true;                   ///< false until prefetch_constants queued its copy
+};
+
+struct Uploads {
+  std::mutex mu;
+  std::condition_variable queued;  // an entry's copy was enqueued
+  std::map<std::pair<const void*, int>, Entry> entries;
+};
+Uploads& uploads() {
+  static auto* u = new Uploads;  // never freed (used until the process ends)
+  return *u;
+}
+
+}  // namespace
+
+TensorData upload_cached(const TensorData& host, int device, void* stream) {
   if (!host.device().is_cpu() || host.empty()) return host.to(Device::cuda(device));
-  struct Entry {
-    std::weak_ptr<void> host;
-    TensorData copy;
-  };
-  static std::mutex mu;
-  static auto* entries = new std::map<std::pair<const void*, int>, Entry>;
-  std::lock_guard<std::mutex> lock(mu);
+  Uploads& u = uploads();
+  std::unique_lock lock(u.mu);
   auto key = std::make_pair(host.storage_ptr(), device);
-  auto it = entries->find(key);
-  if (it != entries->end() && it->second.host.lock() == host.storage() &&
+  auto it = u.entries.find(key);
+  if (it != u.entries.end() && !it->second.enqueued) {  // prefetch_constants has not queued it yet
+    phases::Scope timed("constant_prefetch_wait");
+    u.queued.wait(lock, [&] {
+      it = u.entries.find(key);  // (erased when the prefetch failed)
+      return it == u.entries.end() || it->second.enqueued;
+    });
+  }
+  if (it != u.entries.end() && it->second.host.lock() == host.storage() &&
       it->second.copy.nbytes() >= host.nbytes()) {
-    TensorData c = it->second.copy;
+    Entry& e = it->second;
+    if (e.pending) {  // the work queued after this on `stream` waits for the copy
+      DeviceContext& c = activate(device);
+      const cudaStream_t s = stream != nullptr ? static_cast<cudaStream_t>(stream) : c.stream;
+      cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+      check(cudaStreamIsCapturing(s, &capture), "constant", "cudaStreamIsCapturing");
+      if (capture != cudaStreamCaptureStatusNone) {
+        check(cudaEventSynchronize(e.pending->done), "constant", "constant upload");
+      } else {
+        check(cudaStreamWaitEvent(s, e.pending->done, 0), "constant", "cudaStreamWaitEvent");
+      }
+      e.pending.reset();
+    }
+    TensorData c = e.copy;
     if (c.dtype() == host.dtype() && c.num_elements() == host.num_elements()) return c.reshaped(host.shape());
   }
-  if (entries->size() > 256) std::erase_if(*entries, [](const auto& kv) { return kv.second.host.expired(); });
+  if (u.entries.size() > 256) {
+    std::erase_if(u.entries, [](const auto& kv) { return kv.second.enqueued && kv.second.host.expired(); });
+  }
   GlobalAllocationScope global;  // shared by later runs: never from a recording's private pool
   phases::Scope timed("constant_upload");
   TensorData copy = host.to(Device::cuda(device));
-  (*entries)[key] = Entry{host.storage(), copy};
+  u.entries[key] = Entry{host.storage(), copy, nullptr, true};
   return copy;
+}
+
+std::shared_ptr<void> prefetch_constants(std::span<const TensorData> hosts, int device) {
+  if (const char* env = std::getenv("TG_PREFETCH_CONSTANTS"); env && std::strcmp(env, "0") == 0) return nullptr;
+  phases::Scope timed("constant_prefetch_start");
+  DeviceContext& c = activate(device);
+  // One device block for all (each 256-byte aligned), the constants packed in order.
+  constexpr size_t kAlign = 256;
+  std::vector<TensorData> todo;
+  std::vector<size_t> offsets;
+  size_t total = 0;
+  Uploads& u = uploads();
+  {
+    std::lock_guard lock(u.mu);
+    std::set<const void*> seen;
+    for (const TensorData& h : hosts) {
+      if (!h.device().is_cpu() || h.empty() || !seen.insert(h.storage_ptr()).second) continue;
+      auto it = u.entries.find({h.storage_ptr(), device});
+      if (it != u.entries.end() && it->second.host.lock() == h.storage()) continue;  // uploaded before
+      todo.push_back(h);
+      offsets.push_back(total);
+      total += (h.nbytes() + kAlign - 1) / kAlign * kAlign;
+    }
+  }
+  // Small executables (the ONNX node tests load thousands) upload at first use, as before.
+  if (todo.empty() || total < (size_t{1} << 20)) {
+    std::lock_guard lock(u.mu);
+    return nullptr;
+  }
+  std::shared_ptr<void> block;
+  {
+    GlobalAllocationScope global;
+    block = device_allocate(device, total);
+  }
+  auto* base = static_cast<char*>(block.get());
+  {
+    std::lock_guard lock(u.mu);
+    for (size_t i = 0; i < todo.size(); ++i) {
+      const TensorData& h = todo[i];
+      TensorData copy = TensorData::from_external(base + offsets[i], h.shape(), h.dtype(), Device::cuda(device), block);
+      u.entries[{h.storage_ptr(), device}] = Entry{h.storage(), copy, nullptr, false};
+    }
+  }
+  // The copies, in chunks of the staging buffers, on a stream of their own (so that they do not
+  // wait behind the run's kernels), by a thread of their own (so that the load and the run's host
+  // work go on); each constant is marked enqueued with its chunk's event.
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "constant", "cudaStreamCreate");
+  auto work = [&c, device, stream, base, total, todo = std::move(todo), offsets = std::move(offsets)] {
+    Uploads& u = uploads();
+    size_t next = 0;  // the first constant not marked enqueued
+    try {
+      check(cudaSetDevice(device), "constant", "cudaSetDevice");
+      Staging& s = staging(c);
+      size_t at = 0;  // bytes of the block queued so far
+      for (int b = 0; at < total; b ^= 1) {
+        const size_t n = std::min(kStagingBytes, total - at);
+        {
+          std::lock_guard lock(s.mu);
+          check(cudaEventSynchronize(s.done[b]), "constant", "staging buffer");
+          // Gather the constants overlapping [at, at + n) into the buffer.
+          for (size_t i = next; i < todo.size() && offsets[i] < at + n; ++i) {
+            const size_t lo = std::max(at, offsets[i]), hi = std::min(at + n, offsets[i] + todo[i].nbytes());
+            if (hi > lo) {
+              copy_host(static_cast<char*>(s.buf[b]) + (lo - at), static_cast<const char*>(todo[i].raw_data()) + (lo - offsets[i]),
+                        hi - lo);
+            }
+          }
+          check(cudaMemcpyAsync(base + at, s.buf[b], n, cudaMemcpyHostToDevice, stream), "constant", "host-to-device copy");
+          check(cudaEventRecord(s.done[b], stream), "constant", "cudaEventRecord");
+        }
+        auto chunk = std::make_shared<PendingChunk>();
+        check(cudaEventCreateWithFlags(&chunk->done, cudaEventDisableTiming), "constant", "cudaEventCreate");
+        check(cudaEventRecord(chunk->done, stream), "constant", "cudaEventRecord");
+        at += n;
+        std::lock_guard lock(u.mu);
+        for (; next < todo.size() && offsets[next] + todo[next].nbytes() <= at; ++next) {
+          auto it = u.entries.find({todo[next].storage_ptr(), device});
+          if (it != u.entries.end() && !it->second.enqueued) {
+            it->second.pending = chunk;
+            it->second.enqueued = true;
+          }
+        }
+        u.queued.notify_all();
+      }
+    } catch (const std::exception&) {
+      cudaGetLastError();
+    }
+    // On a failure the constants not queued are uploaded at their first use, as without this.
+    std::lock_guard lock(u.mu);
+    for (; next < todo.size(); ++next) {
+      auto it = u.entries.find({todo[next].storage_ptr(), device});
+      if (it != u.entries.end() && !it->second.enqueued) u.entries.erase(it);
+    }
+    u.queued.notify_all();
+    // The block may go back to the allocator (which reuses in the order of the device's own
+    // stream) once the constants are released: not while a copy of this stream is in flight.
+    cudaStreamSynchronize(stream);
+    cudaStreamDestroy(stream);
+  };
+  auto thread = std::make_shared<std::thread>(std::move(work));
+  return std::shared_ptr<void>(new int(0), [thread](int* h) {
+    delete h;
+    if (thread->joinable()) thread->join();
+  });
 }
 
 }  // namespace tg::cuda

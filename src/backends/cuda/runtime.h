@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "core/device_runtime.h"
 #include "tg/device.h"
@@ -72,8 +73,20 @@ class GlobalAllocationScope {
 };
 
 /// A copy of the host tensor `host` on cuda:`device`, made once and cached while `host`'s storage
-/// lives (for constants: host values are immutable once produced). Thread-safe.
-TensorData upload_cached(const TensorData& host, int device);
+/// lives (for constants: host values are immutable once produced). Work queued on `stream` (a
+/// cudaStream_t; null: the device's own) after this call sees the copy. Thread-safe.
+TensorData upload_cached(const TensorData& host, int device, void* stream = nullptr);
+
+/// Starts uploading the host tensors `hosts` (a loaded executable's constants, in the order of
+/// their first use) to cuda:`device` in the background, so that upload_cached finds them: one
+/// device block for all, copied through the staging buffers in chunks on a stream of its own by a
+/// thread of its own, while the caller goes on (parsing the rest of the file, enqueueing the first
+/// run). upload_cached of a constant not queued yet waits until it is, then makes the caller's
+/// stream wait for its chunk's copy (a host wait while that stream records a CUDA graph). Returns
+/// a handle whose release waits for the thread (null when there was nothing to upload). On a
+/// failure the constants not queued are uploaded at first use, as without this.
+/// TG_PREFETCH_CONSTANTS=0 turns it off (each constant is then uploaded at its first use).
+std::shared_ptr<void> prefetch_constants(std::span<const TensorData> hosts, int device);
 
 /// The CUDA backend's runtime seen by core code (core::device_runtime).
 const core::DeviceRuntime& device_runtime();

@@ -18,7 +18,7 @@ namespace {
 
 void constant_kernel(KernelContext& ctx) {
   const TensorData& value = std::get<ir::ConstantAttrs>(ctx.node.attrs).value;
-  ctx.outputs[0] = value.device().is_cpu() ? upload_cached(value, ctx.device.index) : value.to(ctx.device);
+  ctx.outputs[0] = value.device().is_cpu() ? upload_cached(value, ctx.device.index, stream_of(ctx)) : value.to(ctx.device);
 }
 
 void fill_kernel(KernelContext& ctx) {

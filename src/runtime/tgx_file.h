@@ -1,0 +1,42 @@
+// Reading a .tgx file for Executable::load (docs/design/0008-saved-executables.md, "Loading
+// copies the weights once"): the whole file in one buffer that constants may alias, read by
+// parallel preads with each section payload's CRC-32 computed while reading.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tg::runtime::tgx {
+
+// A file's bytes in one buffer that constants may alias (tgx::Reader::set_owner), read by
+// parallel preads (the file holds the weights; the page cache copies at several GB/s a thread),
+// with the CRC-32 of each section's payload computed by the reading threads as they go (format 2
+// and later), while the bytes are in their caches, instead of in a second pass over the buffer.
+struct FileBytes {
+  std::shared_ptr<uint8_t[]> data;
+  size_t size = 0;
+  struct Crc {
+    size_t offset, length;
+    uint64_t crc;
+  };
+  std::vector<Crc> crcs;  ///< per section payload; empty when the framing was not read first
+  std::span<const uint8_t> span() const { return {data.get(), size}; }
+  /// The CRC computed while reading of the payload at [offset, offset + length), if any.
+  const uint64_t* crc_of(size_t offset, size_t length) const {
+    for (const Crc& c : crcs) {
+      if (c.offset == offset && c.length == length) return &c.crc;
+    }
+    return nullptr;
+  }
+};
+
+/// The file at `path` (format 2 and later: with each payload's CRC-32 in `crcs`; format 1 or a
+/// framing that does not parse: `crcs` empty, the loader then computes and reports). Small files
+/// are read by the calling thread alone. Raises tg::Error(io_error) "[load] <path>: ..." when the
+/// path is not a regular file, cannot be opened or read.
+FileBytes read_file(const std::string& path);
+
+}  // namespace tg::runtime::tgx
