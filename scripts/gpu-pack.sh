@@ -13,7 +13,8 @@ exclude=$(git rev-parse --git-path info/exclude 2>/dev/null || echo .git/info/ex
 grep -qs '^/.gpu/' "$exclude" || { mkdir -p "$(dirname "$exclude")"; echo /.gpu/ >> "$exclude"; }
 for f in "$B/tests/tg_tests" "$B/bin/tg" "$B/bench/tg_bench_resnet50_cuda" "$B/bench/tg_bench_latency_cuda" \
          "$B/bench/tg_bench_control_flow_cuda" "$B/bench/tg_bench_stencil_cuda" \
-         "$B/bench/tg_bench_cold_start_cuda" "$B/bench/tg_bench_dynamic_cuda"; do
+         "$B/bench/tg_bench_cold_start_cuda" "$B/bench/tg_bench_dynamic_cuda" \
+         "$B/bench/tg_bench_data_parallel_cuda"; do
   [ -x "$f" ] && cp "$f" "$stage/bin/"
 done
 for f in "$stage"/bin/*; do

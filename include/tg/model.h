@@ -221,6 +221,11 @@ struct BatchNormLayerOptions {
   bool center = true;  ///< learn beta (else 0)
   bool scale = true;   ///< learn gamma (else 1)
   std::string name = "";
+  /// Synchronized batch norm (torch.nn.SyncBatchNorm): while training, the statistics are those
+  /// of the whole batch over the ranks of the communicator the model is compiled with
+  /// (DataParallel::communicator; tg::sync_batch_norm), the running statistics updated from them.
+  /// Without data parallelism it trains as an ordinary BatchNorm.
+  bool sync = false;
 };
 /// tg::batch_norm with trainable gamma (ones) and beta (zeros) and running statistics
 /// ("moving_mean" zeros, "moving_variance" ones, non-trainable): batch statistics while
@@ -647,6 +652,7 @@ struct ModelOptions {
   uint64_t seed = 0;  ///< InputOptions::seed
   std::vector<int64_t> hidden_units = {};  ///< mlp only; default {256, 128}
   double dropout = -1;  ///< mnist_cnn / mlp dropout rate; -1: the model's default
+  bool sync_batch_norm = false;  ///< BatchNormLayerOptions::sync for every batch norm (data parallelism)
 };
 
 /// Flatten, Dense+relu per hidden_units (each followed by dropout when > 0; default 0), Dense.

@@ -6,6 +6,7 @@
 #include "autodiff/rules.h"
 #include "core/error_util.h"
 #include "ops/builder.h"
+#include "tg/gradients_ready.h"
 
 namespace tg {
 namespace autodiff {
@@ -76,10 +77,9 @@ void check_floating(const Tensor& t, std::string_view what) {
   }
 }
 
-}  // namespace
-
-std::vector<Tensor> vjp(const std::vector<Tensor>& ys, const std::vector<Tensor>& xs,
-                        const std::vector<Tensor>& cotangents) {
+// vjp, calling `ready` (when set) for each x as soon as its cotangent is complete.
+std::vector<Tensor> vjp_impl(const std::vector<Tensor>& ys, const std::vector<Tensor>& xs,
+                             const std::vector<Tensor>& cotangents, const GradientReady& ready) {
   if (ys.empty()) fail(ErrorCode::invalid_argument, "gradients", "no outputs to differentiate");
   if (cotangents.size() != ys.size()) {
     fail(ErrorCode::invalid_argument, "gradients", "{} outputs but {} cotangents", ys.size(),
@@ -140,10 +140,33 @@ std::vector<Tensor> vjp(const std::vector<Tensor>& ys, const std::vector<Tensor>
   };
   for (size_t k = 0; k < ys.size(); ++k) accumulate({ys[k].node_id(), ys[k].index()}, cotangents[k]);
 
+  // The gradient of x, final once every node after x's has been differentiated.
+  auto final_gradient = [&](const Tensor& x) {
+    auto it = ct.find({x.node_id(), x.index()});
+    return it == ct.end() ? autodiff::zeros_like(x) : it->second;
+  };
+  // xs by node id, highest first: reported to `ready` as the sweep passes them.
+  std::vector<size_t> by_id(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) by_id[i] = i;
+  std::stable_sort(by_id.begin(), by_id.end(),
+                   [&](size_t a, size_t b) { return xs[a].node_id() > xs[b].node_id(); });
+  std::vector<Tensor> reported(xs.size());
+  size_t next = 0;
+  auto report_down_to = [&](int id) {
+    for (; ready && next < by_id.size() && xs[by_id[next]].node_id() >= id; ++next) {
+      const size_t i = by_id[next];
+      // An x above y's node has no cotangent yet; it stays zero (reported after the sweep).
+      if (xs[i].node_id() > top) continue;
+      reported[i] = final_gradient(xs[i]);
+      ready(i, reported[i]);
+    }
+  };
+
   const autodiff::RuleTable& rules = autodiff::rule_table();
   int lowest_x = n;
   for (const Tensor& x : xs) lowest_x = std::min(lowest_x, x.node_id());
   for (int id = top; id > lowest_x; --id) {
+    report_down_to(id);
     if (!from_x[id] || !to_y[id]) continue;
     const ir::Node& node = g->node(id);
     if (node.inputs.empty()) continue;
@@ -177,19 +200,32 @@ std::vector<Tensor> vjp(const std::vector<Tensor>& ys, const std::vector<Tensor>
   }
 
   std::vector<Tensor> result;
-  for (const Tensor& x : xs) {
-    auto it = ct.find({x.node_id(), x.index()});
-    result.push_back(it == ct.end() ? autodiff::zeros_like(x) : it->second);
+  for (size_t i = 0; i < xs.size(); ++i) result.push_back(reported[i].valid() ? reported[i] : final_gradient(xs[i]));
+  for (size_t i = 0; ready && i < xs.size(); ++i) {
+    if (!reported[i].valid()) ready(i, result[i]);
   }
   return result;
 }
 
-std::vector<Tensor> gradients(Tensor y, const std::vector<Tensor>& xs) {
+std::vector<Tensor> gradients_impl(Tensor y, const std::vector<Tensor>& xs, const GradientReady& ready) {
   if (!y.valid()) fail(ErrorCode::invalid_argument, "gradients", "y is an empty Tensor");
   check_floating(y, "y");
   Tensor scalar = y.rank() == 0 ? y : reduce_sum(y);
   Graph g(y.graph_impl());
-  return vjp({scalar}, xs, {g.constant(1.0, y.dtype())});
+  return vjp_impl({scalar}, xs, {g.constant(1.0, y.dtype())}, ready);
+}
+
+}  // namespace
+
+std::vector<Tensor> vjp(const std::vector<Tensor>& ys, const std::vector<Tensor>& xs,
+                        const std::vector<Tensor>& cotangents) {
+  return vjp_impl(ys, xs, cotangents, nullptr);
+}
+
+std::vector<Tensor> gradients(Tensor y, const std::vector<Tensor>& xs) { return gradients_impl(y, xs, nullptr); }
+
+std::vector<Tensor> gradients_as_ready(Tensor y, const std::vector<Tensor>& xs, const GradientReady& ready) {
+  return gradients_impl(y, xs, ready);
 }
 
 }  // namespace tg

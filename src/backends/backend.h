@@ -74,6 +74,10 @@ class Backend {
   virtual void leave_stream(void* caller) const {}
   /// Waits for the work queued on `stream` so far; raises the device's error if it failed.
   virtual void synchronize(void* stream) const {}
+  /// Orders `stream` after the work the run's kernels queued on streams of their own (CUDA:
+  /// NCCL's collectives on the group's stream, backends/cuda/side_work.h). The runtime calls it
+  /// after the last kernel of a run (walked or recorded), before the results are handed out.
+  virtual void join_side_streams(void* stream) const {}
 
   // ---- device errors and the commit of variables
   /// Queues `copies` on `stream` as one step that does nothing when `record` (device memory, may

@@ -7,6 +7,7 @@
 #include "core/error_util.h"
 #include "nn/model_impl.h"
 #include "tg/ops.h"
+#include "tg/sync_batch_norm.h"
 
 namespace tg::nn {
 
@@ -173,7 +174,7 @@ class BatchNormImpl : public LayerImpl {
       fail(ErrorCode::invalid_argument, fmt::format("epsilon = {} must be finite and >= 0", o_.epsilon));
     }
   }
-  std::string describe() const override { return fmt::format("axis {}", o_.axis); }
+  std::string describe() const override { return fmt::format("axis {}{}", o_.axis, o_.sync ? ", sync" : ""); }
   Tensor call(ModelContext& ctx, const std::vector<Tensor>& xs) override {
     const Tensor& x = xs[0];
     const int64_t rank = x.rank();
@@ -188,8 +189,11 @@ class BatchNormImpl : public LayerImpl {
       fail(ErrorCode::shape_mismatch, fmt::format("input {} has {} channels at axis {}, the layer was "
                                                   "built for {}", str(x.shape()), c, o_.axis, mean_.shape()[0]));
     }
-    return batch_norm(x, gamma_, beta_, mean_, var_, ctx.is_training,
-                      {.axis = o_.axis, .momentum = o_.momentum, .epsilon = o_.epsilon});
+    const BatchNormOptions bn{.axis = o_.axis, .momentum = o_.momentum, .epsilon = o_.epsilon};
+    // Synchronized: built on the single communicator; compile binds the collectives to the
+    // model's DataParallel communicator (model.cpp, bind_sync_batch_norm).
+    if (o_.sync) return sync_batch_norm(x, gamma_, beta_, mean_, var_, ctx.is_training, Communicator(), bn);
+    return batch_norm(x, gamma_, beta_, mean_, var_, ctx.is_training, bn);
   }
 
  private:

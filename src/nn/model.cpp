@@ -14,7 +14,9 @@
 #include "nn/model_impl.h"
 #include "runtime/compile.h"
 #include "tg/autodiff.h"
+#include "tg/gradients_ready.h"
 #include "tg/ops.h"
+#include "tg/sync_batch_norm.h"
 
 namespace tg::nn {
 
@@ -101,6 +103,25 @@ std::pair<Tensor, Tensor> loss_and_correct(const ModelState& s, const Tensor& ou
   return {loss, correct};
 }
 
+// Binds the all_reduces of synchronized batch norms (BatchNormLayerOptions::sync, built on the
+// single communicator, in the if_else branches of is_training) to `comm`, before the backward is
+// built (whose transposes take the communicator from the forward collectives).
+int bind_sync_batch_norm(ir::Graph& g, const Communicator& comm) {
+  int bound = 0;
+  for (ir::Node& n : g.nodes()) {
+    for (ir::Region& r : n.regions) bound += bind_sync_batch_norm(*r.body, comm);
+    if (n.kind != ir::OpKind::all_reduce || n.name != kSyncBatchNormCollective) continue;
+    auto& a = std::get<ir::CollectiveAttrs>(n.attrs);
+    if (a.group != 0) continue;  // built on a communicator of its own
+    a.rank = comm.rank();
+    a.world_size = comm.world_size();
+    a.backend = comm.backend();
+    a.group = comm.group_id();
+    ++bound;
+  }
+  return bound;
+}
+
 std::vector<Operation> optimizer_step(ModelState& s, Graph& g, const std::vector<Tensor>& params,
                                       const std::vector<Tensor>& grads) {
   const Optimizer& o = s.optimizer;
@@ -141,15 +162,24 @@ void build_training(ModelState& s) {
       if (l) params.insert(params.end(), l->trainable_.begin(), l->trainable_.end());
     }
     if (params.empty()) fail(ErrorCode::invalid_argument, "compile", "the model has no trainable weights");
-    std::vector<Tensor> grads = gradients(s.loss_value, params);
     s.train_loss = s.loss_value;
     s.train_correct = s.num_correct;
     const Communicator& comm = s.data_parallel.communicator;
+    std::vector<Tensor> grads;
     if (comm.world_size() > 1) {
-      grads = detail::all_reduce_mean_in_buckets(grads, comm, s.data_parallel.bucket_bytes);
+      bind_sync_batch_norm(*ctx.graph.impl(), comm);
+      // Each bucket's all_reduce is appended as soon as the backward sweep completes it, before
+      // the backward of the earlier layers (overlap on CUDA, docs/distributed.md).
+      std::vector<TensorType> types;
+      for (const Tensor& p : params) types.push_back(p.type());
+      detail::GradientBuckets buckets(types, comm, s.data_parallel.bucket_bytes);
+      gradients_as_ready(s.loss_value, params,
+                                   [&](size_t i, const Tensor& grad) { buckets.ready(i, grad); });
+      grads = buckets.finish();
       s.train_loss = all_reduce(s.loss_value, comm, {CollectiveReduction::mean});
       if (s.num_correct.valid()) s.train_correct = all_reduce(s.num_correct, comm, {CollectiveReduction::sum});
     }
+    if (grads.empty()) grads = gradients(s.loss_value, params);
     s.train_ops = optimizer_step(s, ctx.graph, params, grads);
   } catch (const Error& e) {
     std::string what = e.what();

@@ -111,6 +111,41 @@ ModelState& state_of(const Model& model, std::string_view op);
 /// "[op] ... not built".
 ModelContext& built_context(const Model& model, std::string_view op);
 
+/// Data-parallel gradient buckets (PyTorch DDP's): the gradients of weights of `types` (static
+/// shapes, floating), averaged over the ranks of `comm` (all_reduce mean), flattened and
+/// concatenated into buckets of at most `bucket_bytes` bytes (a larger gradient alone; one dtype
+/// per bucket; 0: one all_reduce per gradient), filled from the last weight to the first (the
+/// order backward produces them). A bucket's all_reduce is appended to the graph by the ready()
+/// call that completes it (gradients_as_ready calls it during the backward sweep, so the
+/// collective comes in the schedule before the backward of the earlier layers); finish() splits
+/// the buckets back into per-weight gradients (ops appended then, after the backward). A non-static
+/// shape: tg::Error(invalid_argument) "[compile] data parallelism needs static weight shapes ..."
+/// (src/nn/data_parallel.cpp).
+class GradientBuckets {
+ public:
+  GradientBuckets(const std::vector<TensorType>& types, Communicator comm, int64_t bucket_bytes);
+  /// The complete gradient of weight `index`; starts its bucket's all_reduce when it is the last.
+  void ready(size_t index, const Tensor& grad);
+  /// The averaged gradients, in weight order. Every gradient must have been reported.
+  std::vector<Tensor> finish();
+  /// Buckets made, and started so far.
+  size_t bucket_count() const { return buckets_.size(); }
+  size_t started() const { return started_; }
+
+ private:
+  struct Bucket {
+    std::vector<size_t> members;  ///< weight indices, in the order they were added (last first)
+    size_t ready = 0;
+    Tensor reduced;  ///< the all_reduce of the flattened members, once started
+  };
+  void start(Bucket& b);
+  Communicator comm_;
+  std::vector<Tensor> grads_;
+  std::vector<int> bucket_of_;
+  std::vector<Bucket> buckets_;
+  size_t started_ = 0;
+};
+
 /// grads (any shapes, floating) averaged over the ranks of `comm` (all_reduce mean): flattened
 /// and concatenated into buckets of at most `bucket_bytes` bytes (a larger gradient alone; one
 /// dtype per bucket; 0: one all_reduce per gradient), filled from the last gradient to the first

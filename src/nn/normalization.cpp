@@ -9,6 +9,7 @@
 #include "tg/control_flow.h"
 #include "tg/nn.h"
 #include "tg/ops.h"
+#include "tg/sync_batch_norm.h"
 
 namespace tg {
 namespace {
@@ -102,6 +103,33 @@ Tensor unbiased_factor(const Tensor& x, int64_t channel_axis) {
   return cast(n / (n - 1.0), x.dtype());
 }
 
+// The number of elements reduced per channel as a scalar of `dtype`: a constant when those dims
+// are static, else counted at run time as unbiased_factor does.
+Tensor element_count(const Tensor& x, int64_t channel_axis, DType dtype) {
+  Graph g(x.graph_impl());
+  double static_count = 1;
+  SliceDesc keep_dynamic;
+  for (int64_t a = 0; a < x.rank(); ++a) {
+    const int64_t d = x.shape()[a];
+    if (a != channel_axis && d == -1) continue;
+    if (a != channel_axis) static_count *= static_cast<double>(d);
+    keep_dynamic.begin.push_back(0);
+    keep_dynamic.end.push_back(1);
+    keep_dynamic.axes.push_back(a);
+  }
+  if (keep_dynamic.axes.size() == static_cast<size_t>(x.rank())) return g.constant(static_count, dtype);
+  Tensor ones = cast(is_nan(slice(x, keep_dynamic)), DType::f64) * 0.0 + 1.0;
+  return cast(reduce_sum(ones) * static_count, dtype);
+}
+
+// An all_reduce (sum) of sync_batch_norm, named so that nn models can bind it to their
+// communicator at compile (kSyncBatchNormCollective).
+Tensor sync_sum(const Tensor& t, const Communicator& comm) {
+  Tensor r = all_reduce(t, comm, {CollectiveReduction::sum});
+  r.graph_impl()->node(r.node_id()).name = kSyncBatchNormCollective;
+  return r;
+}
+
 // The first "dropout_<k>/counter" name not taken in the graph; returns k.
 uint64_t free_dropout_index(const Graph& g) {
   for (uint64_t k = 0;; ++k) {
@@ -111,9 +139,12 @@ uint64_t free_dropout_index(const Graph& g) {
 
 }  // namespace
 
-Tensor batch_norm(Tensor x, Tensor gamma, Tensor beta, Tensor running_mean, Tensor running_var,
-                  Tensor is_training, BatchNormOptions options) {
-  constexpr std::string_view op = "batch_norm";
+namespace {
+
+// batch_norm, with the statistics of every rank of *comm when comm is set (sync_batch_norm).
+Tensor batch_norm_impl(Tensor x, Tensor gamma, Tensor beta, Tensor running_mean, Tensor running_var,
+                       Tensor is_training, BatchNormOptions options, const Communicator* comm) {
+  const std::string_view op = comm ? "sync_batch_norm" : "batch_norm";
   check_x(x, op);
   const int64_t rank = x.rank();
   if (rank < 2) {
@@ -152,13 +183,35 @@ Tensor batch_norm(Tensor x, Tensor gamma, Tensor beta, Tensor running_mean, Tens
   auto training = [&] {
     // Batch mean and biased variance normalize; the running statistics move towards the batch's
     // (PyTorch: running = (1 - momentum) * running + momentum * batch, unbiased variance).
-    Tensor mean = reduce_mean(x, {.axes = axes, .keep_dims = true});
-    Tensor centered = x - mean;
-    Tensor var = reduce_mean(square(centered), {.axes = axes, .keep_dims = true});
+    Tensor mean, centered, var, unbiased;
+    if (comm == nullptr) {
+      mean = reduce_mean(x, {.axes = axes, .keep_dims = true});
+      centered = x - mean;
+      var = reduce_mean(square(centered), {.axes = axes, .keep_dims = true});
+      unbiased = var * unbiased_factor(x, axis);
+    } else {
+      // The global statistics: [per-channel sums, count] all-reduced, the mean, then the
+      // all-reduced sums of squared deviations from it (f32 for half-precision x).
+      const DType sd = x.dtype() == DType::f16 || x.dtype() == DType::bf16 ? DType::f32 : x.dtype();
+      Tensor xs = sd == x.dtype() ? x : cast(x, sd);
+      const int64_t c = channels[0];
+      Tensor sums = reduce_sum(xs, {.axes = axes});  // [C]
+      Tensor total = sync_sum(concat({sums, reshape(element_count(x, axis, sd), {1})}, 0), *comm);
+      Tensor n = reshape(slice(total, {.begin = {c}, .end = {c + 1}}), {});
+      Tensor mean_s = bc(slice(total, {.begin = {0}, .end = {c}})) / n;
+      Tensor centered_s = xs - mean_s;
+      Tensor squares = sync_sum(reduce_sum(square(centered_s), {.axes = axes}), *comm);
+      Tensor var_s = bc(squares) / n;
+      Tensor unbiased_s = var_s * (n / (n - 1.0));
+      auto back = [&](const Tensor& t) { return sd == x.dtype() ? t : cast(t, x.dtype()); };
+      mean = back(mean_s);
+      centered = back(centered_s);
+      var = back(var_s);
+      unbiased = back(unbiased_s);
+    }
     // Computed in the statistics' broadcast shape (then viewed as [C]), so fusion can merge it
     // with the other per-channel program of the step.
     Tensor new_mean = reshape(bc(running_mean) * (1 - m) + mean * m, {-1});
-    Tensor unbiased = var * unbiased_factor(x, axis);
     Tensor new_var = reshape(bc(running_var) * (1 - m) + unbiased * m, {-1});
     Operation assign_mean = assign_variable(running_mean, new_mean);
     Operation assign_var = assign_variable(running_var, new_var);
@@ -173,6 +226,20 @@ Tensor batch_norm(Tensor x, Tensor gamma, Tensor beta, Tensor running_mean, Tens
     return std::vector<Tensor>{x * scale + (bc(beta) - bc(running_mean) * scale)};
   };
   return if_else(is_training, training, inference)[0];
+}
+
+}  // namespace
+
+const char* const kSyncBatchNormCollective = "sync_batch_norm";
+
+Tensor batch_norm(Tensor x, Tensor gamma, Tensor beta, Tensor running_mean, Tensor running_var,
+                  Tensor is_training, BatchNormOptions options) {
+  return batch_norm_impl(x, gamma, beta, running_mean, running_var, is_training, options, nullptr);
+}
+
+Tensor sync_batch_norm(Tensor x, Tensor gamma, Tensor beta, Tensor running_mean, Tensor running_var,
+                       Tensor is_training, const Communicator& comm, BatchNormOptions options) {
+  return batch_norm_impl(x, gamma, beta, running_mean, running_var, is_training, options, &comm);
 }
 
 Tensor layer_norm(Tensor x, Tensor gamma, Tensor beta, LayerNormOptions options) {

@@ -49,8 +49,15 @@ Conv2DOptions conv_opts(Layout layout, int64_t stride, int64_t pad, std::string 
           .kernel_initializer = init, .name = std::move(name)};
 }
 
+// ModelOptions::sync_batch_norm of the model being built on this thread (set by resnet()).
+thread_local bool t_sync_batch_norm = false;
+struct SyncBatchNormScope {
+  explicit SyncBatchNormScope(bool on) { t_sync_batch_norm = on; }
+  ~SyncBatchNormScope() { t_sync_batch_norm = false; }
+};
+
 BatchNormLayerOptions bn_opts(Layout layout, std::string name) {
-  return {.axis = layout == Layout::nhwc ? -1 : 1, .name = std::move(name)};
+  return {.axis = layout == Layout::nhwc ? -1 : 1, .name = std::move(name), .sync = t_sync_batch_norm};
 }
 
 SymbolicTensor conv_bn(SymbolicTensor x, Layout layout, int64_t filters, int64_t kernel,
@@ -88,6 +95,7 @@ Model resnet(const ModelOptions& o, std::string_view name, const std::vector<int
   Resolved r = resolve(o, name, 224, 224, 3, 1000);
   check_image_input(r, name);
   const Layout l = r.layout;
+  SyncBatchNormScope sync(o.sync_batch_norm);
   SymbolicTensor x = Input(r.input_shape, r.input);
   SymbolicTensor y = conv_bn(x, l, 64, 7, 2, "conv1", "bn1", true);
   y = MaxPool2D(3, {.strides = 2, .padding = Padding::explicit_padding,
@@ -150,7 +158,7 @@ Model mnist_cnn(ModelOptions o) {
     // Pooling first: BN and relu then touch a quarter of the elements (the elementwise ops of
     // their composites dominate a CPU training step), with the same accuracy.
     t = MaxPool2D(2, {.layout = l})(t);
-    t = BatchNorm({.axis = l == Layout::nhwc ? -1 : 1})(t);
+    t = BatchNorm({.axis = l == Layout::nhwc ? -1 : 1, .sync = o.sync_batch_norm})(t);
     return Activation(Act::relu)(t);
   };
   SymbolicTensor x = Input(r.input_shape, r.input);

@@ -53,7 +53,11 @@ class Planner {
     // a branch that returns a parameter): its inputs live as long as its outputs.
     for (size_t step = schedule_.size(); step-- > 0;) {
       const ir::Node& n = g_.node(schedule_[step]);
-      if (n.regions.empty()) continue;
+      // all_reduce and broadcast may run on a stream of their own (NCCL on CUDA, overlapping the
+      // kernels after them until a reader of their output joins it): their inputs, which the
+      // collective reads meanwhile, live as long as their outputs, so no later kernel writes there.
+      const bool async = n.kind == ir::OpKind::all_reduce || n.kind == ir::OpKind::broadcast;
+      if (n.regions.empty() && !async) continue;
       int end = static_cast<int>(step);
       for (int r : root_of_[n.id]) end = std::max(end, r >= 0 ? roots_[r].end : end);
       for (const ir::ValueRef& in : n.inputs) use(in, end);

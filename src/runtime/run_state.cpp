@@ -153,6 +153,7 @@ void RunState::enqueue(std::span<const TensorData> feeds) {
     }
   }
   execute(p_.top_, bound, inst_.values, true);
+  b.join_side_streams(stream_);  // a collective's result is read only after it
   stage_targets();
   commit();
   if (profile_ && !t_timed.empty()) collect_timed(b, stream_);
@@ -178,6 +179,7 @@ void RunState::enqueue_recorded(std::span<const TensorData> feeds) {
     }
   }
   execute(p_.top_, bound, inst_.values, true);
+  b.join_side_streams(stream_);  // a collective's result is read only after it
   stage_targets();
   commit();
   // The instance keeps no reference to the result buffers the replays write (the targets'

@@ -149,6 +149,77 @@ TEST(DataParallelFit, BucketsReduceEveryGradientOnce) {
   EXPECT_EQ(::tg::testing::count_occurrences(g.to_string(), "all_reduce"), 2);
 }
 
+// The line numbers (in schedule order) of the nodes of `op` typed `type` in an executable's text.
+std::vector<int> lines_of(const std::string& text, const std::string& op, const std::string& type) {
+  std::vector<int> out;
+  int line = 0;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    const std::string l = text.substr(begin, end - begin);
+    if (l.find("= " + op + "(") != std::string::npos && l.size() >= type.size() &&
+        l.compare(l.size() - type.size(), type.size(), type) == 0) {
+      out.push_back(line);
+    }
+    ++line;
+    begin = end + 1;
+  }
+  return out;
+}
+
+TEST(DataParallelFit, BucketAllReduceIsScheduledBeforeTheBackwardOfEarlierLayers) {
+  // One all_reduce per weight (bucket_bytes 0): the last Dense's kernel gradient f32[8,3] is
+  // reduced as soon as it is complete, before the backward of the first two Dense layers (their
+  // kernel gradients f32[16,8] and f32[5,16] come later in the schedule), as DDP's hooks do.
+  auto comms = Communicator::in_process(2);
+  Model m = mlp();
+  m.compile(Optimizer::sgd(0.1), Loss::sparse_categorical_crossentropy, {}, Device::cpu(), {},
+            {.communicator = comms[0], .bucket_bytes = 0});
+  const std::string text = detail::executable(*m.state(), detail::ExeKind::train, 8).to_string();
+  const std::vector<int> last = lines_of(text, "all_reduce", "f32[8,3]");
+  const std::vector<int> middle = lines_of(text, "all_reduce", "f32[16,8]");
+  const std::vector<int> first = lines_of(text, "all_reduce", "f32[5,16]");
+  const std::vector<int> first_grad = lines_of(text, "matmul", "f32[5,16]");
+  const std::vector<int> middle_grad = lines_of(text, "matmul", "f32[16,8]");
+  ASSERT_EQ(last.size(), 1u) << text;
+  ASSERT_EQ(middle.size(), 1u) << text;
+  ASSERT_EQ(first.size(), 1u) << text;
+  ASSERT_FALSE(first_grad.empty()) << text;
+  ASSERT_FALSE(middle_grad.empty()) << text;
+  EXPECT_LT(last[0], middle_grad.back()) << text;
+  EXPECT_LT(last[0], first_grad.back()) << text;
+  EXPECT_LT(middle[0], first_grad.back()) << text;
+  // Each is reduced right after its own gradient.
+  EXPECT_GT(middle[0], middle_grad.back()) << text;
+  EXPECT_GT(first[0], first_grad.back()) << text;
+  std::printf("[data-parallel] schedule: all_reduce of dense_2's kernel gradient at node %d, the first layer's "
+              "kernel gradient computed at node %d (of %d)\n", last[0], first_grad.back(),
+              ::tg::testing::count_occurrences(text, "\n"));
+}
+
+TEST(DataParallelFit, BucketsStartWhenTheirLastGradientIsReady) {
+  // grads of 4, 12 and 2 floats; buckets of <= 56 bytes from the last: {g2, g1}, {g0}. The first
+  // bucket starts when g1 (its last member) is reported, not before.
+  auto comms = Communicator::in_process(2);
+  Graph g;
+  std::vector<Tensor> grads = {g.placeholder({4}, DType::f32, "a"), g.placeholder({3, 4}, DType::f32, "b"),
+                               g.placeholder({2}, DType::f32, "c")};
+  std::vector<TensorType> types;
+  for (const Tensor& t : grads) types.push_back(t.type());
+  detail::GradientBuckets buckets(types, comms[0], 56);
+  EXPECT_EQ(buckets.bucket_count(), 2u);
+  buckets.ready(2, grads[2]);
+  EXPECT_EQ(buckets.started(), 0u);
+  buckets.ready(1, grads[1]);
+  EXPECT_EQ(buckets.started(), 1u);
+  EXPECT_EQ(::tg::testing::count_occurrences(g.to_string(), "all_reduce"), 1);
+  buckets.ready(0, grads[0]);
+  EXPECT_EQ(buckets.started(), 2u);
+  auto out = buckets.finish();
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(out[i].shape(), grads[i].shape());
+}
+
 TEST(DataParallelFit, OnlyRankZeroWritesCheckpoints) {
   const std::string dir = (std::filesystem::temp_directory_path() / ("tg_dp_" + std::to_string(::getpid()))).string();
   std::filesystem::create_directories(dir);

@@ -1,10 +1,15 @@
-// CUDA kernels of the collective family: the single communicator is a copy; NCCL groups call NCCL on the
-// run's stream (so the calls are captured into the executable's CUDA graph: NCCL >= 2.9 supports
-// capture). all_gather and reduce_scatter along an axis with dims before it go through a scratch
-// buffer whose rank blocks are moved into place with cudaMemcpy2DAsync.
+// CUDA kernels of the collective family: the single communicator is a copy; NCCL groups call NCCL in
+// the run's stream order (so the calls are captured into the executable's CUDA graph: NCCL >= 2.9
+// supports capture). all_reduce and broadcast run on the group's own stream, forked from the run's
+// stream and joined back when a later kernel needs their buffers (side_work.h): a data-parallel
+// step's gradient buckets are reduced while the backward of the earlier layers computes (PyTorch
+// DDP's overlap; TG_NCCL_OVERLAP=0 keeps them on the run's stream). all_gather and reduce_scatter
+// stay on the run's stream (they may use the run's scratch). Along an axis with dims before it,
+// they go through a scratch buffer whose rank blocks are moved into place with cudaMemcpy2DAsync.
 #include "backends/cuda/context.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/nccl.h"
+#include "backends/cuda/side_work.h"
 #include "core/error_util.h"
 
 namespace tg::cuda {
@@ -42,7 +47,29 @@ std::pair<int64_t, size_t> outer_and_row(const TensorData& t, int64_t axis) {
   return {outer, static_cast<size_t>(rest) * dtype_size(t.dtype())};
 }
 
-void nccl_collective(KernelContext& ctx, const ir::CollectiveAttrs& a, const NcclGroup& g) {
+// all_reduce and broadcast on the group's side stream: fork (the side stream waits for the work
+// queued on `run` so far), `call` on the side stream, then the pending join (side_work.h) that
+// the run's stream waits for before a kernel touches x's or y's buffer.
+template <typename Call>
+void on_side_stream(KernelContext& ctx, const std::shared_ptr<detail::CommGroup>& group, const NcclGroup& g,
+                    cudaStream_t run, Call&& call) {
+  const char* op = ctx.op_name();
+  cudaStream_t side = g.side_stream();
+  cudaEvent_t fork = g.take_event();
+  check(cudaEventRecord(fork, run), op, "cudaEventRecord (fork to NCCL's stream)");
+  check(cudaStreamWaitEvent(side, fork, 0), op, "cudaStreamWaitEvent (fork to NCCL's stream)");
+  g.give_event(fork);  // a later record does not change what the wait above waits for
+  call(side);
+  cudaEvent_t done = g.take_event();
+  check(cudaEventRecord(done, side), op, "cudaEventRecord (NCCL's work done)");
+  const TensorData& x = ctx.inputs[0];
+  const TensorData& y = ctx.outputs[0];
+  add_side_work({run, done, x.storage_ptr(), x.nbytes(), y.storage_ptr(), y.nbytes(),
+                 [group](cudaEvent_t e) { static_cast<const NcclGroup&>(*group).give_event(e); }});
+}
+
+void nccl_collective(KernelContext& ctx, const ir::CollectiveAttrs& a, const std::shared_ptr<detail::CommGroup>& group,
+                     const NcclGroup& g) {
   const TensorData& x = ctx.inputs[0];
   TensorData& y = ctx.outputs[0];
   const char* op = ctx.op_name();
@@ -50,14 +77,31 @@ void nccl_collective(KernelContext& ctx, const ir::CollectiveAttrs& a, const Ncc
   cudaStream_t s = stream_of(ctx);
   const void* in = x.storage_ptr();
   void* out = y.storage_ptr();
+  const bool side = side_work_allowed();
   switch (ctx.node.kind) {
-    case ir::OpKind::all_reduce:
-      check_nccl(api.all_reduce(in, out, static_cast<size_t>(x.num_elements()), nccl_type(x.dtype()),
-                                nccl_op(a.reduction), g.comm(), s), op, "ncclAllReduce");
+    case ir::OpKind::all_reduce: {
+      auto call = [&](cudaStream_t cs) {
+        check_nccl(api.all_reduce(in, out, static_cast<size_t>(x.num_elements()), nccl_type(x.dtype()),
+                                  nccl_op(a.reduction), g.comm(), cs), op, "ncclAllReduce");
+      };
+      if (side) {
+        on_side_stream(ctx, group, g, s, call);
+      } else {
+        call(s);
+      }
       return;
-    case ir::OpKind::broadcast:
-      check_nccl(api.broadcast(in, out, x.nbytes(), nccl_uint8, a.root, g.comm(), s), op, "ncclBroadcast");
+    }
+    case ir::OpKind::broadcast: {
+      auto call = [&](cudaStream_t cs) {
+        check_nccl(api.broadcast(in, out, x.nbytes(), nccl_uint8, a.root, g.comm(), cs), op, "ncclBroadcast");
+      };
+      if (side) {
+        on_side_stream(ctx, group, g, s, call);
+      } else {
+        call(s);
+      }
       return;
+    }
     case ir::OpKind::all_gather: {
       auto [outer, row] = outer_and_row(x, a.axis);
       if (outer == 1) {
@@ -117,7 +161,7 @@ void collective_kernel(KernelContext& ctx) {
     fail(ErrorCode::invalid_argument, ctx.op_name(), "rank {}'s NCCL communicator is on cuda:{}, the executable on {}",
          a.rank, nccl->device(), ctx.device.to_string());
   }
-  nccl_collective(ctx, a, *nccl);
+  nccl_collective(ctx, a, group, *nccl);
 }
 
 }  // namespace

@@ -57,10 +57,16 @@ DeviceContext& activate(int device);
 
 /// The context of the kernel's device, made current.
 inline DeviceContext& context_of(const backends::KernelContext& ctx) { return activate(ctx.device.index); }
+/// Makes `s` wait for the collectives still running on NCCL's stream whose buffers the kernel's
+/// inputs or outputs overlap (backends/cuda/side_work.h).
+void join_conflicting_side_work(const backends::KernelContext& ctx, cudaStream_t s);
 /// The stream a kernel queues its work on: the run's (a capturing stream while the runtime
-/// records a CUDA graph).
+/// records a CUDA graph), ordered after the collectives running on a side stream that touch the
+/// kernel's buffers.
 inline cudaStream_t stream_of(const backends::KernelContext& ctx) {
-  return ctx.run != nullptr ? static_cast<cudaStream_t>(ctx.run->stream()) : context_of(ctx).stream;
+  cudaStream_t s = ctx.run != nullptr ? static_cast<cudaStream_t>(ctx.run->stream()) : context_of(ctx).stream;
+  join_conflicting_side_work(ctx, s);
+  return s;
 }
 /// Scratch for the kernel's work (RunServices::workspace): declared, so steady-state runs
 /// allocate nothing. Raises tg::Error(internal) outside a run.

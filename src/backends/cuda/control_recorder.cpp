@@ -9,6 +9,7 @@
 #include "backends/cuda/context.h"
 #include "backends/cuda/kernels/control.h"
 #include "backends/cuda/nvrtc/compiler.h"
+#include "backends/cuda/side_work.h"
 #include "core/error_util.h"
 
 namespace tg::cuda {
@@ -23,6 +24,7 @@ class CudaControlRecorder final : public backends::ControlRecorder {
     return static_cast<uint64_t>(h);
   }
   void set_condition(uint64_t handle, const backends::ConditionRule& r, void* stream) const override {
+    join_side_work(static_cast<cudaStream_t>(stream));  // the predicate may be a collective's output
     kernels::ConditionArgs a{};
     a.value = r.value;
     a.type = static_cast<kernels::CondType>(static_cast<int>(r.dtype));
@@ -40,6 +42,10 @@ class CudaControlRecorder final : public backends::ControlRecorder {
   }
   void record_conditional(void* stream, uint64_t handle, bool loop, int bodies,
                           const std::function<void(int, void*)>& enqueue) const override {
+    // Collectives before the node are joined (the bodies read on streams of their own); inside
+    // the bodies they stay on the body's stream.
+    join_side_work(static_cast<cudaStream_t>(stream));
+    ConditionalBodyScope no_side_work;
     const cudaGraphNode_t* deps = nullptr;
     const cudaGraphEdgeData* edges = nullptr;
     size_t n = 0;
@@ -93,10 +99,12 @@ class CudaControlRecorder final : public backends::ControlRecorder {
       a.bytes[v] = copies[v].bytes;
       for (size_t i = 0; i < conds.size(); ++i) a.src[v][i] = copies[v].src[i];
     }
+    join_side_work(static_cast<cudaStream_t>(stream));
     kernels::launch_select_state(handle, a, static_cast<cudaStream_t>(stream));
     check_launch("while_loop", "select_state");
   }
   void iota_i32(int32_t* dst, int64_t n, int32_t start, void* stream) const override {
+    join_side_work(static_cast<cudaStream_t>(stream));
     kernels::launch_iota_i32(dst, n, start, static_cast<cudaStream_t>(stream));
     check_launch("for_loop", "iota");
   }

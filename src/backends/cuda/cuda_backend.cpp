@@ -7,6 +7,7 @@
 #include "backends/cuda/algo_choices.h"
 #include "backends/cuda/context.h"
 #include "backends/cuda/first_run.h"
+#include "backends/cuda/side_work.h"
 #include "backends/cuda/nvrtc/compiler.h"
 #include "backends/cuda/kernels/status.h"
 #include "core/error_util.h"
@@ -81,9 +82,11 @@ class CudaBackend final : public backends::Backend {
   std::shared_ptr<void> allocate(size_t bytes) const override { return device_allocate(device_, bytes); }
   void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes,
             void* stream) const override {
+    join_side_work(stream_or_own(stream));
     cuda::copy(dst, dst_device, src, src_device, bytes, stream);
   }
   void fill_zero(void* dst, size_t bytes, void* stream) const override {
+    join_side_work(stream_or_own(stream));
     check(cudaMemsetAsync(dst, 0, bytes, stream_or_own(stream)), "cuda", "cudaMemsetAsync");
   }
 
@@ -92,15 +95,19 @@ class CudaBackend final : public backends::Backend {
     order_after(activate(device_).stream, static_cast<cudaStream_t>(caller));
   }
   void leave_stream(void* caller) const override {
+    join_side_work(activate(device_).stream);
     order_after(static_cast<cudaStream_t>(caller), activate(device_).stream);
   }
+  void join_side_streams(void* stream) const override { join_side_work(stream_or_own(stream)); }
   void synchronize(void* stream) const override {
+    join_side_work(stream_or_own(stream));
     stats::add(stats::Counter::host_waits);
     check(cudaStreamSynchronize(stream_or_own(stream)), "cuda", "a kernel on the stream failed");
   }
 
   void commit(std::span<const backends::CommitCopy> copies, const backends::DeviceErrorRecord* record,
               void* stream) const override {
+    join_side_work(stream_or_own(stream));
     std::vector<kernels::CommitEntry> entries;
     entries.reserve(copies.size());
     for (const auto& c : copies) entries.push_back({c.dst, c.src, c.bytes});
@@ -110,6 +117,7 @@ class CudaBackend final : public backends::Backend {
   }
   backends::DeviceErrorRecord read_error(const backends::DeviceErrorRecord* record, void* stream) const override {
     backends::DeviceErrorRecord r;
+    join_side_work(stream_or_own(stream));
     cuda::copy(&r, Device::cpu(), record, device(), sizeof r, stream);
     return r;
   }
@@ -131,7 +139,9 @@ class CudaBackend final : public backends::Backend {
     cudaGraph_t graph = nullptr;
     try {
       enqueue(capture);
+      join_side_work(capture);  // NCCL's stream joined back before the capture ends
     } catch (...) {
+      drop_side_work();
       cudaStreamEndCapture(capture, &graph);
       if (graph) cudaGraphDestroy(graph);
       cudaGetLastError();

@@ -112,7 +112,40 @@ NcclGroup::NcclGroup(int rank, int world_size, int device, const std::string& id
 }
 
 NcclGroup::~NcclGroup() {
+  if (side_) cudaStreamSynchronize(side_);
   if (comm_) nccl_api().comm_destroy(comm_);
+  if (side_) cudaStreamDestroy(side_);
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+}
+
+cudaStream_t NcclGroup::side_stream() const {
+  std::lock_guard lock(side_mu_);
+  if (!side_) {
+    activate(device_);
+    int least = 0, greatest = 0;
+    check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "all_reduce", "cudaDeviceGetStreamPriorityRange");
+    check(cudaStreamCreateWithPriority(&side_, cudaStreamNonBlocking, greatest), "all_reduce",
+          "cudaStreamCreateWithPriority");
+  }
+  return side_;
+}
+
+cudaEvent_t NcclGroup::take_event() const {
+  std::lock_guard lock(side_mu_);
+  if (!events_.empty()) {
+    cudaEvent_t e = events_.back();
+    events_.pop_back();
+    return e;
+  }
+  activate(device_);
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "all_reduce", "cudaEventCreate");
+  return e;
+}
+
+void NcclGroup::give_event(cudaEvent_t e) const {
+  std::lock_guard lock(side_mu_);
+  events_.push_back(e);
 }
 
 }  // namespace tg::cuda

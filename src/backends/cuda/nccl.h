@@ -4,7 +4,9 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/communicator.h"
 
@@ -54,8 +56,18 @@ class NcclGroup : public detail::CommGroup {
   NcclComm comm() const { return comm_; }
   int device() const { return device_; }
   int rank() const { return rank_; }
+  /// The stream the collectives run on when they overlap the run's kernels (side_work.h):
+  /// non-blocking, of the device's highest priority (as PyTorch's NCCL streams), made on first
+  /// use. One per group, so the group's collectives keep their order.
+  cudaStream_t side_stream() const;
+  /// An event of the group's device (disable-timing), from a pool; give it back when done.
+  cudaEvent_t take_event() const;
+  void give_event(cudaEvent_t e) const;
 
  private:
+  mutable std::mutex side_mu_;
+  mutable cudaStream_t side_ = nullptr;
+  mutable std::vector<cudaEvent_t> events_;
   NcclComm comm_ = nullptr;
   int rank_ = 0;
   int device_ = 0;
