@@ -8,6 +8,7 @@
 #include "tg/dtype.h"
 #include "tg/error.h"
 #include "tg/export.h"
+#include "tg/gradients_ready.h"
 #include "tg/graph.h"
 #include "tg/half.h"
 #include "tg/interop.h"
@@ -16,4 +17,5 @@
 #include "tg/ops.h"
 #include "tg/saved_executable.h"
 #include "tg/shape.h"
+#include "tg/sync_batch_norm.h"
 #include "tg/tensor_data.h"
