@@ -376,7 +376,9 @@ TensorData upload_cached(const TensorData& host, int device, void* stream) {
 }
 
 std::shared_ptr<void> prefetch_constants(std::span<const TensorData> hosts, int device) {
-  if (const char* env = std::getenv("TG_PREFETCH_CONSTANTS"); env && std::strcmp(env, "0") == 0) return nullptr;
+  // Opt-in until it has run on a GPU (written in session 21 when no device time was left):
+  // TG_PREFETCH_CONSTANTS=1 turns it on.
+  if (const char* env = std::getenv("TG_PREFETCH_CONSTANTS"); env == nullptr || std::strcmp(env, "1") != 0) return nullptr;
   phases::Scope timed("constant_prefetch_start");
   DeviceContext& c = activate(device);
   // One device block for all (each 256-byte aligned), the constants packed in order.

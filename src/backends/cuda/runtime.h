@@ -85,7 +85,8 @@ TensorData upload_cached(const TensorData& host, int device, void* stream = null
 /// stream wait for its chunk's copy (a host wait while that stream records a CUDA graph). Returns
 /// a handle whose release waits for the thread (null when there was nothing to upload). On a
 /// failure the constants not queued are uploaded at first use, as without this.
-/// TG_PREFETCH_CONSTANTS=0 turns it off (each constant is then uploaded at its first use).
+/// Opt-in for now (not yet run on a GPU): TG_PREFETCH_CONSTANTS=1 turns it on; otherwise it returns
+/// null and each constant is uploaded at its first use.
 std::shared_ptr<void> prefetch_constants(std::span<const TensorData> hosts, int device);
 
 /// The CUDA backend's runtime seen by core code (core::device_runtime).
