@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "passes/fusion_test_util.h"
 #include "runtime/tgx_format.h"
 #include "test_util.h"
 
@@ -415,7 +416,9 @@ TEST(SavedExecutableBadFile, RandomCorruptionsAreErrorsNotCrashes) {
 // (Backend::prefetch_constants); the loaded executable's runs (the walked first and, on CUDA, the
 // recorded second and a replay) give the saved one's bits. A byte flipped on disk inside a
 // constant, or in a later section, is a checksum mismatch naming the file and the section.
+// (The background upload is opt-in, TG_PREFETCH_CONSTANTS=1: this test turns it on.)
 TEST(SavedExecutable, LargeFileReadInPiecesRoundTripsAndCorruptionIsCaught) {
+  const tg::testing::ScopedEnv prefetch("TG_PREFETCH_CONSTANTS", "1");
   for (Device d : devices()) {
     SCOPED_TRACE(d.to_string());
     Graph g;
