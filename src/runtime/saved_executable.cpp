@@ -322,21 +322,9 @@ std::shared_ptr<void> preload_choices_early(const std::string& path, Device devi
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return nullptr;
     const uint64_t size = static_cast<uint64_t>(st.st_size);
     const auto read_at = [&](uint64_t at, size_t n, void* out) {
-      if (at > size || n > size - at) return false;
-      size_t done = 0;
-      while (done < n) {
-        const ssize_t got = ::pread(fd, static_cast<char*>(out) + done, n - done, static_cast<off_t>(at + done));
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) return false;
-        done += static_cast<size_t>(got);
-      }
-      return true;
+      return runtime::tgx::pread_exact(fd, size, at, n, out);
     };
-    const auto le = [](const uint8_t* p, int n) {
-      uint64_t v = 0;
-      for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];
-      return v;
-    };
+    const auto le = runtime::tgx::little_endian;
     uint8_t head[12];
     if (!read_at(0, 12, head) || std::memcmp(head, runtime::tgx::kMagic.data(), 4) != 0) return nullptr;
     const uint32_t version = static_cast<uint32_t>(le(head + 4, 4));

@@ -41,22 +41,8 @@ std::shared_ptr<uint8_t[]> file_buffer(size_t size) {
 // The payloads' extents from the section framing, read with a few small preads (format 2 and
 // later only; anything unexpected: empty, and the checksums are computed after the read).
 std::vector<std::pair<size_t, size_t>> payload_extents(int fd, size_t size) {
-  const auto read_at = [&](size_t at, size_t n, void* out) {
-    if (at > size || n > size - at) return false;
-    size_t done = 0;
-    while (done < n) {
-      const ssize_t got = ::pread(fd, static_cast<char*>(out) + done, n - done, static_cast<off_t>(at + done));
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) return false;
-      done += static_cast<size_t>(got);
-    }
-    return true;
-  };
-  const auto le = [](const uint8_t* p, int n) {
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];
-    return v;
-  };
+  const auto read_at = [&](size_t at, size_t n, void* out) { return pread_exact(fd, size, at, n, out); };
+  const auto le = little_endian;
   std::vector<std::pair<size_t, size_t>> out;
   uint8_t head[12];
   if (!read_at(0, 12, head) || std::memcmp(head, runtime::tgx::kMagic.data(), 4) != 0) return {};
@@ -80,6 +66,24 @@ std::vector<std::pair<size_t, size_t>> payload_extents(int fd, size_t size) {
 }
 
 }  // namespace
+
+bool pread_exact(int fd, uint64_t size, uint64_t at, size_t n, void* out) {
+  if (at > size || n > size - at) return false;
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::pread(fd, static_cast<char*>(out) + done, n - done, static_cast<off_t>(at + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    done += static_cast<size_t>(got);
+  }
+  return true;
+}
+
+uint64_t little_endian(const uint8_t* p, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
 
 FileBytes read_file(const std::string& path) {
   phases::Scope timed("load_read_file");

@@ -39,4 +39,11 @@ struct FileBytes {
 /// path is not a regular file, cannot be opened or read.
 FileBytes read_file(const std::string& path);
 
+/// Reads exactly `n` bytes at offset `at` of the open file `fd`, whose size is `size` bytes, into
+/// `out` (short reads and EINTR retried). False when [at, at + n) is past the end or a read fails.
+bool pread_exact(int fd, uint64_t size, uint64_t at, size_t n, void* out);
+
+/// The `n`-byte (n <= 8) little-endian unsigned integer at `p` (the .tgx framing's integers).
+uint64_t little_endian(const uint8_t* p, int n);
+
 }  // namespace tg::runtime::tgx
