@@ -79,22 +79,7 @@ std::vector<Trained> train_ranks(int world, const Optimizer& opt, int64_t batch,
 // tensor (0 when identical). Per tensor, not per element: an element near zero (a bias of 7e-4 of
 // a mostly inactive unit) differs by float32 rounding (2e-8, ~1 ulp of the weights it depends on)
 // that is 3e-5 of itself.
-double max_relative(const Weights& a, const Weights& b) {
-  double worst = 0;
-  EXPECT_EQ(a.size(), b.size());
-  for (size_t k = 0; k < a.size() && k < b.size(); ++k) {
-    EXPECT_EQ(a[k].first, b[k].first);
-    auto va = a[k].second.to_vector<float>(), vb = b[k].second.to_vector<float>();
-    EXPECT_EQ(va.size(), vb.size());
-    double diff = 0, scale = 0;
-    for (size_t i = 0; i < va.size() && i < vb.size(); ++i) {
-      diff = std::max(diff, std::fabs(double(va[i]) - vb[i]));
-      scale = std::max(scale, std::fabs(double(vb[i])));
-    }
-    worst = std::max(worst, diff == 0 ? 0.0 : diff / std::max(scale, 1e-30));
-  }
-  return worst;
-}
+using ::tg::testing::max_relative;  // tests/ranks_util.h
 
 void check_matches_doubled_batch(const char* name, const Optimizer& opt, int64_t bucket_bytes) {
   // One rank, batch 16, 48 examples: 3 steps. Two ranks, global batch 16 (8 rows each): 3 steps.

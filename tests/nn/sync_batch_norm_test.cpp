@@ -19,23 +19,7 @@ namespace {
 using Weights = std::vector<std::pair<std::string, TensorData>>;
 using ::tg::testing::on_ranks;
 
-// The largest over the tensors of max_i |a_i - b_i| / max_i |b_i| (data_parallel_test.cpp's).
-double max_relative(const Weights& a, const Weights& b) {
-  double worst = 0;
-  EXPECT_EQ(a.size(), b.size());
-  for (size_t k = 0; k < a.size() && k < b.size(); ++k) {
-    EXPECT_EQ(a[k].first, b[k].first);
-    auto va = a[k].second.to_vector<float>(), vb = b[k].second.to_vector<float>();
-    EXPECT_EQ(va.size(), vb.size());
-    double diff = 0, scale = 0;
-    for (size_t i = 0; i < va.size() && i < vb.size(); ++i) {
-      diff = std::max(diff, std::fabs(double(va[i]) - vb[i]));
-      scale = std::max(scale, std::fabs(double(vb[i])));
-    }
-    worst = std::max(worst, diff == 0 ? 0.0 : diff / std::max(scale, 1e-30));
-  }
-  return worst;
-}
+using ::tg::testing::max_relative;  // tests/ranks_util.h
 
 // 48 images 6x6x3 (nhwc), 3 classes from a fixed rule.
 std::pair<TensorData, TensorData> images(int64_t n) {
