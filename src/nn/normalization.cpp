@@ -2,6 +2,7 @@
 // layer_norm, and inverted dropout (masks from random_uniform_like keyed by a per-run counter).
 // Built from the public ops so autodiff flows through them. Semantics: docs/nn.md.
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "core/error_util.h"
@@ -80,46 +81,42 @@ void check_running_stat(const Tensor& v, std::string_view what) {
   }
 }
 
-// n / (n - 1) as a scalar of x's dtype, n the number of elements reduced per channel. A constant
-// when those dims are static; otherwise counted at run time over a slice of x that keeps only the
-// dynamic reduced dims (its values are not used: is_nan(s) * 0 + 1 is 1 for any value).
-Tensor unbiased_factor(const Tensor& x, int64_t channel_axis) {
-  Graph g(x.graph_impl());
-  double static_count = 1;
+// The number of elements reduced per channel when some reduced dims are dynamic: counted at run
+// time in f64 (exact) over a slice of x that keeps only those dims (its values are not used:
+// is_nan(s) * 0 + 1 is 1 for any value), times the static dims' product, which `static_count`
+// receives either way. nullopt when every reduced dim is static.
+std::optional<Tensor> dynamic_count(const Tensor& x, int64_t channel_axis, double* static_count) {
+  *static_count = 1;
   SliceDesc keep_dynamic;
   for (int64_t a = 0; a < x.rank(); ++a) {
     const int64_t d = x.shape()[a];
     if (a != channel_axis && d == -1) continue;
-    if (a != channel_axis) static_count *= static_cast<double>(d);
+    if (a != channel_axis) *static_count *= static_cast<double>(d);
     keep_dynamic.begin.push_back(0);
     keep_dynamic.end.push_back(1);
     keep_dynamic.axes.push_back(a);
   }
-  if (keep_dynamic.axes.size() == static_cast<size_t>(x.rank())) {
-    return g.constant(static_count / (static_count - 1), x.dtype());
-  }
+  if (keep_dynamic.axes.size() == static_cast<size_t>(x.rank())) return std::nullopt;
   Tensor ones = cast(is_nan(slice(x, keep_dynamic)), DType::f64) * 0.0 + 1.0;
-  Tensor n = reduce_sum(ones) * static_count;  // f64: exact counts
-  return cast(n / (n - 1.0), x.dtype());
+  return reduce_sum(ones) * *static_count;
+}
+
+// n / (n - 1) as a scalar of x's dtype, n the number of elements reduced per channel: a constant
+// when those dims are static, else computed at run time.
+Tensor unbiased_factor(const Tensor& x, int64_t channel_axis) {
+  double static_count = 1;
+  std::optional<Tensor> n = dynamic_count(x, channel_axis, &static_count);
+  if (!n) return Graph(x.graph_impl()).constant(static_count / (static_count - 1), x.dtype());
+  return cast(*n / (*n - 1.0), x.dtype());
 }
 
 // The number of elements reduced per channel as a scalar of `dtype`: a constant when those dims
-// are static, else counted at run time as unbiased_factor does.
+// are static, else counted at run time.
 Tensor element_count(const Tensor& x, int64_t channel_axis, DType dtype) {
-  Graph g(x.graph_impl());
   double static_count = 1;
-  SliceDesc keep_dynamic;
-  for (int64_t a = 0; a < x.rank(); ++a) {
-    const int64_t d = x.shape()[a];
-    if (a != channel_axis && d == -1) continue;
-    if (a != channel_axis) static_count *= static_cast<double>(d);
-    keep_dynamic.begin.push_back(0);
-    keep_dynamic.end.push_back(1);
-    keep_dynamic.axes.push_back(a);
-  }
-  if (keep_dynamic.axes.size() == static_cast<size_t>(x.rank())) return g.constant(static_count, dtype);
-  Tensor ones = cast(is_nan(slice(x, keep_dynamic)), DType::f64) * 0.0 + 1.0;
-  return cast(reduce_sum(ones) * static_count, dtype);
+  std::optional<Tensor> n = dynamic_count(x, channel_axis, &static_count);
+  if (!n) return Graph(x.graph_impl()).constant(static_count, dtype);
+  return cast(*n, dtype);
 }
 
 // An all_reduce (sum) of sync_batch_norm, named so that nn models can bind it to their
