@@ -117,5 +117,23 @@ TEST(TgTrainLog, TwoEpochsGiveTheCsvJsonAndCurves) {
   EXPECT_GT(pixels_near(png, "#ffffff"), int64_t{png.width} * png.height / 2);
 }
 
+// One epoch: each curve is one point; the curves are still drawn, without gnuplot's "empty y
+// range" warnings on stderr (its autoscaling of a flat series).
+TEST(TgTrainLog, OneEpochDrawsCurvesWithoutWarnings) {
+  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) GTEST_SKIP() << "gnuplot is not installed here";
+  testing::TempDir tmp;
+  const fs::path dir = fs::path(tmp.path()) / "run1";
+  CliResult r = run_tg("train --dataset synthetic --synthetic-examples 128 --model mlp --batch-size 64 "
+                       "--epochs 1 --verbose 0 --log-dir " + quote(dir.string()));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.err.find("Warning"), std::string::npos) << r.err;
+  std::string error;
+  Image png = read_png((dir / "curves.png").string(), error);
+  ASSERT_FALSE(png.rgba.empty()) << "curves.png is not a valid PNG: " << error;
+  // The one point of each curve (its marker) and the legend samples are in their colours.
+  EXPECT_GT(pixels_near(png, "#1f77b4"), 20) << "loss marker pixels";
+  EXPECT_GT(pixels_near(png, "#d62728"), 20) << "accuracy marker pixels";
+}
+
 }  // namespace
 }  // namespace tg

@@ -42,6 +42,18 @@ std::string run_gnuplot(const std::string& dir, const std::string& script) {
                            : std::string("gnuplot was killed");
 }
 
+// gnuplot lines giving the next plot of `column` a y range: autoscaled, except when every value
+// is the same (one epoch), where autoscaling warns "empty y range" on stderr: then a range around
+// the value.
+std::string flat_range(const std::string& csv, const std::string& column) {
+  return fmt::format(
+      "set autoscale y\n"
+      "stats {0} using {1} nooutput prefix 'Y'\n"
+      "if (Y_max - Y_min <= 1e-12 * (abs(Y_max) + 1)) "
+      "set yrange [Y_min - 0.05 * (abs(Y_min) + 1) : Y_max + 0.05 * (abs(Y_max) + 1)]\n",
+      gnuplot_string(csv), gnuplot_string(column));
+}
+
 }  // namespace
 
 std::string draw_curves(const std::string& dir, const std::string& csv, const std::string& title) {
@@ -61,9 +73,11 @@ std::string draw_curves(const std::string& dir, const std::string& csv, const st
       << "set xrange [STATS_min - 0.25 : STATS_max + 0.25]\n"
       << "set xtics 1\nif (STATS_max > 20) set xtics autofreq\n"
       << "set title 'loss'\nset ylabel 'cross-entropy'\nset key top right\n"
+      << flat_range(csv, "loss")
       << "plot " << gnuplot_string(csv) << " using 'epoch':'loss' with linespoints lw 2 pt 7 lc rgb '"
       << kLossColor << "' title 'training loss'\n"
       << "set title 'accuracy'\nset ylabel 'fraction correct'\nset key bottom right\n"
+      << flat_range(csv, "accuracy")
       << "plot " << gnuplot_string(csv) << " using 'epoch':'accuracy' with linespoints lw 2 pt 7 lc rgb '"
       << kAccuracyColor << "' title 'training accuracy'\n"
       << "unset multiplot\n";
