@@ -179,6 +179,17 @@ TEST_F(OnnxCli, CompileDynamicRunsEverySizeOfItsSymbols) {
   r = run_tg("run " + path("d.tgx") + " --random --shape x=5,4 --device cpu");
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("--shape x=5,4: the model declares input 'x' as f32[batch,3]"), std::string::npos) << r.out;
+  // A symbol's name sizes it in every input that has it (the .tgx and the .onnx alike).
+  for (const auto& [model, output] : {std::pair<std::string, std::string>{"d.tgx", "output_0"}, {"dyn.onnx", "y"}}) {
+    SCOPED_TRACE(model);
+    r = run_tg("run " + path(model) + " --random --shape batch=6 --device cpu");
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_NE(r.out.find(output + ": f32[6,3]"), std::string::npos) << r.out;
+  }
+  r = run_tg("run " + path("d.tgx") + " --random --shape batch=6,2 --device cpu");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("--shape batch=6,2: 'batch' is a dim of the inputs: give one size"), std::string::npos)
+      << r.out;
 }
 
 TEST_F(OnnxCli, SavedExecutableUsageAndFileErrors) {

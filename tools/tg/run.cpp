@@ -117,10 +117,23 @@ const tg::onnx::InputInfo* find_input(const std::vector<tg::onnx::InputInfo>& in
   return nullptr;
 }
 
-// --shape name=d0,d1,...: each checked against the model's declared inputs.
+// True when some input's declared shape holds the symbol `name` (a named dynamic dim).
+bool names_a_symbol(const std::vector<tg::onnx::InputInfo>& inputs, const std::string& name) {
+  for (const tg::onnx::InputInfo& in : inputs) {
+    for (int64_t d : in.shape.value_or(Shape{})) {
+      if (tg::is_symbolic_dim(d) && tg::dim_name(d) == name) return true;
+    }
+  }
+  return false;
+}
+
+// --shape name=d0,d1,...: each checked against the model's declared inputs. --shape SYMBOL=n (a
+// named dynamic dim of the inputs, e.g. batch=8) sizes that symbol in every input that has it and
+// no --shape of its own (their other open dims stay open: the callers take 1 for them).
 std::map<std::string, Shape> parse_shapes(const RunArgs& a,
                                           const std::vector<tg::onnx::InputInfo>& inputs) {
   std::map<std::string, Shape> shapes;
+  std::map<std::string, int64_t> symbols;
   for (const std::string& spec : a.shapes) {
     const size_t eq = spec.find('=');
     const std::string example = fmt::format("e.g. --shape {}=1,3,224,224",
@@ -130,8 +143,9 @@ std::map<std::string, Shape> parse_shapes(const RunArgs& a,
     }
     const std::string name = spec.substr(0, eq);
     const tg::onnx::InputInfo* in = find_input(inputs, name);
-    if (!in) {
-      throw tg::cli::UsageError(fmt::format("--shape {}: {} has no input '{}' (its inputs: {})", spec,
+    const bool symbol = in == nullptr && names_a_symbol(inputs, name);
+    if (!in && !symbol) {
+      throw tg::cli::UsageError(fmt::format("--shape {}: {} has no input or dim named '{}' (its inputs: {})", spec,
                                             a.model, name, names_of(inputs)));
     }
     Shape shape;
@@ -146,12 +160,33 @@ std::map<std::string, Shape> parse_shapes(const RunArgs& a,
       }
       shape.push_back(d);
     }
+    if (symbol) {
+      if (shape.size() != 1) {
+        throw tg::cli::UsageError(fmt::format("--shape {}: '{}' is a dim of the inputs: give one size, e.g. "
+                                              "--shape {}=8", spec, name, name));
+      }
+      symbols[name] = shape[0];
+      continue;
+    }
     if (!fits(in->shape, shape)) {
       throw tg::cli::UsageError(fmt::format("--shape {}: the model declares input '{}' as {}; give "
                                             "its rank and keep its fixed dims",
                                             spec, name, declared(*in)));
     }
     shapes[name] = shape;
+  }
+  for (const tg::onnx::InputInfo& in : inputs) {
+    if (symbols.empty() || shapes.count(in.name) || !in.shape) continue;
+    Shape s = *in.shape;
+    bool sized = false;
+    for (int64_t& d : s) {
+      if (!tg::is_symbolic_dim(d)) continue;
+      auto it = symbols.find(tg::dim_name(d));
+      if (it == symbols.end()) continue;
+      d = it->second;
+      sized = true;
+    }
+    if (sized) shapes[in.name] = s;
   }
   return shapes;
 }
@@ -398,7 +433,7 @@ void run_saved(const RunArgs& a) {
     auto file = data.find(inputs[i].name);
     const Shape* s = given != shapes.end() ? &given->second : file != data.end() ? &file->second.shape() : nullptr;
     for (size_t k = 0; s && k < s->size() && k < types[i].shape.size(); ++k) {
-      if (tg::is_symbolic_dim(types[i].shape[k])) symbol_sizes.emplace(types[i].shape[k], (*s)[k]);
+      if (tg::is_symbolic_dim(types[i].shape[k]) && (*s)[k] > 0) symbol_sizes.emplace(types[i].shape[k], (*s)[k]);
     }
   }
   auto symbol_size = [&](int64_t d) {
@@ -511,7 +546,8 @@ namespace {
 
 // The options `tg run` and `tg compile` share.
 void add_model_options(CLI::App* cmd, RunArgs& a) {
-  cmd->add_option("--shape", a.shapes, "Fix an input's shape: name=d0,d1,...")->type_name("NAME=D0,D1,...");
+  cmd->add_option("--shape", a.shapes, "Fix an input's shape: name=d0,d1,...; or size a named dim of the inputs: batch=8")
+      ->type_name("NAME=D0,D1,...");
   device_name(cmd->add_option("--device", a.device,
                               "cpu, cuda or cuda:N (default: TG_DEVICE, else the GPU if there is one)"));
   CLI::Option* precision = one_of(cmd->add_option("--precision", a.precision,
