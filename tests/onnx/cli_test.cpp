@@ -97,6 +97,14 @@ TEST_F(OnnxCli, RunRandomWithRepeat) {
   EXPECT_EQ(r.out.find("written to"), std::string::npos) << "outputs written without -o: " << r.out;
   EXPECT_NE(r.out.find("latency over 3 runs: median"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("p90"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("on cpu, precision f32\n"), std::string::npos) << r.out;
+  // --precision is for CUDA: on the CPU the line says it is not applied.
+  r = run_tg("run " + path("model.onnx") + " --random --precision bf16 --device cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("on cpu, precision bf16 (CUDA only: the CPU computes convolutions and matrix products in "
+                       "float32)"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST_F(OnnxCli, RunWithoutInputsIsAUsageError) {

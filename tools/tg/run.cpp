@@ -279,6 +279,13 @@ void report(const RunArgs& a, const tg::Executable& exe, const std::vector<Tenso
   }
 }
 
+// ", precision P" for the run/compile lines; on the CPU a precision other than f32 says that it
+// is not applied (CompileOptions::precision: the CPU backend computes in float32).
+std::string precision_note(const std::string& precision, const tg::Device& device) {
+  if (!device.is_cpu() || precision == "f32") return ", precision " + precision;
+  return ", precision " + precision + " (CUDA only: the CPU computes convolutions and matrix products in float32)";
+}
+
 void run_model(const RunArgs& a) {
   // The inputs as the file declares them: what the command line's files and shapes must fit.
   std::vector<tg::onnx::InputInfo> inputs;
@@ -329,7 +336,7 @@ void run_model(const RunArgs& a) {
   for (const auto& o : m.outputs) names.push_back(o.name);
   std::cout << "model " << a.model << " (opset " << m.opset << ", "
             << tg::cli::count(m.graph.num_nodes(), "graph node") << ") on " << device.to_string()
-            << ", precision " << a.precision << "\n";
+            << precision_note(a.precision, device) << "\n";
   report(a, exe, feeds, names);
 }
 
@@ -460,8 +467,8 @@ void run_saved(const RunArgs& a) {
   std::vector<std::string> outputs;
   for (size_t i = 0; i < exe.output_types().size(); ++i) outputs.push_back(fmt::format("output_{}", i));
   std::cout << "executable " << a.model << " (" << header.at("nodes") << " nodes, compiled for "
-            << header.at("device") << " " << header.at("arch") << ") on " << device.to_string() << ", precision "
-            << file_precision << "\n";
+            << header.at("device") << " " << header.at("arch") << ") on " << device.to_string()
+            << precision_note(file_precision, device) << "\n";
   report(a, exe, feeds, outputs);
 }
 
@@ -521,7 +528,7 @@ void compile_model(const RunArgs& a, const std::string& out) {
   }
   exe.save(out);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << "compiled " << a.model << " for " << device.to_string() << ", precision " << a.precision << " in "
+  std::cout << "compiled " << a.model << " for " << device.to_string() << precision_note(a.precision, device) << " in "
             << fmt::format("{:.0f}", ms) << " ms: " << out << " (" << fs::file_size(out) << " bytes)\n";
   for (const auto& [k, v] : tg::read_executable_header(out)) {
     if (k == "feeds" || k == "targets" || k == "arena_bytes" || k == "kernels" || k == "arch" || k == "symbols") {
