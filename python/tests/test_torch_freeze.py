@@ -131,14 +131,12 @@ def test_compile_module_sees_changed_parameters(caplog):
         torch.testing.assert_close(c(x), net(x), atol=1e-5, rtol=1e-5)
 
 
-def test_training_graphs_run_channels_last_with_pytorchs_gradients(monkeypatch):
-    """Training graphs (forward and backward, through functorch's AOTAutograd) of NCHW
-    convolutions and pooling run NHWC where compile's layout pass pays (the CPU; CUDA at batch
-    >= 32): the backward graph's convolution and pooling gradients too. Gradients are PyTorch's."""
-    aot = pytest.importorskip("functorch.compile")
-    from tensorgraph.torch import _lower
-    from tensorgraph.torch._backend import decompositions, make_compiler
+def _spied_small_cnn(monkeypatch):
+    """For the training-graph tests: the Runners compile makes (collected in a list), the layout
+    pass left to decide (TG_CHANNELS_LAST unset), and a small CNN (conv, batch norm, max and
+    average pooling, linear) with a deep copy of it as PyTorch's reference."""
     import copy
+    from tensorgraph.torch import _lower
     runners = []
     real = _lower.Runner.__init__
 
@@ -151,7 +149,16 @@ def test_training_graphs_run_channels_last_with_pytorchs_gradients(monkeypatch):
     net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
                               torch.nn.MaxPool2d(2), torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.ReLU(),
                               torch.nn.AvgPool2d(2), torch.nn.Flatten(), torch.nn.Linear(8 * 2 * 2, 5)).eval()
-    ref = copy.deepcopy(net)
+    return runners, net, copy.deepcopy(net)
+
+
+def test_training_graphs_run_channels_last_with_pytorchs_gradients(monkeypatch):
+    """Training graphs (forward and backward, through functorch's AOTAutograd) of NCHW
+    convolutions and pooling run NHWC where compile's layout pass pays (the CPU; CUDA at batch
+    >= 32): the backward graph's convolution and pooling gradients too. Gradients are PyTorch's."""
+    aot = pytest.importorskip("functorch.compile")
+    from tensorgraph.torch._backend import decompositions, make_compiler
+    runners, net, ref = _spied_small_cnn(monkeypatch)
     comp = make_compiler("f32")
     compiled = aot.aot_module(net, fw_compiler=comp, bw_compiler=comp, decompositions=decompositions())
     x, t = torch.randn(32, 3, 8, 8), torch.randint(0, 5, (32,))
@@ -219,22 +226,8 @@ def test_training_saved_activations_channels_last_gradients(monkeypatch):
     here with the saved outputs given: functorch's AOTAutograd of PyTorch 1.13 has no metadata
     for them) and the backward (role 'backward') takes them: PyTorch's gradients."""
     aot = pytest.importorskip("functorch.compile")
-    from tensorgraph.torch import _lower
     from tensorgraph.torch._backend import decompositions, make_compiler
-    import copy
-    runners = []
-    real = _lower.Runner.__init__
-
-    def spy(self, *a, **k):
-        real(self, *a, **k)
-        runners.append(self)
-    monkeypatch.setattr(_lower.Runner, "__init__", spy)
-    monkeypatch.delenv("TG_CHANNELS_LAST", raising=False)
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
-                              torch.nn.MaxPool2d(2), torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.ReLU(),
-                              torch.nn.AvgPool2d(2), torch.nn.Flatten(), torch.nn.Linear(8 * 2 * 2, 5)).eval()
-    ref = copy.deepcopy(net)
+    runners, net, ref = _spied_small_cnn(monkeypatch)
     fw = make_compiler("f32", role="forward", saved_slice=slice(1, None))
     bw = make_compiler("f32", role="backward")
     compiled = aot.aot_module(net, fw_compiler=fw, bw_compiler=bw, decompositions=decompositions())
