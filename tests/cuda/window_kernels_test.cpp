@@ -90,13 +90,18 @@ TEST(CudaWindowKernels, LaplacianReflectEqualsTheCpu) {
 
 TEST(CudaWindowKernels, ThreeDimensionalWindowsEqualTheCpu) {
   TG_NEEDS_GPU();
-  // 3x3x3 with zero boundary: several z outputs and y outputs a thread; then a [5, 1, 1] channel
-  // window (local response normalization's sum) with a periodic boundary.
-  TensorData x = TensorData::random_uniform({40, 70, 66}, -1, 1, 2);
-  TensorData w = TensorData::random_uniform({3, 3, 3}, -1, 1, 3);
-  expect_same_on_cuda_and_cpu({x, w}, [](const std::vector<Tensor>& in) {
-    return std::vector{stencil(in[0], in[1], {.explicit_padding = {1, 1, 1, 1, 1, 1}})};
-  });
+  // 3x3x3 with zero boundary: several z outputs and y outputs a thread (rows of 66: the march;
+  // of 68 and 136 with a reflect boundary: the column march, every tap of run-time weights, border
+  // tiles and partial tiles); then a [5, 1, 1] channel window (local response normalization's sum)
+  // with a periodic boundary.
+  for (int64_t cols : {66, 68, 136}) {
+    TensorData x = TensorData::random_uniform({40, 70, cols}, -1, 1, 2);
+    TensorData w = TensorData::random_uniform({3, 3, 3}, -1, 1, 3);
+    const BoundaryMode mode = cols == 136 ? BoundaryMode::reflect : BoundaryMode::zero;
+    expect_same_on_cuda_and_cpu({x, w}, [mode](const std::vector<Tensor>& in) {
+      return std::vector{stencil(in[0], in[1], {.explicit_padding = {1, 1, 1, 1, 1, 1}, .boundary_mode = mode})};
+    });
+  }
   TensorData c = TensorData::random_uniform({2, 20, 10, 70}, -1, 1, 4);
   TensorData ones = TensorData::full({5, 1, 1}, DType::f32, 1.0);
   expect_same_on_cuda_and_cpu({c, ones}, [](const std::vector<Tensor>& in) {
@@ -192,20 +197,23 @@ TEST(CudaWindowKernels, SevenPointStencilWithConstantWeightsEqualsTheCpu) {
   TG_NEEDS_GPU();
   // A 7-point stencil written as a 3x3x3 window of constants: the fused kernel skips its 20 zero
   // taps. A block of zeros of random signs makes outputs whose 7 taps give -0, which are folded
-  // again over all 27 taps (the unfused result is +0 unless every term is -0).
-  TensorData x = TensorData::random_uniform({40, 70, 66}, -1, 1, 22);
-  float* v = x.data<float>();
-  std::mt19937 rng(5);
-  for (int64_t z = 0; z < 12; ++z)
-    for (int64_t y = 0; y < 12; ++y)
-      for (int64_t i = 0; i < 12; ++i) v[(z * 70 + y) * 66 + i] = (rng() & 1) ? -0.f : 0.f;
-  std::vector<float> w(27, 0.f);
-  for (int n : {4, 10, 12, 14, 16, 22}) w[static_cast<size_t>(n)] = 0.5f;
-  w[13] = 3.f;  // positive: +0 * 3 = +0, so -0 results need -0 everywhere
-  expect_same_on_cuda_and_cpu({x}, GraphBuild([&](Graph& graph, const std::vector<Tensor>& in) {
-    Tensor c = graph.constant(TensorData::from_vector<float>(w, {3, 3, 3}));
-    return std::vector{stencil(in[0], c, {.explicit_padding = {1, 1, 1, 1, 1, 1}})};
-  }));
+  // again over all 27 taps (the unfused result is +0 unless every term is -0). Rows of 66: the
+  // march; of 68: the column march.
+  for (int64_t cols : {66, 68}) {
+    TensorData x = TensorData::random_uniform({40, 70, cols}, -1, 1, 22);
+    float* v = x.data<float>();
+    std::mt19937 rng(5);
+    for (int64_t z = 0; z < 12; ++z)
+      for (int64_t y = 0; y < 12; ++y)
+        for (int64_t i = 0; i < 12; ++i) v[(z * 70 + y) * cols + i] = (rng() & 1) ? -0.f : 0.f;
+    std::vector<float> w(27, 0.f);
+    for (int n : {4, 10, 12, 14, 16, 22}) w[static_cast<size_t>(n)] = 0.5f;
+    w[13] = 3.f;  // positive: +0 * 3 = +0, so -0 results need -0 everywhere
+    expect_same_on_cuda_and_cpu({x}, GraphBuild([&](Graph& graph, const std::vector<Tensor>& in) {
+      Tensor c = graph.constant(TensorData::from_vector<float>(w, {3, 3, 3}));
+      return std::vector{stencil(in[0], c, {.explicit_padding = {1, 1, 1, 1, 1, 1}})};
+    }));
+  }
 }
 
 // f32 results equal bit for bit, except that any two NaNs count as equal (the CPU's and the GPU's
@@ -236,7 +244,8 @@ TEST(CudaWindowKernels, RunTimeZeroWeightsAreSkippedExactly) {
   TG_NEEDS_GPU();
   // Weights fed at run time, 20 of 27 (4 of 9) of them +-0. Zeros of random signs (outputs whose
   // nonzero-weight taps are all -0), infs and a NaN (inf * 0 = NaN in a zero-weight tap); rows of
-  // 68 floats take the cp.async ring's 16-byte copies, rows of 66 single-element copies. The second
+  // 68 floats take the column march (the 7-point star chosen at run time; 3-D) or the cp.async
+  // ring's 16-byte copies (2-D), rows of 66 single-element copies. The second
   // pass turns on run-time zero-tap skipping (TG_STENCIL_TILE's skip field; off by default, measured
   // slower): the kernel leaves out the taps of weight +-0 (read at launch) and folds again where
   // that could change a result.

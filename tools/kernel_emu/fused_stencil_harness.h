@@ -43,7 +43,7 @@ int run(tg_dev::StencilArgs a, unsigned blocks, unsigned threads, const char* na
   const auto* wp = w_input >= 0 ? reinterpret_cast<const typename G::T*>(in[static_cast<size_t>(w_input)].data())
                                 : nullptr;
   O* yp = y.data();
-  tg_emu::launch(dim3(blocks), dim3(threads), [&] { tg_dev::stencil_tiles<G>(xp, wp, yp, P, a); });
+  tg_emu::launch(dim3(blocks), dim3(threads), [&] { tg_dev::stencil_kernel<G>(xp, wp, yp, P, a); });
   int bad = 0;
   for (size_t e = 0; e < y.size(); ++e) {
     if (std::memcmp(&y[e], want.data() + e * sizeof(O), sizeof(O)) != 0) {

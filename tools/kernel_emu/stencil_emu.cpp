@@ -58,6 +58,13 @@ std::string harness_head(size_t i, const char* harness, const TiledStencilSizes&
   return h.str();
 }
 
+/// ", column march WxH (4 x RY a thread), ring of N planes" when s takes the column march.
+std::string column_text(const TiledStencilSpec& s) {
+  if (!s.column) return "";
+  return ", column march " + std::to_string(4 * s.col_bx) + "x" + std::to_string(s.col_by * s.col_ry) + " (4 x " +
+         std::to_string(s.col_ry) + " a thread), ring of " + std::to_string(s.col_inflight + 4) + " planes";
+}
+
 /// A fused_stencil node (ir::FusedStencilAttrs) and its inputs: run on the CPU for the expected
 /// result, its generated kernel emulated (fused_stencil_harness.h).
 struct FusedCase {
@@ -152,6 +159,18 @@ std::vector<FusedCase> fused_cases() {
     cases.push_back(std::move(c));
   }
   {
+    // The column march with constant weights (the star's 20 zero taps skipped), clamped borders, an
+    // epilogue (stores element by element): infs (in the second y tile) and zeros of both signs (a
+    // block of them in the first) refold.
+    FusedCase c = cases.back();
+    c.name = "fused_7point_3d_f32_column";
+    c.attrs.stencil.boundary_mode = tg::BoundaryMode::clamp_to_edge;
+    c.attrs.prologue.shape = c.attrs.epilogue.shape = {9, 19, 68};
+    c.inputs = {values({9, 19, 68}, DType::f32, 14, 10, {68 * 19 * 4 + 68 * 18 + 35, 68 * 19 * 8 + 68 * 17 + 3}),
+                values({9, 19, 68}, DType::f32, 15)};
+    cases.push_back(std::move(c));
+  }
+  {
     // argmax over cast(x) * s in f16 (run-time weights), the index cast to f32 plus a full-size
     // f32 input: X (f32) differs from T (f16), O (f32) from Y (int).
     FusedCase c{"fused_argmax_f16_cast_epilogue", {}, {}};
@@ -200,7 +219,10 @@ bool write_fused(const std::string& dir, size_t i, const FusedCase& c) {
     return false;
   }
   if (c.name.find("ring") != std::string::npos) force_ring(s, z, 4);
-  if (s.march) s.zchunk = 4;  // several runs of z outputs a plane, the last one shorter
+  const bool column = c.name.find("_column") != std::string::npos;
+  if (!column) s.column = false;  // the other cases keep the tiles they were written for
+  if (column && !s.column) return false;
+  if (s.march || s.column) s.zchunk = 4;  // several runs of z outputs a plane, the last one shorter
   const tg::cuda::TiledStencilLaunch l = tg::cuda::tiled_stencil_launch(s, z, 132);
   const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(l.total_tiles, 3));
   const std::string id = std::to_string(i);
@@ -213,7 +235,8 @@ bool write_fused(const std::string& dir, size_t i, const FusedCase& c) {
     << "  a.boundary = " << static_cast<long long>(z.boundary_bits) << "LL;\n"
     << "  std::printf(\"" << c.name << ": tile " << s.bx << "x" << s.by << ", ry " << s.ry << ", rz " << s.rz
     << ", stages " << s.stages << (s.vector ? " x16B" : "") << (s.march ? ", march " : "")
-    << (s.march ? std::to_string(l.zc) : "") << ", " << l.total_tiles << " tiles on " << blocks << " blocks\\n\");\n"
+    << (s.march ? std::to_string(l.zc) : "") << column_text(s) << ", " << l.total_tiles << " tiles on "
+    << blocks << " blocks\\n\");\n"
     << "  return tg_emu_fused::run<tg_st_cfg>(a, " << blocks << ", " << l.threads << ", \"" << c.name << "\", \""
     << dir << "/d" << id << "\", " << c.inputs.size() << ", " << w_input << ", \"" << dir << "/e" << id
     << ".bin\") != 0;\n}\n";
@@ -267,6 +290,18 @@ int main(int argc, char** argv) {
       {"k1_argmax_constant_i32", DType::i32, 5, 1, 1, {5}, {2}, {3}, 3, {600}, {4}},
       {"lrn_window_clamp_f16", DType::f16, 1, 4, 3, {5, 1, 1}, {1, 1, 1}, {1, 1, 1}, 2, {20, 6, 40}, {2, 0, 0}},
       {"min_reflect_i8_dilated", DType::i8, 2, 2, 2, {3, 2}, {1, 2}, {3, 1}, 1, {80, 70}, {2, 0}},
+      // the column march (3x3x3 sums of f32, device/stencil_column.cuh): run-time weights of the
+      // 7-point star (taps left out: infs and NaNs refold the block's outputs, zero results refold
+      // at once) and of any other pattern (every tap), partial tiles in x and y, runs of 5 z outputs
+      // (the last shorter), batches, boundary copies element by element or filled
+      {"z3_sum_zero_f32_column_star", DType::f32, 0, 0, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 2, {9, 20, 72}, {1, 1, 1},
+       true},
+      {"z3_sum_constant_f32_column_star", DType::f32, 0, 1, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, {7, 17, 68},
+       {1, 1, 1}, true},
+      {"z3_sum_reflect_f32_column", DType::f32, 0, 2, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, {8, 18, 72}, {1, 1, 1},
+       true},
+      {"z3_sum_periodic_f32_column_star", DType::f32, 0, 5, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, {6, 16, 64},
+       {1, 1, 1}},
   };
   int written = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -293,12 +328,15 @@ int main(int argc, char** argv) {
     const bool planned = tg::cuda::plan_tiled_stencil(s, c.k, z);
     if (nomarch) unsetenv("TG_STENCIL_TILE");
     const bool marching = c.name.find("_march") != std::string::npos;
-    if (!planned || (nomarch && s.march) || (marching && !s.march)) {
+    const bool column = c.name.find("_column") != std::string::npos;
+    if (!column) s.column = false;  // the other cases keep the tiles they were written for
+    if (!planned || (nomarch && s.march) || (marching && !s.march) || (column && !s.column)) {
       std::fprintf(stderr, "%s: the planner refused the case (or marched against the case's name)\n", c.name.c_str());
       return 1;
     }
-    if (s.march) s.zchunk = 5;  // several runs of z outputs a plane, the last one shorter
-    if (c.special && c.reduction == 0) s.zero_skip = true;  // run-time zero-tap skipping (TG_STENCIL_TILE's skip field)
+    if (s.march || s.column) s.zchunk = 5;  // several runs of z outputs a plane, the last one shorter
+    // run-time zero-tap skipping (TG_STENCIL_TILE's skip field)
+    if (c.special && c.reduction == 0 && !column) s.zero_skip = true;
     if (c.name.find("ring") != std::string::npos && s.stages == 1) force_ring(s, z, 4);
     const tg::cuda::TiledStencilLaunch l = tg::cuda::tiled_stencil_launch(s, z, 132);
     const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(l.total_tiles, 3));
@@ -311,10 +349,11 @@ int main(int argc, char** argv) {
       << "  const " << ctype << " b = (" << ctype << ")1.5;\n  std::memcpy(&a.boundary, &b, sizeof b);\n"
       << "  std::printf(\"" << c.name << ": tile " << s.bx << "x" << s.by << ", ry " << s.ry << ", rz " << s.rz
       << ", stages " << s.stages << (s.vector ? " x16B" : "") << (s.zero_skip ? ", zero skip" : "")
-      << (s.march ? ", march " : "") << (s.march ? std::to_string(l.zc) : "") << ", "
+      << (s.march ? ", march " : "") << (s.march ? std::to_string(l.zc) : "") << column_text(s) << ", "
       << l.total_tiles << " tiles on " << blocks << " blocks\\n\");\n"
       << "  return tg_emu_stencil::run<tg_st_cfg>(a, " << blocks << ", " << l.threads << ", \"" << c.name << "\", "
-      << i + 1 << ", " << (c.special ? "true" : "false") << ") != 0;\n}\n";
+      << i + 1 << ", " << (c.special ? "true" : "false") << ", "
+      << (c.name.find("_star") != std::string::npos ? "true" : "false") << ") != 0;\n}\n";
     ++written;
   }
   const std::vector<FusedCase> fused = fused_cases();

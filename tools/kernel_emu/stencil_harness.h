@@ -49,9 +49,11 @@ inline void magic(long long d, unsigned& m, unsigned& s) {
 /// TG_EMU_WIDE is set. `special`: every third weight a zero of alternating sign, and zeros of both
 /// signs (a block of them: outputs whose kept taps are all -0), infs and NaNs among the source
 /// values (what run-time zero-tap skipping and min/max folds without NaN checks must refold).
+/// `star` (3x3x3 windows): every weight but the 7-point star's (taps 4, 10, 12, 13, 14, 16, 22) a
+/// zero of alternating sign (the column march's run-time choice, device/stencil_column.cuh).
 template <class G>
 int run(tg_dev::StencilArgs a, unsigned blocks, unsigned threads, const char* name, unsigned seed,
-        bool special = false) {
+        bool special = false, bool star = false) {
   a.small = std::getenv("TG_EMU_WIDE") == nullptr ? 1 : 0;
   const long long divisors[4] = {a.tiles[0], a.tiles[1], a.tiles[2], a.out[0]};
   for (int i = 0; i < 4; ++i) magic(divisors[i], a.div_m[i], a.div_s[i]);
@@ -79,12 +81,19 @@ int run(tg_dev::StencilArgs a, unsigned blocks, unsigned threads, const char* na
       if (i % 1399 == 700) x[i] = tg_dev::st<T>(static_cast<C>(NAN));  // min/max fold without NaN checks
     }
   }
+  if (star) {
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (i != 4 && i != 10 && i != 12 && i != 13 && i != 14 && i != 16 && i != 22) {
+        w[i] = tg_dev::st<T>(static_cast<C>(i % 2 ? -0.0 : 0.0));
+      }
+    }
+  }
   std::vector<Y> y(static_cast<size_t>(nout));
   const T* xp = x.data();
   const T* wp = w.data();
   Y* yp = y.data();
   const tg_dev::StPtrs P{};
-  tg_emu::launch(dim3(blocks), dim3(threads), [&] { tg_dev::stencil_tiles<G>(xp, wp, yp, P, a); });
+  tg_emu::launch(dim3(blocks), dim3(threads), [&] { tg_dev::stencil_kernel<G>(xp, wp, yp, P, a); });
   const C boundary = tg_dev::from_bits<C>(a.boundary);
   int bad = 0;
   i64 e = 0;

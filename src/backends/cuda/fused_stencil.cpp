@@ -75,7 +75,8 @@ bool plan_fused_stencil(const ir::FusedStencilAttrs& a, std::span<const TensorTy
   spec.weights = a.weights;  // before planning: the planner counts the taps that are not skipped
   const bool tiled = plan_stencil_op(a.stencil, a.prologue.shape, a.window, a.epilogue.shape, source, op, spec, sizes,
                                      empty);
-  if (!load.empty()) spec.stages = 1, spec.vector = false;  // the prologue runs on loads: no cp.async ring
+  // The prologue runs on loads: no cp.async (ring or column march).
+  if (!load.empty()) spec.stages = 1, spec.vector = false, spec.column = false;
   spec.prelude = std::move(prelude);
   spec.load = std::move(load);
   spec.store = std::move(store);

@@ -90,6 +90,33 @@ bool ring_fits(const TiledStencilSpec& s) {
   return s.load.empty() && (dtype_size(s.dtype) == 4 || dtype_size(s.dtype) == 8);
 }
 
+/// Shared memory of the column march's ring (device/stencil_column.cuh).
+size_t column_bytes(const TiledStencilSpec& s) {
+  const size_t plane = static_cast<size_t>((s.col_by * s.col_ry + 2) * (4 * s.col_bx + 8)) * 4;
+  return static_cast<size_t>(s.col_inflight + 4) * plane;
+}
+
+/// Whether the column march takes the kernel (see TiledStencilSpec::column): its window, reduction,
+/// dtype and sizes, and its tile (a halo copy a thread at most; 1..4 planes in flight).
+bool column_fits(const TiledStencilSpec& s, int k, const TiledStencilSizes& z) {
+  if (k < 3 || s.dtype != DType::f32 || s.reduction != 0 || !s.load.empty()) return false;
+  if (s.win != std::array<int, 4>{1, 3, 3, 3} || s.stride != std::array<int, 4>{1, 1, 1, 1} ||
+      s.dilation != std::array<int, 4>{1, 1, 1, 1}) {
+    return false;
+  }
+  if (z.before[0] != 0 || z.out[0] != z.in[0]) return false;
+  for (int i = 1; i < 4; ++i) {
+    if (z.before[i] != 1 || z.out[i] != z.in[i] || z.in[i] < 1) return false;
+  }
+  const int64_t tx = 4 * s.col_bx, ty = s.col_by * s.col_ry;
+  const int64_t tiles = z.batch * z.in[0] * ((z.in[3] + tx - 1) / tx) * ((z.in[2] + ty - 1) / ty) * z.in[1];
+  const int threads = s.col_bx * s.col_by;
+  return z.in[3] % 4 == 0 && z.in[2] * z.in[3] < (int64_t{1} << 31) && tiles < (int64_t{1} << 31) &&
+         s.col_bx >= 1 && s.col_by >= 1 && s.col_ry >= 1 && s.col_ry <= 8 && threads <= 1024 &&
+         threads >= 2 * (s.col_bx + 2) + 2 * ty &&
+         s.col_inflight >= 1 && s.col_inflight <= 4 && column_bytes(s) <= kMaxRingBytes;
+}
+
 }  // namespace
 
 bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& sizes) {
@@ -219,6 +246,28 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
     if (o[6] > 0) s.zero_skip = o[6] == 2 && zero_skip_fits(s);
     const size_t limit = s.stages >= 2 ? kMaxRingBytes : kMaxTileBytes;
     if (s.rz * s.ry * window > kMaxUnrolledFolds || tile_bytes(s) > limit || s.bx * s.by > 1024) s = chosen;
+    // 3x3x3 sums of f32 march in columns (device/stencil_column.cuh) where they fit, unless
+    // TG_STENCIL_TILE's march field asks for the plain tiles (1) or the ring march (2); with 3 or
+    // none, its fields by, ry, rz, min_blocks, stages and bx are the column's col_by, col_ry, run of z
+    // outputs, col_min_blocks, col_inflight and col_bx / 8. H200, session 22 (bench_stencil_cuda
+    // --tiles, same call), the 512^3 7-point stencil with run-time / constant weights: the ring march
+    // 0.5376 / 0.4700 ms; the column march in 64 x 16 tiles, 2 rows a thread, 5 blocks an SM, 1 plane
+    // in flight 0.3269 / 0.3284 (the defaults), 2 in flight 0.3506 / 0.3485, 3 in flight 0.3724 /
+    // 0.3653; 4 blocks an SM and 2 in flight 0.3394 / 0.3335; 1 row a thread (256 threads) 0.3449 /
+    // 0.3380 at best. docs/cuda.md has the table.
+    if (o[7] != 1 && o[7] != 2 && column_fits(s, k, sizes)) {
+      TiledStencilSpec c = s;
+      c.column = true;
+      c.zchunk = 0;
+      if (o[0] > 0) c.col_by = o[0];
+      if (o[1] > 0) c.col_ry = o[1];
+      if (o[2] > 0) c.zchunk = o[2];
+      if (o[3] > 0) c.col_min_blocks = o[3];
+      if (o[4] > 0) c.col_inflight = o[4];
+      if (o[8] > 0) c.col_bx = 8 * o[8];
+      if (!column_fits(c, k, sizes)) c = s, c.column = true, c.zchunk = 0;  // the defaults
+      if (column_fits(c, k, sizes)) s = c;
+    }
   }
   return tile_bytes(s) <= (s.stages >= 2 ? kMaxRingBytes : kMaxTileBytes);
 }
@@ -227,7 +276,7 @@ std::string tiled_stencil_source(const TiledStencilSpec& s) {
   const bool arg = s.reduction >= 4;
   const bool fused = !s.load.empty() || !s.store.empty();
   const std::string y_type = arg ? "int" : device_type(s.dtype);
-  std::string src = "#include \"stencil.cuh\"\n" + s.prelude + "struct tg_st_cfg {\n";
+  std::string src = "#include \"stencil_kernel.cuh\"\n" + s.prelude + "struct tg_st_cfg {\n";
   src += fmt::format("  typedef {} T;\n  typedef {} C;\n  typedef {} Y;\n", device_type(s.dtype),
                      compute_type(s.dtype), y_type);
   src += fmt::format("  typedef {} X;\n  typedef {} O;\n", s.load.empty() ? device_type(s.dtype) : device_type(s.x_dtype),
@@ -263,28 +312,40 @@ std::string tiled_stencil_source(const TiledStencilSpec& s) {
                      s.dilation[2], s.dilation[3]);
   src += fmt::format("  static constexpr int BX = {}, BY = {}, RY = {}, RZ = {}, NS = {}, CW = {};\n", s.bx, s.by,
                      s.ry, s.rz, std::max(s.stages, 1), copy_elements(s));
-  src += fmt::format("  static constexpr bool MARCH = {};\n}};\n", s.march && s.stages >= 2 ? "true" : "false");
+  src += fmt::format("  static constexpr bool MARCH = {};\n", s.march && s.stages >= 2 ? "true" : "false");
+  // The column march (device/stencil_column.cuh): its tile, plain stores, the taps constant weights fold.
+  unsigned cmask = 0;
+  for (size_t n = 0; n < s.weights.size() && n < 32; ++n) cmask |= (s.weights[n] != 0 ? 1u : 0u) << n;
+  src += fmt::format("  static constexpr bool COLUMN = {}, PLAIN_STORE = {};\n", s.column ? "true" : "false",
+                     s.store.empty() ? "true" : "false");
+  src += fmt::format("  static constexpr unsigned CMASK = {}u;\n", cmask);
+  if (s.column) {
+    src += fmt::format("  static constexpr int CBX = {}, CBY = {}, CRY = {}, CNS = {};\n", s.col_bx, s.col_by, s.col_ry,
+                       s.col_inflight + 4);
+  }
+  src += "};\n";
   // min_blocks resident blocks of 256 threads (3: <= 85 registers; 2 for 8-byte types): enough
   // warps and loads in flight per SM.
   src += fmt::format(
       "extern \"C\" __global__ void __launch_bounds__({}, {}) tg_stencil(const tg_st_cfg::X* __restrict__ x, "
       "const tg_st_cfg::T* __restrict__ w, tg_st_cfg::O* __restrict__ y, tg_dev::StPtrs p, tg_dev::StencilArgs a) {{\n"
-      "  tg_dev::stencil_tiles<tg_st_cfg>(x, w, y, p, a);\n}}\n",
-      s.bx * s.by, std::max(s.min_blocks, 1));
+      "  tg_dev::stencil_kernel<tg_st_cfg>(x, w, y, p, a);\n}}\n",
+      s.column ? s.col_bx * s.col_by : s.bx * s.by, std::max(s.column ? s.col_min_blocks : s.min_blocks, 1));
   return src;
 }
 
 TiledStencilLaunch tiled_stencil_launch(const TiledStencilSpec& s, const TiledStencilSizes& z, int resident_blocks) {
   TiledStencilLaunch l;
-  const int64_t tx = s.bx, ty = static_cast<int64_t>(s.by) * s.ry;
+  const int64_t tx = s.column ? 4 * s.col_bx : s.bx;
+  const int64_t ty = s.column ? static_cast<int64_t>(s.col_by) * s.col_ry : static_cast<int64_t>(s.by) * s.ry;
   l.tiles[0] = (z.out[3] + tx - 1) / tx;
   l.tiles[1] = (z.out[2] + ty - 1) / ty;
   l.zc = s.rz;
-  if (s.march) {
+  if (s.march || s.column) {
     // The run of z outputs a tile: spec.zchunk, or the one that keeps every resident block busy
     // for the fewest plane times. A tile of c outputs streams c + WZ - 1 planes; with n runs the
     // P * n tiles (P of the (y, x) plane and batch) take ceil(P * n / resident) rounds.
-    const int64_t outz = std::max<int64_t>(z.out[1], 1), halo = s.win[1] - 1;
+    const int64_t outz = std::max<int64_t>(z.out[1], 1), halo = s.column ? 2 : s.win[1] - 1;
     const int64_t plane_tiles = std::max<int64_t>(z.batch * z.out[0] * l.tiles[0] * l.tiles[1], 1);
     const int64_t resident = std::max(resident_blocks, 1);
     if (s.zchunk > 0) {
@@ -304,7 +365,7 @@ TiledStencilLaunch tiled_stencil_launch(const TiledStencilSpec& s, const TiledSt
   // As many blocks as run at once (each walks several tiles, overlapping the loads of the next
   // with the fold of the current), at most one a tile.
   l.blocks = static_cast<unsigned>(std::clamp<int64_t>(l.total_tiles, 1, std::max(resident_blocks, 1)));
-  l.threads = static_cast<unsigned>(s.bx * s.by);
+  l.threads = static_cast<unsigned>(s.column ? s.col_bx * s.col_by : s.bx * s.by);
   return l;
 }
 
@@ -323,6 +384,13 @@ void run_tiled_stencil(const backends::KernelContext& ctx, const TiledStencilSpe
       sp = &narrow;
     }
   }
+  // The column march copies and stores 16 bytes at a time: an aligned source and result, else the plan
+  // without it.
+  if (planned.column && (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(y) % 16 != 0)) {
+    narrow = *sp;
+    narrow.column = false;
+    sp = &narrow;
+  }
   const TiledStencilSpec& s = *sp;
   DeviceContext& dc = context_of(ctx);
   // Kernel cache: (device, spec) -> kernel.
@@ -332,6 +400,7 @@ void run_tiled_stencil(const backends::KernelContext& ctx, const TiledStencilSpe
                   s.win[3], s.stride[0], s.stride[1], s.stride[2], s.stride[3], s.dilation[0], s.dilation[1],
                   s.dilation[2], s.dilation[3], s.bx, s.by, s.ry, s.rz, s.min_blocks) +
       fmt::format("|{},{},{},{}", s.stages, s.vector, s.zero_skip, s.march) +
+      fmt::format("|{},{},{},{},{},{}", s.column, s.col_bx, s.col_by, s.col_ry, s.col_inflight, s.col_min_blocks) +
       fmt::format("|{:a}|{}", fmt::join(s.weights, ","), s.fusion_key);
   struct Entry {
     std::shared_ptr<const nvrtc::Program> program;
@@ -356,7 +425,8 @@ void run_tiled_stencil(const backends::KernelContext& ctx, const TiledStencilSpe
     e.kernel = e.program->kernel("tg_stencil", op);
     int per_sm = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reinterpret_cast<const void*>(e.kernel),
-                                                      s.bx * s.by, 0) != cudaSuccess ||
+                                                      static_cast<int>(tiled_stencil_launch(s, z, 1).threads),
+                                                      0) != cudaSuccess ||
         per_sm < 1) {
       (void)cudaGetLastError();  // not sticky; a guess instead
       per_sm = 2;

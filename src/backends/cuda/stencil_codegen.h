@@ -51,6 +51,15 @@ struct TiledStencilSpec {
   /// source element is read once a tile instead of (RZ + WZ - 1) / RZ times. rz is 1.
   bool march = false;
   int zchunk = 0;
+  /// Column march (device/stencil_column.cuh): 3x3x3 sums of f32 (d0 window 1), unit strides and
+  /// dilations, padding 1 on each side (one output a source element), rows of a multiple of 4,
+  /// plain loads. A block of col_bx x col_by threads marches a tile of (4 col_bx) x (col_by col_ry)
+  /// outputs (4 x col_ry a thread) along a run of z outputs (zchunk, or chosen per launch), 16-byte
+  /// copies through a ring of col_inflight + 4 planes, col_min_blocks blocks an SM. The other tile
+  /// fields stay the plan without it (run_tiled_stencil takes it when the source or result is not
+  /// 16-byte aligned).
+  bool column = false;
+  int col_bx = 16, col_by = 8, col_ry = 2, col_inflight = 1, col_min_blocks = 5;
   /// Constant weights (row-major over the window, floating dtypes, finite), folded into the code;
   /// with the sum reduction taps of weight 0 are skipped (device/stencil.cuh). Empty: weights
   /// read at run time (or unit_weights).

@@ -1,10 +1,11 @@
-// Device code of the generated stencil kernels (NVRTC; the host side is backends/cuda/stencil.cpp,
-// which writes a `struct tg_st_cfg` of compile-time constants and instantiates tg_dev::stencil_tiles
-// with it). Semantics are backends/cpu/stencil.cpp's, bit for bit: each output folds its window's
-// taps v = x * w in row-major window order (the first tap starts the result; sum and product
-// round after every step, no FMA contraction; min/max/argmin/argmax: a strictly better value
-// replaces, a NaN beats a number, so ties keep the first tap); f16/bf16 compute in float and
-// round once; integers wrap.
+// Device code of the generated stencil kernels (NVRTC; the host side is
+// backends/cuda/stencil_codegen.cpp, which writes a `struct tg_st_cfg` of compile-time constants and
+// instantiates tg_dev::stencil_tiles with it through device/stencil_kernel.cuh; 3x3x3 float sums
+// take device/stencil_column.cuh). Semantics are backends/cpu/stencil.cpp's, bit for bit: each
+// output folds its window's taps v = x * w in row-major window order (the first tap starts the
+// result; sum and product round after every step, no FMA contraction; min/max/argmin/argmax: a
+// strictly better value replaces, a NaN beats a number, so ties keep the first tap); f16/bf16
+// compute in float and round once; integers wrap.
 //
 // Geometry: every window is padded to 4 dims (d0, z, y, x; leading dims of size 1); the source is
 // [batch, in0, inz, iny, inx] and the result [batch, out0, outz, outy, outx]. A tile is TX x TY
