@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "common.h"
+#include "tg/deferred_errors.h"
 
 namespace tgpy {
 
@@ -250,6 +251,19 @@ void bind_graph(py::module_& m) {
            "run is ordered with. Raises tensorgraph.Error for a wrong input count, dtype or shape\n"
            "(naming the placeholder) and for errors found while running.")
       .def("__call__", [](py::object self, py::args inputs) { return self.attr("run")(py::list(inputs)); })
+      .def("set_deferred_device_errors", [](const tg::Executable& e, bool deferred) {
+             tg::set_deferred_device_errors(e, deferred);
+           }, py::arg("deferred"),
+           "Deferred device errors (tg::set_deferred_device_errors), as PyTorch's device asserts:\n"
+           "a CUDA graph replay of a program with device checks (an out-of-range gather index)\n"
+           "does not wait for the device; an error it finds is raised by a later run() before it\n"
+           "queues anything, or by check_device_errors(). The failed run's results and those of\n"
+           "the runs queued after it are not valid until then.")
+      .def("check_device_errors", [](const tg::Executable& e) {
+             py::gil_scoped_release nogil;
+             tg::check_device_errors(e);
+           },
+           "Waits for the device and raises a deferred device error of this executable's runs.")
       .def_property_readonly("arena_bytes", &tg::Executable::arena_bytes)
       .def_property_readonly("unplanned_bytes", &tg::Executable::unplanned_bytes)
       .def_property_readonly("arena_count", &tg::Executable::arena_count)

@@ -134,6 +134,20 @@ def test_graph_break_keeps_results_and_logs(caplog):
     torch.testing.assert_close(c(x), Net()(x), atol=1e-6, rtol=1e-6)
 
 
+def test_index_out_of_range_raises_and_check_device_errors_is_callable():
+    """An embedding index out of range raises tensorgraph.Error naming it (on the CPU on the call
+    itself; on CUDA a later call or check_device_errors raises it: docs/torch.md), never a silent
+    wrong answer; check_device_errors() has nothing to raise then."""
+    import tensorgraph
+    emb = torch.nn.Embedding(10, 4).eval()
+    c = tgt.compile_module(emb, (torch.tensor([[1, 2, 3]]),))
+    torch.testing.assert_close(c(torch.tensor([[4, 5, 9]])), emb(torch.tensor([[4, 5, 9]])))
+    with pytest.raises(tensorgraph.Error, match="index 12 .* out of range"):
+        c(torch.tensor([[4, 12, 9]]))
+    tgt.check_device_errors()
+    torch.testing.assert_close(c(torch.tensor([[0, 1, 2]])), emb(torch.tensor([[0, 1, 2]])))
+
+
 def _training_net(train_bn):
     torch.manual_seed(0)
     net = torch.nn.Sequential(

@@ -20,6 +20,14 @@ std::unique_ptr<RecordedRun> Backend::record(const std::function<void(void*)>&) 
   fail(ErrorCode::unsupported, device().to_string(), "runs cannot be recorded on this device");
 }
 
+std::shared_ptr<DeviceErrorRecord> Backend::allocate_error_mailbox() const {
+  return std::make_shared<DeviceErrorRecord>();
+}
+
+void Backend::post_error(const DeviceErrorRecord* record, DeviceErrorRecord* mailbox, void*) const {
+  if (record && mailbox) *mailbox = *record;
+}
+
 void Backend::replay(const RecordedRun&, void*) const {
   fail(ErrorCode::unsupported, device().to_string(), "runs cannot be replayed on this device");
 }

@@ -86,6 +86,13 @@ class Backend {
                       void* stream) const = 0;
   /// The record as the device wrote it (waits for `stream`). CPU: a plain read.
   virtual DeviceErrorRecord read_error(const DeviceErrorRecord* record, void* stream) const = 0;
+  /// Deferred device errors (tg::set_deferred_device_errors): host memory for one record that
+  /// post_error copies into without the host waiting (CUDA: pinned). Default: ordinary memory.
+  virtual std::shared_ptr<DeviceErrorRecord> allocate_error_mailbox() const;
+  /// Queues a copy of `record` into `mailbox` (from allocate_error_mailbox) on `stream`; the host
+  /// does not wait: the mailbox holds the record once the work queued before it has run. Default
+  /// (a record in host memory): a plain copy, now.
+  virtual void post_error(const DeviceErrorRecord* record, DeviceErrorRecord* mailbox, void* stream) const;
 
   // ---- recorded runs (CUDA graphs)
   /// True when runs can be recorded once and replayed.

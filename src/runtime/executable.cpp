@@ -2,6 +2,7 @@
 #include "ir/graph.h"
 #include "runtime/compile.h"
 #include "runtime/specialize.h"
+#include "tg/deferred_errors.h"
 
 namespace tg {
 
@@ -42,6 +43,22 @@ std::vector<TensorData> Executable::run(const std::vector<TensorData>& inputs, c
     return q->program->run(inputs, options);
   }
   return p.program->run(inputs, options);
+}
+
+void set_deferred_device_errors(const Executable& exe, bool deferred) {
+  if (!exe.valid()) throw Error(ErrorCode::invalid_argument, "[executable] use of an empty Executable");
+  const CompiledProgram& p = *exe.program();
+  if (p.specializations) {
+    fail(ErrorCode::unsupported, "set_deferred_device_errors",
+         "an executable with varying dims (one program per input signature) has no deferred device errors");
+  }
+  p.program->set_deferred_errors(deferred);
+}
+
+void check_device_errors(const Executable& exe) {
+  if (!exe.valid()) throw Error(ErrorCode::invalid_argument, "[executable] use of an empty Executable");
+  const CompiledProgram& p = *exe.program();
+  if (p.program) p.program->check_deferred_errors();
 }
 
 size_t Executable::arena_bytes() const {

@@ -64,7 +64,11 @@ std::vector<TensorData> Program::run(std::span<const TensorData> feeds, const Ru
     }
   } lease{*this, acquire()};
   Instance& inst = *lease.inst;
+  // Deferred device errors: an error an earlier replay of this arena posted is raised now, before
+  // anything is queued (one look at host memory, no wait).
+  if (inst.deferred_pending) settle_deferred(inst, false);
   if (shared_ && inst.shared_generation != shared_->generation) {
+    settle_deferred(inst, true);  // before the recording's formatters go
     bind_arena(inst, shared_->memory);  // the arena grew: new addresses, so record again
     inst.shared_generation = shared_->generation;
     inst.recorded.reset();
@@ -120,7 +124,10 @@ std::vector<TensorData> Program::run(std::span<const TensorData> feeds, const Ru
         moved = true;
       }
     }
+    // Recorded with the other setting of deferred device errors: record again.
+    if (inst.recorded_deferred != defer_errors_.load()) moved = true;
     if (moved) {
+      settle_deferred(inst, true);  // before the recording's formatters go
       inst.recorded.reset();
       inst.recorded_formatters.clear();
       inst.recorded_slots.clear();
@@ -129,6 +136,15 @@ std::vector<TensorData> Program::run(std::span<const TensorData> feeds, const Ru
   if (recordable_ && warmed_.load() && !inst.record_failed && !inst.recorded) {
     RunState rec(*this, inst, nullptr);
     rec.prepare_recorded_results();
+    const bool deferred = defer_errors_.load() && inst.record != nullptr;
+    if (deferred) {
+      // The recording leaves the record as it finds it, so an error stays there until raised:
+      // zeroed here, in stream order before the first replay (the last walked run checked it).
+      if (!inst.mailbox) inst.mailbox = backend_.allocate_error_mailbox();
+      *inst.mailbox = {};
+      backend_.fill_zero(inst.record, sizeof(backends::DeviceErrorRecord), stream);
+      rec.set_sticky_record();
+    }
     phases::Scope timed("run_record_cuda_graph");
     try {
       inst.recorded = backend_.record([&](void* s) {
@@ -137,6 +153,7 @@ std::vector<TensorData> Program::run(std::span<const TensorData> feeds, const Ru
       });
       inst.recorded_formatters = std::move(rec.formatters);
       inst.recorded_slots = std::move(rec.recorded_slots);
+      inst.recorded_deferred = defer_errors_.load();
       stats::add(Counter::graph_captures);
     } catch (const Error& e) {
       inst.record_failed = true;
@@ -161,10 +178,18 @@ std::vector<TensorData> Program::run(std::span<const TensorData> feeds, const Ru
     RunState rs(*this, inst, stream);
     rs.set_replayed();
     std::vector<TensorData> out = rs.results();
-    rs.check_device_errors(inst.recorded_formatters);
+    if (inst.recorded_deferred && inst.record && !inst.recorded_formatters.empty()) {
+      // Deferred: the record goes to the host behind the replay; a later run or
+      // check_deferred_errors raises what it holds.
+      backend_.post_error(inst.record, inst.mailbox.get(), stream);
+      inst.deferred_pending = true;
+    } else {
+      rs.check_device_errors(inst.recorded_formatters);
+    }
     count_run(rs.wait_ns);
     return out;
   }
+  settle_deferred(inst, true);  // a walked run zeroes the record first
   RunState rs(*this, inst, stream);
   {
     // The generated kernels this run compiles or finds cached are kept for Executable::save.
@@ -187,6 +212,40 @@ std::vector<TensorData> Program::run(std::span<const TensorData> feeds, const Ru
   warmed_.store(true);
   count_run(rs.wait_ns);
   return out;
+}
+
+void Program::settle_deferred(Instance& inst, bool wait) const {
+  if (!inst.deferred_pending || inst.record == nullptr) return;
+  if (!wait) {
+    // The mailbox is written by the device's copy engine: one volatile read of the tag.
+    if (*static_cast<volatile const unsigned long long*>(&inst.mailbox->tag) == 0) return;
+  }
+  void* stream = backend_.own_stream();
+  const backends::DeviceErrorRecord r = backend_.read_error(inst.record, stream);  // waits
+  inst.deferred_pending = false;
+  if (r.tag == 0) return;
+  // Raised once: the record and the mailbox start clean for the next run.
+  backend_.fill_zero(inst.record, sizeof(backends::DeviceErrorRecord), stream);
+  *inst.mailbox = {};
+  const auto& f = inst.recorded_formatters;
+  if (r.tag > f.size()) fail(ErrorCode::internal, device_.to_string(), "device error record with tag {}", r.tag);
+  throw f[r.tag - 1](r);
+}
+
+void Program::check_deferred_errors() const {
+  std::vector<std::unique_ptr<Instance>> idle;
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    idle.swap(free_);
+  }
+  struct Return {  // the arenas go back to the pool, also when an error is raised
+    const Program& p;
+    std::vector<std::unique_ptr<Instance>>& v;
+    ~Return() {
+      for (auto& i : v) p.release(std::move(i));
+    }
+  } back{*this, idle};
+  for (auto& i : idle) settle_deferred(*i, true);
 }
 
 }  // namespace tg::runtime

@@ -148,7 +148,18 @@ Program::Program(std::shared_ptr<const PlannedGraph> plan, const backends::Backe
   }
 }
 
-Program::~Program() = default;
+Program::~Program() {
+  // A deferred device error no run raised (set_deferred_errors): said on stderr, as a destructor
+  // cannot raise. Only what the mailboxes hold (no wait for the device here, which may be shutting
+  // down): tg::check_device_errors before the end is the way to be sure.
+  for (const auto& i : free_) {
+    if (!i->deferred_pending || !i->mailbox || i->mailbox->tag == 0) continue;
+    const auto& f = i->recorded_formatters;
+    const std::string what = i->mailbox->tag <= f.size() ? f[i->mailbox->tag - 1](*i->mailbox).what()
+                                                         : std::string("a device check failed");
+    std::fprintf(stderr, "[tg] a deferred device error was never raised by a run: %s\n", what.c_str());
+  }
+}
 
 void Program::add_code(std::vector<backends::CodeObject> code) const {
   std::lock_guard lock(code_mu_);

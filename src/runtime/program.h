@@ -97,6 +97,15 @@ class Program {
   const std::shared_ptr<const PlannedGraph>& plan() const { return plan_; }
   /// The generated kernels the runs so far compiled or took from a cache (saved executables).
   std::vector<backends::CodeObject> code_objects() const;
+  /// tg::set_deferred_device_errors: replays (CUDA graph launches) of a program with device
+  /// checks do not wait for the device; a check that failed is raised by a later run of the same
+  /// arena, before it queues anything, or by check_deferred_errors. Recordings made before a
+  /// change of this setting are recorded again.
+  void set_deferred_errors(bool deferred) const { defer_errors_.store(deferred); }
+  bool deferred_errors() const { return defer_errors_.load(); }
+  /// Waits for the device and raises the first deferred error of the arenas not in use now (the
+  /// others raise theirs at their next run). Nothing to do without deferred errors.
+  void check_deferred_errors() const;
 
  private:
   friend class Executor;
@@ -109,6 +118,11 @@ class Program {
   std::unique_ptr<Instance> make_instance() const;
   void bind_arena(Instance& inst, std::shared_ptr<void> memory) const;
   void add_region_plans(const ir::Graph& g);
+  /// Deferred device errors: raises the error a replay of `inst` posted (zeroing the record
+  /// first, so the arena runs again afterwards). wait: waits for the device and reads the record
+  /// itself (needed before the recording's formatters are dropped or the record is zeroed);
+  /// else only looks at the mailbox (no wait: an error still in flight is raised later).
+  void settle_deferred(Instance& inst, bool wait) const;
   /// Why the program's control flow cannot be recorded (conditional nodes), or empty.
   std::string control_fallback_reason() const;
 
@@ -138,6 +152,7 @@ class Program {
   mutable std::atomic<size_t> scratch_need_{0};  ///< most scratch one kernel asked for
   mutable std::atomic<bool> warmed_{false};      ///< a run completed (algorithms chosen, kernels built)
   mutable std::atomic<int64_t> runs_{0};
+  mutable std::atomic<bool> defer_errors_{false};  ///< set_deferred_errors
 
   mutable std::mutex pool_mu_;
   mutable std::condition_variable pool_cv_;

@@ -162,7 +162,7 @@ void RunState::enqueue(std::span<const TensorData> feeds) {
 void RunState::enqueue_recorded(std::span<const TensorData> feeds) {
   const backends::Backend& b = p_.backend_;
   recording_ = true;
-  if (inst_.record) b.fill_zero(inst_.record, sizeof(backends::DeviceErrorRecord), stream_);
+  if (inst_.record && !sticky_record_) b.fill_zero(inst_.record, sizeof(backends::DeviceErrorRecord), stream_);
   std::vector<TensorData> bound = inst_.input_slots;
   const ir::Graph& g = *p_.plan_->graph;
   inst_.recorded_feeds.assign(bound.size(), nullptr);

@@ -50,6 +50,12 @@ struct Instance {
   /// recordings write it into the arena and replays copy it out from then on (sticky, as
   /// feed_moved: a caller that keeps every result costs one recording, not one per run).
   std::vector<char> result_held;
+  /// Deferred device errors (Program::set_deferred_errors): `recorded` was recorded so (it does
+  /// not zero the record: an error stays in it until raised), replays since the last check posted
+  /// the record into `mailbox` (host memory) without waiting, and `deferred_pending` says one did.
+  bool recorded_deferred = false;
+  bool deferred_pending = false;
+  std::shared_ptr<backends::DeviceErrorRecord> mailbox;
   ~Instance();
 };
 
@@ -78,6 +84,9 @@ class RunState final : public backends::RunServices {
   /// This RunState hands out the results of a replay (results()).
   void set_replayed() { replayed_ = true; }
   void set_stream(void* stream) { stream_ = stream; }
+  /// enqueue_recorded leaves the error record as it is instead of zeroing it first (deferred
+  /// device errors: the record is zeroed once before the recording and after an error is raised).
+  void set_sticky_record() { sticky_record_ = true; }
   /// The targets: the buffers an enqueue()d run's kernels wrote them into (Program::
   /// fresh_target_), or a replay's recorded kernels did (Instance::recorded_results), else copies
   /// out of the arena (or the values themselves where unplanned). Call once per run: it moves
@@ -165,6 +174,7 @@ class RunState final : public backends::RunServices {
   bool fresh_ = false;  ///< enqueue(): results written straight into their buffers (fresh_target_)
   bool replayed_ = false;  ///< results() of a replay (set_replayed)
   bool guard_ = false;  ///< the current kernel writes variables' buffers directly
+  bool sticky_record_ = false;  ///< set_sticky_record
   /// run_region's destinations for the results of the region now running (dest_graph_).
   const ir::Graph* dest_graph_ = nullptr;
   const ir::Graph* control_graph_ = nullptr;  ///< the graph of the control-flow node now running

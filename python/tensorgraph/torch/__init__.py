@@ -72,6 +72,22 @@ def backend(gm, example_inputs, **options):
     return impl(gm, example_inputs, **options)
 
 
+def check_device_errors():
+    """Raises a device-side error that a call on a CUDA device found and has not raised yet.
+
+    Values are checked on the device where only the device knows them (an embedding's or
+    gather's index out of range). As PyTorch's device-side asserts, such an error does not stop
+    the call that found it (no host wait per call): that call's outputs, and those of later calls
+    of the same graph until the error is raised, are not valid (a bad index reads as 0). The
+    error, a ``tensorgraph.Error`` naming the op, the index and its position, is raised by the
+    next call of the same compiled graph, or here (this waits for the device); one still unraised
+    at interpreter exit is logged (logger ``tensorgraph.torch``, level ERROR).
+    ``TG_TORCH_DEFERRED_ERRORS=0`` makes every call wait and raise its own error instead.
+    """
+    from ._lower import check_device_errors as impl
+    impl()
+
+
 def backend_stats(reset=False):
     """{'graphs', 'nodes_left_to_pytorch', 'unsupported': {op: count}, 'frozen_inputs',
     'channels_last_outputs', 'channels_last_feeds', 'stand_in_outputs', 'unread_inputs'} over the

@@ -373,6 +373,11 @@ class Runner:
             self._flat_kind = [o[0] for o in flat] if self.nhwc_outputs or self.zero_outputs else None
             self._flat_type = type(flat)
         self._run = self.exe.run
+        if self.device.is_cuda and _deferred_errors_on():
+            # No host wait per call for device checks (an embedding's index check): an error is
+            # raised by this graph's next call, or check_device_errors() (docs/torch.md).
+            self.exe.set_deferred_device_errors(True)
+            _DEFERRED.add(self)
         if self.device.is_cuda:
             import torch
             from torch.utils.dlpack import from_dlpack
@@ -438,6 +443,48 @@ class Runner:
             except TypeError:
                 self._cache[k] = None
         return td
+
+
+def _deferred_errors_on():
+    import os
+    return os.environ.get("TG_TORCH_DEFERRED_ERRORS", "1") != "0"
+
+
+class _Deferred:
+    """The CUDA Runners whose device checks report asynchronously (weakly held), checked by
+    check_device_errors() and once more at interpreter exit (logged there: exit cannot raise)."""
+
+    def __init__(self):
+        import weakref
+        self.runners = weakref.WeakSet()
+        self.hooked = False
+
+    def add(self, runner):
+        self.runners.add(runner)
+        if not self.hooked:
+            import atexit
+            atexit.register(self.at_exit)
+            self.hooked = True
+
+    def check(self):
+        for r in list(self.runners):
+            r.exe.check_device_errors()
+
+    def at_exit(self):
+        for r in list(self.runners):
+            try:
+                r.exe.check_device_errors()
+            except Exception as e:  # noqa: BLE001 (any error a run left unraised is reported)
+                log.error("tensorgraph.torch: a device check failed in a call whose error was not raised yet: %s", e)
+
+
+_DEFERRED = _Deferred()
+
+
+def check_device_errors():
+    """Waits for the device and raises the first device-side error (an out-of-range index) that
+    a CUDA graph of this process found and no later call of that graph raised yet."""
+    _DEFERRED.check()
 
 
 def torch_fx_node():

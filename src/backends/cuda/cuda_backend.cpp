@@ -2,6 +2,7 @@
 
 #include <deque>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "backends/cuda/algo_choices.h"
@@ -120,6 +121,21 @@ class CudaBackend final : public backends::Backend {
     join_side_work(stream_or_own(stream));
     cuda::copy(&r, Device::cpu(), record, device(), sizeof r, stream);
     return r;
+  }
+  std::shared_ptr<backends::DeviceErrorRecord> allocate_error_mailbox() const override {
+    activate(device_);
+    void* p = nullptr;
+    check(cudaHostAlloc(&p, sizeof(backends::DeviceErrorRecord), cudaHostAllocDefault), "cuda",
+          "cudaHostAlloc (device error mailbox)");
+    auto* r = new (p) backends::DeviceErrorRecord();
+    return {r, [](backends::DeviceErrorRecord* q) { cudaFreeHost(q); }};
+  }
+  // No host wait: a copy into pinned memory is asynchronous (the staging paths of cuda::copy wait).
+  void post_error(const backends::DeviceErrorRecord* record, backends::DeviceErrorRecord* mailbox,
+                  void* stream) const override {
+    join_side_work(stream_or_own(stream));
+    check(cudaMemcpyAsync(mailbox, record, sizeof *mailbox, cudaMemcpyDeviceToHost, stream_or_own(stream)), "cuda",
+          "device error record to the host");
   }
 
   bool can_record() const override { return true; }
