@@ -230,6 +230,8 @@ struct LoadOptions {
 /// division by zero) is recorded by the kernel in a device error word, the commit of variables is
 /// skipped on the device, and run() itself raises the tg::Error naming the op: programs holding
 /// such checks wait for the device at the end of each run; programs without them never wait.
+/// With deferred device errors (tg/deferred_errors.h) replays of the recorded CUDA graph do not
+/// wait: the error is raised by a later run or by check_device_errors, as PyTorch's device asserts.
 class TG_API Executable {
  public:
   Executable() = default;

@@ -4,6 +4,7 @@
 #include "tg/collective.h"
 #include "tg/control_flow.h"
 #include "tg/data.h"
+#include "tg/deferred_errors.h"
 #include "tg/device.h"
 #include "tg/dtype.h"
 #include "tg/error.h"
