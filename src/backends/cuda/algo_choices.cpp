@@ -48,6 +48,11 @@ struct Preparers {
   std::deque<std::pair<int, backends::CodeObject>> queue;  // (device, choice), not taken yet
   std::set<std::string, std::less<>> known;                // every key queued and not dropped
   std::set<std::string, std::less<>> building;             // taken by a worker, not built yet
+  // Workers inside a choice: its plan built (no longer in `building`) may still be warming up on
+  // the worker's stream, inside the library; release() waits for these too, so that a process
+  // exiting right after an executable's end never tears the libraries down under a worker (a
+  // child exiting right after its load crashed at exit on the H200, session 22).
+  int busy = 0;
   std::vector<std::thread> threads;
   int holders = 0;          // handles prepare_async returned that live
   Clock::time_point hold_until{};  // no choice is taken before (docs/design/0011)
@@ -66,14 +71,15 @@ struct Preparers {
     }
   }
   // The last handle went: what has not started is dropped (its key may be queued again by a
-  // later load; a run needing it builds it itself), what is under way is waited for.
+  // later load; a run needing it builds it itself), what is under way is waited for (its warm-up
+  // included).
   void release() {
     std::unique_lock lock(mu);
     if (--holders > 0) return;
     for (const auto& [device, c] : queue) known.erase(c.key);
     queue.clear();
     phases::Scope timed("prepare_cancel_wait");
-    changed.wait(lock, [&] { return building.empty(); });
+    changed.wait(lock, [&] { return building.empty() && busy == 0; });
   }
   void work() {
     std::map<int, cudaStream_t> warm;  // this worker's stream per device for the warm-up runs
@@ -91,6 +97,7 @@ struct Preparers {
       auto [device, c] = std::move(queue.front());
       queue.pop_front();
       building.insert(c.key);
+      ++busy;
       lock.unlock();
       phases::Scope timed("prepare_choice");
       bool marked = false;
@@ -117,6 +124,8 @@ struct Preparers {
       built();
       timed.stop();
       lock.lock();
+      --busy;
+      changed.notify_all();
     }
     // The streams are left to the process's end (this runs at exit).
   }
