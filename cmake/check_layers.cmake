@@ -17,7 +17,7 @@ set(_rules_autodiff ${_rules_ops} "autodiff/")
 set(_rules_passes ${_rules_ops} "passes/")
 # The runtime reaches backends only through the contract.
 set(_rules_runtime ${_rules_ops} "passes/" "runtime/" "backends/backend.h" "backends/kernel.h"
-    "backends/control_recording.h")
+    "backends/control_recording.h" "backends/file_upload.h")
 # Kernels may use the ops' geometry helpers, never the builders or the registry (checked below).
 set(_rules_backends ${_rules_ir} "ops/" "backends/")
 set(_rules_data ${_public} "data/")

@@ -3,6 +3,7 @@
 // reaches backends through src/backends/backend.h only.
 #include "backends/backend.h"
 #include "backends/control_recording.h"
+#include "backends/file_upload.h"
 #include "backends/cpu/cpu_backend.h"
 #include "core/communicator.h"
 #include "core/device_runtime.h"
@@ -10,6 +11,7 @@
 #ifdef TG_HAVE_CUDA
 #include "backends/cuda/control_recorder.h"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/file_upload.h"
 #include "backends/cuda/runtime.h"
 #endif
 
@@ -36,6 +38,14 @@ const ControlRecorder* control_recorder(Device device) {
 #ifdef TG_HAVE_CUDA
   if (device.is_cuda()) return &cuda::control_recorder();
 #endif
+  return nullptr;
+}
+
+std::unique_ptr<FileUpload> start_file_upload(Device device, size_t bytes) {
+#ifdef TG_HAVE_CUDA
+  if (device.is_cuda()) return cuda::start_file_upload(device.index, bytes);
+#endif
+  (void)bytes;
   return nullptr;
 }
 }  // namespace backends

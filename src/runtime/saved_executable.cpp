@@ -17,8 +17,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "backends/backend.h"
+#include "backends/file_upload.h"
 #include "core/dim_expr.h"
 #include "core/error_util.h"
 #include "core/parallel.h"
@@ -308,7 +310,11 @@ std::map<int64_t, int64_t> parse_symbols(std::string_view payload, const std::st
 // start: library kernels load lazily) while the weights are read. Anything unexpected: nothing
 // (load_from_bytes then reads, checks and reports everything as always; choices handed over
 // twice are prepared once). Returns the backend's preparation handle (Backend::preload_code).
-std::shared_ptr<void> preload_choices_early(const std::string& path, Device device, bool first_run_kernels) {
+// `same_target` is set when the header says the file was compiled for this backend's target (the
+// stored graph is used as is: its constants can go to the device while the file is read).
+std::shared_ptr<void> preload_choices_early(const std::string& path, Device device, bool first_run_kernels,
+                                            bool* same_target) {
+  *same_target = false;
   if (device.is_cpu()) return nullptr;
   phases::Scope timed("load_algorithms_early");
   try {
@@ -350,13 +356,15 @@ std::shared_ptr<void> preload_choices_early(const std::string& path, Device devi
       }
       at += length;
     }
-    if (payloads.size() != 2) return nullptr;
+    if (!payloads.count("header")) return nullptr;
     auto header = runtime::tgx::parse_header(payloads["header"], path);
     if (header["device"] != "cuda") return nullptr;
     const backends::Backend& backend = backends::backend_for(device);
     for (const auto& [k, v] : target_fields(backend)) {
       if (!header.count(k) || header[k] != v) return nullptr;
     }
+    *same_target = true;
+    if (!payloads.count("algorithms")) return nullptr;
     std::vector<backends::CodeObject> choices = parse_choices(payloads["algorithms"], path);
     if (!choices.empty()) return backend.preload_code(choices, first_run_kernels);
   } catch (const std::exception&) {
@@ -399,8 +407,10 @@ std::map<std::string, std::string_view> verified_sections(std::span<const uint8_
 
 Executable Executable::load(const std::string& path, Device device, const LoadOptions& options) {
   // Held until load_from_bytes has handed the choices over again (the executable's own handle).
-  const std::shared_ptr<void> early = preload_choices_early(path, device, options.first_run_kernels);
-  const FileBytes bytes = read_file(path);
+  bool same_target = false;
+  const std::shared_ptr<void> early = preload_choices_early(path, device, options.first_run_kernels, &same_target);
+  // Same target: the graph's constants go to the device while the file is read.
+  const FileBytes bytes = read_file(path, same_target ? &device : nullptr);
   struct Loading {
     explicit Loading(const FileBytes* f) { t_loading = f; }
     ~Loading() { t_loading = nullptr; }
@@ -723,6 +733,25 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
     std::vector<TensorData> constants;
     for (int id : plan->schedule) {
       if (const auto* c = std::get_if<ir::ConstantAttrs>(&g->node(id).attrs)) constants.push_back(c->value);
+    }
+    // Those whose bytes alias the graph payload that Executable::load uploaded while reading the
+    // file get their device copies from it (the file has passed every check by now).
+    if (owner && t_loading->upload) {
+      const uint8_t* lo = bytes.data() + t_loading->upload_offset;
+      const uint8_t* hi = lo + t_loading->upload_bytes;
+      std::vector<TensorData> in_file;
+      std::vector<size_t> offsets;
+      std::set<const void*> seen;
+      for (const TensorData& c : constants) {
+        const auto* p = static_cast<const uint8_t*>(c.storage_ptr());
+        if (!c.device().is_cpu() || c.empty() || p < lo || p > hi || c.nbytes() > static_cast<size_t>(hi - p)) continue;
+        if (!seen.insert(p).second) continue;
+        in_file.push_back(c);
+        offsets.push_back(static_cast<size_t>(p - lo));
+      }
+      if (!in_file.empty()) {
+        if (std::shared_ptr<void> h = t_loading->upload->finish(in_file, offsets)) compiled->background.push_back(std::move(h));
+      }
     }
     if (std::shared_ptr<void> h = backend.prefetch_constants(constants)) compiled->background.push_back(std::move(h));
   }

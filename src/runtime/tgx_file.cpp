@@ -13,9 +13,11 @@
 #include <cstring>
 #include <filesystem>
 
+#include "backends/file_upload.h"
 #include "core/error_util.h"
 #include "core/parallel.h"
 #include "core/phase_times.h"
+#include "runtime/crc32.h"
 #include "runtime/tgx_format.h"
 
 namespace tg::runtime::tgx {
@@ -38,12 +40,17 @@ std::shared_ptr<uint8_t[]> file_buffer(size_t size) {
   return std::shared_ptr<uint8_t[]>(new uint8_t[std::max<size_t>(size, 1)]);  // not zeroed
 }
 
+struct Extent {
+  size_t offset, length;
+  std::string name;
+};
+
 // The payloads' extents from the section framing, read with a few small preads (format 2 and
 // later only; anything unexpected: empty, and the checksums are computed after the read).
-std::vector<std::pair<size_t, size_t>> payload_extents(int fd, size_t size) {
+std::vector<Extent> payload_extents(int fd, size_t size) {
   const auto read_at = [&](size_t at, size_t n, void* out) { return pread_exact(fd, size, at, n, out); };
   const auto le = little_endian;
-  std::vector<std::pair<size_t, size_t>> out;
+  std::vector<Extent> out;
   uint8_t head[12];
   if (!read_at(0, 12, head) || std::memcmp(head, runtime::tgx::kMagic.data(), 4) != 0) return {};
   const uint64_t version = le(head + 4, 4), count = le(head + 8, 4);
@@ -54,12 +61,13 @@ std::vector<std::pair<size_t, size_t>> payload_extents(int fd, size_t size) {
     if (!read_at(at, 4, len)) return {};
     const uint64_t name_len = le(len, 4);
     if (name_len > 64 || name_len > size) return {};
+    std::string name(name_len, '\0');
     uint8_t framing[16];
-    if (!read_at(at + 4 + name_len, 16, framing)) return {};
+    if (!read_at(at + 4, name_len, name.data()) || !read_at(at + 4 + name_len, 16, framing)) return {};
     at += 4 + name_len + 16;
     const uint64_t length = le(framing, 8);
     if (length > size - at) return {};
-    out.emplace_back(at, static_cast<size_t>(length));
+    out.push_back({at, static_cast<size_t>(length), std::move(name)});
     at += length;
   }
   return out;
@@ -85,7 +93,7 @@ uint64_t little_endian(const uint8_t* p, int n) {
   return v;
 }
 
-FileBytes read_file(const std::string& path) {
+FileBytes read_file(const std::string& path, const Device* upload_to) {
   phases::Scope timed("load_read_file");
   std::error_code ec;
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
@@ -104,7 +112,21 @@ FileBytes read_file(const std::string& path) {
   f.data = file_buffer(f.size);
   // Pieces of at most 2 MiB that never straddle a payload's ends, each read and (inside a
   // payload) checksummed by one thread.
-  const std::vector<std::pair<size_t, size_t>> payloads = payload_extents(fd, f.size);
+  const std::vector<Extent> payloads = payload_extents(fd, f.size);
+  // The graph payload (the constants) goes to the device as it is read.
+  int uploaded = -1;
+  if (upload_to != nullptr) {
+    for (size_t i = 0; i < payloads.size(); ++i) {
+      if (payloads[i].name != "graph") continue;
+      f.upload = backends::start_file_upload(*upload_to, payloads[i].length);
+      if (f.upload) {
+        uploaded = static_cast<int>(i);
+        f.upload_offset = payloads[i].offset;
+        f.upload_bytes = payloads[i].length;
+      }
+      break;
+    }
+  }
   struct Piece {
     size_t lo, hi;
     int payload;  // index in payloads, or -1
@@ -122,8 +144,8 @@ FileBytes read_file(const std::string& path) {
       }
     };
     for (size_t i = 0; i < payloads.size(); ++i) {
-      add(payloads[i].first, -1);
-      add(payloads[i].first + payloads[i].second, static_cast<int>(i));
+      add(payloads[i].offset, -1);
+      add(payloads[i].offset + payloads[i].length, static_cast<int>(i));
     }
     add(f.size, -1);
   }
@@ -144,11 +166,13 @@ FileBytes read_file(const std::string& path) {
         at += static_cast<size_t>(got);
       }
       if (piece.payload >= 0 && at == piece.hi) {
-        piece.crc = crc32_z(crc32_z(0L, Z_NULL, 0), f.data.get() + piece.lo, piece.hi - piece.lo);
+        piece.crc = crc32(0, f.data.get() + piece.lo, piece.hi - piece.lo);
+        if (piece.payload == uploaded) f.upload->piece(piece.lo - f.upload_offset, f.data.get() + piece.lo, piece.hi - piece.lo);
       }
     }
   });
   if (failed) fail(ErrorCode::io_error, "load", "{}: read failed", path);
+  if (f.upload) f.upload->pieces_done();
   for (size_t i = 0; i < payloads.size(); ++i) {
     uLong crc = crc32_z(0L, Z_NULL, 0);
     for (const Piece& piece : pieces) {
@@ -156,7 +180,7 @@ FileBytes read_file(const std::string& path) {
         crc = crc32_combine(crc, static_cast<uLong>(piece.crc), static_cast<z_off_t>(piece.hi - piece.lo));
       }
     }
-    f.crcs.push_back({payloads[i].first, payloads[i].second, crc});
+    f.crcs.push_back({payloads[i].offset, payloads[i].length, crc});
   }
   return f;
 }

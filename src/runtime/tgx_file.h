@@ -9,6 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "tg/device.h"
+
+namespace tg::backends {
+class FileUpload;
+}
+
 namespace tg::runtime::tgx {
 
 // A file's bytes in one buffer that constants may alias (tgx::Reader::set_owner), read by
@@ -23,6 +29,10 @@ struct FileBytes {
     uint64_t crc;
   };
   std::vector<Crc> crcs;  ///< per section payload; empty when the framing was not read first
+  /// The 'graph' payload (the constants) uploaded to a device as it was read (read_file's
+  /// `upload_to`; backends/file_upload.h), or null; its extent in the file.
+  std::shared_ptr<backends::FileUpload> upload;
+  size_t upload_offset = 0, upload_bytes = 0;
   std::span<const uint8_t> span() const { return {data.get(), size}; }
   /// The CRC computed while reading of the payload at [offset, offset + length), if any.
   const uint64_t* crc_of(size_t offset, size_t length) const {
@@ -35,9 +45,12 @@ struct FileBytes {
 
 /// The file at `path` (format 2 and later: with each payload's CRC-32 in `crcs`; format 1 or a
 /// framing that does not parse: `crcs` empty, the loader then computes and reports). Small files
-/// are read by the calling thread alone. Raises tg::Error(io_error) "[load] <path>: ..." when the
-/// path is not a regular file, cannot be opened or read.
-FileBytes read_file(const std::string& path);
+/// are read by the calling thread alone. With `upload_to` (a device whose backend takes it:
+/// backends::start_file_upload), each piece of the 'graph' payload is also handed to the device's
+/// upload by the thread that read it (`upload`), before anything is checked: the loader uses the
+/// uploaded bytes only once the file has passed its checks. Raises tg::Error(io_error)
+/// "[load] <path>: ..." when the path is not a regular file, cannot be opened or read.
+FileBytes read_file(const std::string& path, const Device* upload_to = nullptr);
 
 /// Reads exactly `n` bytes at offset `at` of the open file `fd`, whose size is `size` bytes, into
 /// `out` (short reads and EINTR retried). False when [at, at + n) is past the end or a read fails.

@@ -8,6 +8,7 @@
 
 #include "core/error_util.h"
 #include "core/parallel.h"
+#include "runtime/crc32.h"
 #include "tg/shape.h"
 
 namespace tg::runtime::tgx {
@@ -19,12 +20,12 @@ uint64_t checksum(std::string_view bytes, uint32_t version) {
     const auto* data = reinterpret_cast<const Bytef*>(bytes.data());
     const int64_t n = static_cast<int64_t>(bytes.size());
     const int64_t chunks = std::max<int64_t>(1, (n + kChunk - 1) / kChunk);
-    if (chunks == 1) return crc32_z(crc32_z(0L, Z_NULL, 0), data, bytes.size());
+    if (chunks == 1) return crc32(0, data, bytes.size());
     std::vector<uLong> crcs(static_cast<size_t>(chunks));
     core::parallel_for(chunks, 1, [&](int64_t begin, int64_t end) {
       for (int64_t c = begin; c < end; ++c) {
         const int64_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
-        crcs[static_cast<size_t>(c)] = crc32_z(crc32_z(0L, Z_NULL, 0), data + lo, static_cast<size_t>(hi - lo));
+        crcs[static_cast<size_t>(c)] = crc32(0, data + lo, static_cast<size_t>(hi - lo));
       }
     });
     uLong crc = crcs[0];

@@ -413,7 +413,8 @@ TEST(SavedExecutableBadFile, RandomCorruptionsAreErrorsNotCrashes) {
 // A file of ~10 MiB of constants (two of them crossing the loader's 2 MiB read pieces and the
 // CUDA upload's 8 MiB staging chunks): Executable::load reads it in parallel pieces, checksums
 // each piece as it reads it, and on CUDA uploads the constants in the background
-// (Backend::prefetch_constants); the loaded executable's runs (the walked first and, on CUDA, the
+// (Backend::prefetch_constants) or, by default, as it reads them (the graph section's pieces,
+// backends/file_upload.h; each of its modes is loaded); the loaded executable's runs (the walked first and, on CUDA, the
 // recorded second and a replay) give the saved one's bits. A byte flipped on disk inside a
 // constant, or in a later section, is a checksum mismatch naming the file and the section.
 // (The background upload is opt-in, TG_PREFETCH_CONSTANTS=1: this test turns it on.)
@@ -432,12 +433,17 @@ TEST(SavedExecutable, LargeFileReadInPiecesRoundTripsAndCorruptionIsCaught) {
     const TensorData want = exe.run({in})[0].to(Device::cpu());
     const fs::path path = fs::temp_directory_path() / ("tg_saved_large_" + d.to_string() + ".tgx");
     exe.save(path.string());
-    {
+    // On CUDA the graph section also goes to the device while it is read (backends/file_upload.h:
+    // from the reader's pageable memory by default, through pinned slots, or off).
+    for (const char* stream_upload : {"1", "pinned", "0"}) {
+      SCOPED_TRACE(stream_upload);
+      const tg::testing::ScopedEnv mode("TG_STREAM_UPLOAD", stream_upload);
       Executable loaded = Executable::load(path.string(), d);
       for (int run = 1; run <= 3; ++run) {
         SCOPED_TRACE(run);
         expect_bit_identical(loaded.run({in})[0], want);
       }
+      if (d.is_cpu()) break;
     }
     std::vector<uint8_t> bytes(fs::file_size(path));
     {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/cuda/context.h"
+#include "backends/cuda/file_upload.h"
 #include "backends/cuda/kernels/status.h"
 #include "core/error_util.h"
 #include "core/parallel.h"
@@ -250,6 +251,8 @@ void device_to_host(DeviceContext& c, cudaStream_t stream, void* dst, const void
 
 }  // namespace
 
+void warm_staging(int device) { staging(activate(device)); }
+
 void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes, void* on) {
   if (bytes == 0) return;
   auto stream_for = [on](DeviceContext& c) { return on != nullptr ? static_cast<cudaStream_t>(on) : c.stream; };
@@ -373,6 +376,17 @@ TensorData upload_cached(const TensorData& host, int device, void* stream) {
   TensorData copy = host.to(Device::cuda(device));
   u.entries[key] = Entry{host.storage(), copy, nullptr, true};
   return copy;
+}
+
+void adopt_uploads(std::span<const TensorData> hosts, std::span<const TensorData> copies, int device) {
+  Uploads& u = uploads();
+  std::lock_guard lock(u.mu);
+  for (size_t i = 0; i < hosts.size() && i < copies.size(); ++i) {
+    const TensorData& h = hosts[i];
+    if (!h.device().is_cpu() || h.empty()) continue;
+    u.entries[{h.storage_ptr(), device}] = Entry{h.storage(), copies[i], nullptr, true};
+  }
+  u.queued.notify_all();
 }
 
 std::shared_ptr<void> prefetch_constants(std::span<const TensorData> hosts, int device) {
