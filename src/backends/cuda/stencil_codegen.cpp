@@ -252,9 +252,11 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
     // outputs, col_min_blocks, col_inflight and col_bx / 8. H200, session 22 (bench_stencil_cuda
     // --tiles, same call), the 512^3 7-point stencil with run-time / constant weights: the ring march
     // 0.5376 / 0.4700 ms; the column march in 64 x 16 tiles, 2 rows a thread, 5 blocks an SM, 1 plane
-    // in flight 0.3269 / 0.3284 (the defaults), 2 in flight 0.3506 / 0.3485, 3 in flight 0.3724 /
-    // 0.3653; 4 blocks an SM and 2 in flight 0.3394 / 0.3335; 1 row a thread (256 threads) 0.3449 /
-    // 0.3380 at best. docs/cuda.md has the table.
+    // in flight 0.3269 / 0.3284, 2 in flight 0.3506 / 0.3485, 3 in flight 0.3724 / 0.3653; 4 blocks
+    // an SM and 2 in flight 0.3394 / 0.3335; 1 row a thread (256 threads) 0.3449 / 0.3380 at best.
+    // The lead's final call: 128 x 8 tiles (32 x 4 threads; longer DRAM rows), 1 in flight, 5 blocks
+    // an SM 0.3205 / 0.3176 (the defaults), at 4 blocks 0.3358 / 0.3349; 64 x 16 0.3269 / 0.3285.
+    // docs/cuda.md has the table.
     if (o[7] != 1 && o[7] != 2 && column_fits(s, k, sizes)) {
       TiledStencilSpec c = s;
       c.column = true;

@@ -59,7 +59,7 @@ struct TiledStencilSpec {
   /// fields stay the plan without it (run_tiled_stencil takes it when the source or result is not
   /// 16-byte aligned).
   bool column = false;
-  int col_bx = 16, col_by = 8, col_ry = 2, col_inflight = 1, col_min_blocks = 5;
+  int col_bx = 32, col_by = 4, col_ry = 2, col_inflight = 1, col_min_blocks = 5;
   /// Constant weights (row-major over the window, floating dtypes, finite), folded into the code;
   /// with the sum reduction taps of weight 0 are skipped (device/stencil.cuh). Empty: weights
   /// read at run time (or unit_weights).
