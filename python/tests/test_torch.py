@@ -148,6 +148,47 @@ def test_index_out_of_range_raises_and_check_device_errors_is_callable():
     torch.testing.assert_close(c(torch.tensor([[0, 1, 2]])), emb(torch.tensor([[0, 1, 2]])))
 
 
+def test_negative_indices_raise_where_pytorch_refuses_them():
+    """PyTorch's embedding, index_select and gather refuse a negative index (IndexError /
+    RuntimeError), where TensorGraph's gathers count it from the end: the compiled module raises
+    tensorgraph.Error(out_of_range) too, never returns the row counted from the end; x[i] (aten::index)
+    keeps PyTorch's wrap-around. Good indices give PyTorch's values before and after."""
+    import tensorgraph
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(6, 4)
+
+        def forward(self, x, e, i, j):
+            return self.emb(e).sum((1, 2)) + torch.index_select(x, 1, i).sum(1) + torch.gather(x, 1, j).sum(1)
+
+    torch.manual_seed(0)
+    net = Net().eval()
+    x = torch.arange(12.0).reshape(3, 4)
+    good = (x, torch.tensor([[1, 5], [0, 2], [3, 4]]), torch.tensor([0, 3]), torch.tensor([[0], [1], [3]]))
+    c = tgt.compile_module(net, good)
+    assert c.nodes_left_to_pytorch == 0
+    with torch.no_grad():
+        torch.testing.assert_close(c(*good), net(*good))
+        for at, bad in [(1, torch.tensor([[1, -1], [0, 2], [3, 4]])), (2, torch.tensor([0, -4])),
+                        (3, torch.tensor([[0], [-1], [3]]))]:
+            args = list(good)
+            args[at] = bad
+            with pytest.raises(Exception):
+                net(*args)  # PyTorch refuses it
+            with pytest.raises(tensorgraph.Error, match="out of range"):
+                c(*args)
+        torch.testing.assert_close(c(*good), net(*good))
+
+    class Index(torch.nn.Module):
+        def forward(self, x, i):
+            return x[i]
+
+    i = torch.tensor([-1, 0])  # x[i] counts a negative index from the end, as in PyTorch
+    torch.testing.assert_close(tgt.compile_module(Index(), (x, i))(x, i), x[i])
+
+
 def _training_net(train_bn):
     torch.manual_seed(0)
     net = torch.nn.Sequential(

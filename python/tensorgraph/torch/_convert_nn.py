@@ -4,7 +4,7 @@ PyTorch's: NCHW activations, OIHW weights."""
 import math
 
 from .. import _tensorgraph as tg
-from ._helpers import cast_to, norm_axis, pair, tensor
+from ._helpers import cast_to, norm_axis, pair, refuse_negative_indices, tensor
 from ._registry import Unavailable, Unsupported, converter
 
 
@@ -324,9 +324,11 @@ def linear(ctx, x, w, b=None):
     return y + cast_to(tensor(b), y.dtype) if b is not None else y
 
 
-@converter("aten::embedding", notes="gather rows (padding_idx affects only gradients)")
+@converter("aten::embedding", notes="gather rows (padding_idx affects only gradients); a negative "
+           "index raises, as in PyTorch")
 def embedding(ctx, w, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
-    return tg.gather(tensor(w), tensor(indices), axis=0)
+    w = tensor(w)
+    return tg.gather(w, refuse_negative_indices(w, tensor(indices), 0), axis=0)
 
 
 @converter("aten::dropout", "aten::native_dropout", "aten::feature_dropout",

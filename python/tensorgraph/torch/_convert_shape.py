@@ -2,7 +2,7 @@
 slicing, selection, splitting, factories of constant tensors. Target shapes come from the node's
 example output (ctx.out_shape), so -1 and symbolic-free sizes need no re-derivation."""
 from .. import _tensorgraph as tg
-from ._helpers import cast_to, norm_axis, tensor
+from ._helpers import cast_to, norm_axis, refuse_negative_indices, tensor
 from ._registry import Unsupported, converter
 
 
@@ -187,16 +187,18 @@ def copy(ctx, x, src, non_blocking=False):
     return tg.broadcast_to(src, ctx.out_shape) if list(src.shape) != ctx.out_shape else src
 
 
-@converter("aten::index_select", notes="1-D index")
+@converter("aten::index_select", notes="1-D index; a negative index raises, as in PyTorch")
 def index_select(ctx, x, dim, index):
     x = tensor(x)
-    return tg.gather(x, tensor(index), axis=norm_axis(dim, x.ndim))
+    axis = norm_axis(dim, x.ndim)
+    return tg.gather(x, refuse_negative_indices(x, tensor(index), axis), axis=axis)
 
 
-@converter("aten::gather", notes="index of the input's rank")
+@converter("aten::gather", notes="index of the input's rank; a negative index raises, as in PyTorch")
 def gather(ctx, x, dim, index, sparse_grad=False):
     x = tensor(x)
-    return tg.gather_elements(x, tensor(index), axis=norm_axis(dim, x.ndim))
+    axis = norm_axis(dim, x.ndim)
+    return tg.gather_elements(x, refuse_negative_indices(x, tensor(index), axis), axis=axis)
 
 
 @converter("aten::sym_size", "aten::sym_numel", "aten::sym_stride", "aten::sym_storage_offset",

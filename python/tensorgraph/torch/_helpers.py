@@ -72,3 +72,15 @@ def operand(ctx, x, dt):
     if isinstance(x, (bool, int, float)):
         return ctx.g.constant(float(x) if dt.is_floating else int(x), dtype=dt)
     raise Unsupported(f"operand of type {type(x).__name__}")
+
+
+def refuse_negative_indices(x, indices, axis):
+    """indices for a gather along x's `axis` where PyTorch refuses negative indices (aten::embedding,
+    index_select, gather raise IndexError / RuntimeError for them), while TensorGraph's gathers count
+    them from the end (ONNX's rule). Each negative index i becomes i - n (n: the dim's size; i - 2^30
+    when the size is not static), outside the gather's valid range [-n, n), so the gather raises
+    tg.Error(out_of_range) for it (on CUDA when the device's errors are raised: docs/torch.md)
+    instead of reading row n + i. One fused elementwise kernel; constant indices fold."""
+    n = x.shape[axis]
+    shift = n if isinstance(n, int) and n >= 0 else 2 ** 30
+    return tg.select(tg.less(indices, 0), indices - shift, indices)
