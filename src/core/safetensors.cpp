@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/error_util.h"
+#include "core/file_write.h"
 
 namespace tg::safetensors {
 namespace {
@@ -63,11 +64,7 @@ std::string serialize(const std::vector<std::pair<std::string, TensorData>>& ten
 
 void write(const std::string& path, const std::vector<std::pair<std::string, TensorData>>& tensors) {
   const std::string bytes = serialize(tensors);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) io_fail(path, "cannot open for writing");
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.flush();
-  if (!out) io_fail(path, "write failed");
+  write_file_atomically(path, bytes.data(), bytes.size(), "safetensors");
 }
 
 std::vector<std::pair<std::string, TensorData>> read(const std::string& path) {

@@ -23,6 +23,7 @@
 #include "backends/file_upload.h"
 #include "core/dim_expr.h"
 #include "core/error_util.h"
+#include "core/file_write.h"
 #include "core/parallel.h"
 #include "core/phase_times.h"
 #include "core/safetensors.h"
@@ -237,11 +238,7 @@ std::vector<uint8_t> Executable::save_to_bytes(const SaveOptions& options) const
 
 void Executable::save(const std::string& path, const SaveOptions& options) const {
   const std::vector<uint8_t> bytes = save_to_bytes(options);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail(ErrorCode::io_error, "save", "{}: cannot open for writing", path);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  out.flush();
-  if (!out) fail(ErrorCode::io_error, "save", "{}: write failed", path);
+  write_file_atomically(path, bytes.data(), bytes.size(), "save");
 }
 
 namespace {

@@ -2,6 +2,10 @@
 // the same printed graph), no pass pipeline on load, variables embedded or bound by name, the
 // recompile when the file's architecture differs, CPU <-> CUDA, and one test per bad-file class
 // asserting that the message names the file and the section.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -481,6 +485,40 @@ TEST(SavedExecutableBadFile, UnwritablePathAndMissingFile) {
   EXPECT_NE(msg.find("/nonexistent-dir/x.tgx: cannot open for reading"), std::string::npos) << msg;
   msg = error_of([&] { Executable().save_to_bytes(); }, &code);
   EXPECT_EQ(code, ErrorCode::invalid_argument);
+}
+
+// A save that fails half-way (here the file-size limit: EFBIG, as a full disk gives ENOSPC) leaves
+// the file already at the path as it was, and no temporary beside it; the error says why.
+TEST(SavedExecutableBadFile, AFailedSaveKeepsTheExistingFile) {
+  Mlp m;
+  Executable exe = m.g.compile(Device::cpu(), {{m.x, {{2, 3}, DType::f32}}}, {m.y});
+  const fs::path dir = fs::temp_directory_path() / ("tg_failed_save_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "x.tgx").string();
+  const std::string old_bytes = "an older file that must survive";
+  std::ofstream(path, std::ios::binary) << old_bytes;
+  const size_t size = exe.save_to_bytes().size();
+  ASSERT_GT(size, 200u);
+  rlimit before{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &before), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // the write then fails with EFBIG
+  rlimit small = before;
+  small.rlim_cur = 100;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  ErrorCode code{};
+  const std::string msg = error_of([&] { exe.save(path); }, &code);
+  ::setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(code, ErrorCode::io_error) << msg;
+  EXPECT_NE(msg.find(path + ": write failed: " + std::strerror(EFBIG)), std::string::npos) << msg;
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), old_bytes);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1) << "no temporary left";
+  exe.save(path);  // the limit lifted: replaced whole
+  EXPECT_EQ(fs::file_size(path), size);
+  const std::vector<float> want = exe.run({Mlp::input()})[0].to_vector<float>();
+  EXPECT_EQ(Executable::load(path, Device::cpu()).run({Mlp::input()})[0].to_vector<float>(), want);
+  fs::remove_all(dir);
 }
 
 }  // namespace
