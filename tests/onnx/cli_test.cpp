@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "onnx/model_builder.h"
+#include "runtime/tgx_format.h"
 #include "tg/onnx.h"
 
 namespace tg::onnx {
@@ -111,6 +112,39 @@ TEST_F(OnnxCli, RunWithoutInputsIsAUsageError) {
   Result r = run_tg("run " + path("model.onnx"));
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("no value for input 'x'"), std::string::npos) << r.out;
+}
+
+// `tg compile m.onnx -o m.onnx` would replace the model by the .tgx: a usage error, the model kept.
+TEST_F(OnnxCli, CompileOntoTheModelItselfIsAUsageError) {
+  const auto before = fs::file_size(dir_ / "model.onnx");
+  Result r = run_tg("compile " + path("model.onnx") + " -o " + path("model.onnx") + " --device cpu");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("is the model itself"), std::string::npos) << r.out;
+  EXPECT_EQ(fs::file_size(dir_ / "model.onnx"), before);
+  r = run_tg("run " + path("model.onnx") + " --random --device cpu");
+  EXPECT_EQ(r.status, 0) << r.out;
+}
+
+// A .tgx whose header lacks fields `tg run` prints (nodes, arch; the loader needs neither):
+// the run prints "?" for them (it stopped on "map::at", naming neither file nor field).
+TEST_F(OnnxCli, RunASavedExecutableWhoseHeaderLacksThePrintedFields) {
+  Result r = run_tg("compile " + path("model.onnx") + " -o " + path("m.tgx") + " --device cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+  std::ifstream in(dir_ / "m.tgx", std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text(bytes.begin(), bytes.end());
+  for (const char* key : {"\nnodes=", "\narch="}) {
+    const size_t at = text.find(key);
+    ASSERT_NE(at, std::string::npos) << key;
+    bytes[at + 1] = static_cast<uint8_t>('X');  // "Xodes=", ...: another key of the same length
+  }
+  runtime::tgx::repair_checksums(bytes, "m.tgx");
+  std::ofstream(dir_ / "edited.tgx", std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  r = run_tg("run " + path("edited.tgx") + " " + path("x.pb") + " -o " + path("out") + " --device cpu");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("(? nodes, compiled for cpu ?)"), std::string::npos) << r.out;
+  EXPECT_EQ(npy_tail(dir_ / "out" / "output_0.npy", 6), (std::vector<float>{2, 0, 4, 0, 3, 0}));
 }
 
 TEST_F(OnnxCli, InspectPrintsTheGraphAndDot) {

@@ -385,7 +385,12 @@ void run_saved(const RunArgs& a) {
   const std::map<std::string, std::string> header = quick_header_of(a.model);
   tg::Device device = a.device.empty() ? tg::Device::default_device()
                                        : tg::cli::parse_device(a.device, "tg run");
-  const std::string file_precision = header.count("precision") ? header.at("precision") : "?";
+  // A field the header lacks (a file from another writer: the loader needs none of these) reads "?".
+  const auto field = [&](const char* key) {
+    const auto it = header.find(key);
+    return it != header.end() ? it->second : std::string("?");
+  };
+  const std::string file_precision = field("precision");
   if (a.precision_given && a.precision != file_precision) {
     throw tg::cli::UsageError(fmt::format("--precision {}: {} was compiled with precision {} (give it to tg compile)",
                                           a.precision, a.model, file_precision));
@@ -466,8 +471,8 @@ void run_saved(const RunArgs& a) {
   }
   std::vector<std::string> outputs;
   for (size_t i = 0; i < exe.output_types().size(); ++i) outputs.push_back(fmt::format("output_{}", i));
-  std::cout << "executable " << a.model << " (" << header.at("nodes") << " nodes, compiled for "
-            << header.at("device") << " " << header.at("arch") << ") on " << device.to_string()
+  std::cout << "executable " << a.model << " (" << field("nodes") << " nodes, compiled for "
+            << field("device") << " " << field("arch") << ") on " << device.to_string()
             << precision_note(file_precision, device) << "\n";
   report(a, exe, feeds, outputs);
 }
@@ -478,6 +483,10 @@ void run_saved(const RunArgs& a) {
 // "<input>.<axis>"; CompileOptions::disable_type_inference): the file runs at any sizes, and the
 // warm-up run takes --shape's sizes (else 1 for each symbol).
 void compile_model(const RunArgs& a, const std::string& out) {
+  std::error_code same_ec;
+  if (out == a.model || std::filesystem::equivalent(out, a.model, same_ec)) {
+    throw tg::cli::UsageError(fmt::format("-o {} is the model itself: give the .tgx another path", out));
+  }
   std::vector<tg::onnx::InputInfo> inputs;
   try {
     inputs = tg::onnx::model_inputs(a.model);
