@@ -19,8 +19,9 @@ namespace tg {
 /// format_version, device, arch and library versions (cuda, cudnn, cublaslt, nvrtc on CUDA),
 /// precision, deterministic, arena_bytes, nodes, feeds, targets, variables, kernels; then
 /// ("section <name>", "<bytes> bytes") per section. Checks the magic, the format version and every
-/// section's checksum. Raises tg::Error(io_error) naming the file and the section for an
-/// unreadable, truncated or corrupt file, tg::Error(unsupported) for a future format version.
+/// section's checksum and that the sections every load needs are there. Raises tg::Error(io_error)
+/// naming the file and the section for an unreadable, truncated or corrupt file or a missing
+/// section, tg::Error(unsupported) for a future format version.
 TG_API std::vector<std::pair<std::string, std::string>> read_executable_header(const std::string& path);
 
 }  // namespace tg

@@ -415,11 +415,22 @@ Executable Executable::load(const std::string& path, Device device, const LoadOp
   return load_from_bytes(bytes.span(), device, options, path);
 }
 
+namespace {
+
+// The sections every loader needs (io_error naming the first one missing).
+void require_sections(const std::map<std::string, std::string_view>& sec, const std::string& file) {
+  for (const char* need : {"header", "program", "graph", "variables", "kernels"}) {
+    if (!sec.count(need)) fail(ErrorCode::io_error, "load", "{}: section '{}' is missing", file, need);
+  }
+}
+
+}  // namespace
+
 std::vector<std::pair<std::string, std::string>> read_executable_header(const std::string& path) {
   const FileBytes bytes = read_file(path);
   const std::span<const uint8_t> b = bytes.span();
   std::map<std::string, std::string_view> sec = verified_sections(b, path);
-  if (!sec.count("header")) fail(ErrorCode::io_error, "load", "{}: section 'header' is missing", path);
+  require_sections(sec, path);  // what load would refuse, inspect refuses too
   std::vector<std::pair<std::string, std::string>> out;
   runtime::tgx::parse_header(sec["header"], path);  // checks the lines
   std::string_view text = sec["header"];
@@ -444,9 +455,7 @@ Executable Executable::load_from_bytes(std::span<const uint8_t> bytes, Device de
   std::shared_ptr<void> owner;
   if (t_loading && t_loading->data.get() == bytes.data() && t_loading->size == bytes.size()) owner = t_loading->data;
   std::map<std::string, std::string_view> sec = verified_sections(bytes, file);
-  for (const char* need : {"header", "program", "graph", "variables", "kernels"}) {
-    if (!sec.count(need)) fail(ErrorCode::io_error, "load", "{}: section '{}' is missing", file, need);
-  }
+  require_sections(sec, file);
   auto header = runtime::tgx::parse_header(sec["header"], file);
   if (header["device"] != "cpu" && header["device"] != "cuda") {
     fail(ErrorCode::io_error, "load", "{}: section 'header' malformed: device '{}' is neither cpu nor cuda", file,

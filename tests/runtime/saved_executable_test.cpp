@@ -487,6 +487,31 @@ TEST(SavedExecutableBadFile, UnwritablePathAndMissingFile) {
   EXPECT_EQ(code, ErrorCode::invalid_argument);
 }
 
+// A file without one of the sections every load needs: load and read_executable_header (tg inspect)
+// both refuse it, naming the file and the section (inspect printed the header of such a file).
+TEST(SavedExecutableBadFile, AMissingSectionIsRefusedByLoadAndByTheHeaderReader) {
+  const std::vector<uint8_t> good = mlp_bytes();
+  const auto layout = runtime::tgx::read_layout(good, "t");
+  const fs::path dir = fs::temp_directory_path() / ("tg_missing_section_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const std::string drop : {"program", "graph", "variables", "kernels"}) {
+    std::vector<std::pair<std::string, std::string>> kept;
+    for (const auto& sec : layout.sections) {
+      if (sec.name != drop) kept.emplace_back(sec.name, std::string(good.begin() + sec.offset, good.begin() + sec.offset + sec.length));
+    }
+    const std::vector<uint8_t> bytes = runtime::tgx::write_file(kept, layout.version);
+    expect_load_error(bytes, ErrorCode::io_error, {"section '" + drop + "' is missing"});
+    const std::string path = (dir / ("no-" + drop + ".tgx")).string();
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    ErrorCode code{};
+    const std::string msg = error_of([&] { read_executable_header(path); }, &code);
+    EXPECT_EQ(code, ErrorCode::io_error) << msg;
+    EXPECT_NE(msg.find(path + ": section '" + drop + "' is missing"), std::string::npos) << msg;
+  }
+  fs::remove_all(dir);
+}
+
 // A save that fails half-way (here the file-size limit: EFBIG, as a full disk gives ENOSPC) leaves
 // the file already at the path as it was, and no temporary beside it; the error says why.
 TEST(SavedExecutableBadFile, AFailedSaveKeepsTheExistingFile) {
