@@ -154,6 +154,7 @@ TEST_F(TgCliErrors, RunNamesTheFileAndTheInput) {
       {"run " + quote(model), 2, {"no value for input 'x' (f32[2,3])", "or --random"}},
       {"run " + quote(loop), 2, {"no value for input 'n' (i64[])", "give a file for each input in order"}},
       {"run " + quote((d / "missing.onnx").string()), 2, {"tg run: no such model file"}},
+      {"run /dev/null", 2, {"tg run: '/dev/null' is not a regular file (a model file must be one)"}},
       {"run " + quote(bad_op) + " " + quote(good), 1,
        {"tg: error (unsupported): [tg run] importing " + bad_op + " failed: ", "node 'fancy' (FancyRelu"}},
       {"run " + quote((d / "corrupt.onnx").string()), 1, {"[tg run] cannot read the model", "not a valid ONNX"}},

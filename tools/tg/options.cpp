@@ -190,11 +190,13 @@ CLI::Option* existing_file(CLI::Option* option) {
         std::error_code ec;
         if (std::filesystem::is_regular_file(value, ec)) return "";
         const bool dir = std::filesystem::is_directory(value, ec);
+        const bool exists = std::filesystem::exists(value, ec);  // a FIFO, a device, a socket
         // "--load: no such file 'x'"; a positional argument by its name: "no such model file 'x'".
         const std::string what = flag.rfind('-', 0) == 0 ? flag + ": " : "";
         const std::string kind = flag.rfind('-', 0) == 0 ? "file" : flag + " file";
-        throw UsageError(dir ? fmt::format("{}'{}' is a directory, not a {}", what, value, kind)
-                             : fmt::format("{}no such {} '{}'", what, kind, value));
+        throw UsageError(dir      ? fmt::format("{}'{}' is a directory, not a {}", what, value, kind)
+                         : exists ? fmt::format("{}'{}' is not a regular file (a {} must be one)", what, value, kind)
+                                  : fmt::format("{}no such {} '{}'", what, kind, value));
       },
       ""));
 }
