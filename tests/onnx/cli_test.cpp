@@ -183,6 +183,10 @@ TEST_F(OnnxCli, CompileThenRunAndInspectTheSavedExecutable) {
                            "targets: f32[2,3]", "arena_bytes: ", "variables: 0 embedded", "section graph: "}) {
     EXPECT_NE(r.out.find(line), std::string::npos) << line << " not in:\n" << r.out;
   }
+  r = run_tg("inspect " + path("m.tgx") + " --dot " + path("g.dot"));  // --dot is for ONNX models
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("--dot draws an ONNX model's graph"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "g.dot"));
 }
 
 // tg compile --dynamic: the model's dim_params stay symbols; the .tgx runs at any size of them.

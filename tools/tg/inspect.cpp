@@ -2,6 +2,7 @@
 // outputs, one line per node), optionally writing it as a Graphviz DOT file. `tg inspect
 // --list-ops` prints the supported ONNX ops and opsets (the table of docs/onnx.md).
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
@@ -34,8 +35,13 @@ void inspect(const InspectArgs& a) {
     throw tg::cli::UsageError("give a model file (tg inspect MODEL.onnx or MODEL.tgx), or --list-ops");
   }
   if (std::filesystem::path(a.model).extension() == ".tgx") {  // a saved executable: its header
+    if (!a.dot.empty()) {
+      throw tg::cli::UsageError(fmt::format("--dot draws an ONNX model's graph; {} is a saved executable "
+                                            "(inspect the .onnx it was compiled from)", a.model));
+    }
+    const auto header = tg::read_executable_header(a.model);  // checked whole before anything is printed
     std::cout << "saved executable " << a.model << "\n";
-    for (const auto& [k, v] : tg::read_executable_header(a.model)) std::cout << "  " << k << ": " << v << "\n";
+    for (const auto& [k, v] : header) std::cout << "  " << k << ": " << v << "\n";
     return;
   }
   tg::onnx::ImportResult m =
