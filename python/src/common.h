@@ -27,6 +27,9 @@ tg::DType to_dtype(py::handle h);
 std::string numpy_name(tg::DType t);
 /// A Device from None (the default device), "cpu", "cuda", "cuda:N" or a tg.Device.
 tg::Device to_device(py::handle h);
+/// A file path from a str, bytes or os.PathLike (pathlib.Path) object, as os.fspath takes it;
+/// TypeError for anything else.
+std::string fs_path(py::handle h);
 /// A shape from an int or a sequence of ints.
 tg::Shape to_shape(py::handle h);
 /// A shape as a Python tuple: ints, and for symbolic dims (tg::symbolic_dim) their names as str.

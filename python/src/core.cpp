@@ -59,6 +59,10 @@ tg::DType to_dtype(py::handle h) {
                       "bfloat16, float32, float64)");
 }
 
+std::string fs_path(py::handle h) {
+  return py::module_::import("os").attr("fspath")(h).cast<std::string>();
+}
+
 tg::Device to_device(py::handle h) {
   if (h.is_none()) return tg::Device::default_device();
   if (py::isinstance<tg::Device>(h)) return h.cast<tg::Device>();

@@ -270,8 +270,8 @@ void bind_graph(py::module_& m) {
       .def_property_readonly("input_types", &tg::Executable::input_types)
       .def_property_readonly("output_types", &tg::Executable::output_types)
       .def_property_readonly("device", &tg::Executable::device)
-      .def("save", [](const tg::Executable& e, const std::string& path, bool embed_variables) {
-             e.save(path, {.embed_variables = embed_variables});
+      .def("save", [](const tg::Executable& e, py::handle path, bool embed_variables) {
+             e.save(fs_path(path), {.embed_variables = embed_variables});
            }, py::arg("path"), py::arg("embed_variables") = true,
            "Writes the executable to a .tgx file (Executable::save, docs/design/0008): the optimized\n"
            "graph, memory plan, generated GPU kernels and (embed_variables) the variables' values.\n"
@@ -280,8 +280,8 @@ void bind_graph(py::module_& m) {
              const std::vector<uint8_t> b = e.save_to_bytes({.embed_variables = embed_variables});
              return py::bytes(reinterpret_cast<const char*>(b.data()), b.size());
            }, py::arg("embed_variables") = true, "The bytes save() writes.")
-      .def_static("load", [](const std::string& path, py::handle device, const tg::Graph* variables) {
-             return tg::Executable::load(path, to_device(device), {.variables = variables});
+      .def_static("load", [](py::handle path, py::handle device, const tg::Graph* variables) {
+             return tg::Executable::load(fs_path(path), to_device(device), {.variables = variables});
            }, py::arg("path"), py::arg("device") = py::none(), py::arg("variables") = nullptr,
            "Reads a .tgx file for `device` (default: the default device) without recompiling when\n"
            "it was compiled for the same device kind, GPU architecture and library versions. A .tgx\n"
@@ -289,12 +289,18 @@ void bind_graph(py::module_& m) {
            "`variables`: a Graph whose variables of the same names the executable binds to (needed\n"
            "for files saved with embed_variables=False). Raises tensorgraph.Error (io_error,\n"
            "unsupported, not_found, shape_mismatch) naming the file and the section.")
-      .def_static("load_from_bytes", [](py::bytes data, py::handle device, const tg::Graph* variables) {
-             const std::string v = data;
-             return tg::Executable::load_from_bytes({reinterpret_cast<const uint8_t*>(v.data()), v.size()},
-                                                    to_device(device), {.variables = variables});
+      .def_static("load_from_bytes", [](py::buffer data, py::handle device, const tg::Graph* variables) {
+             // bytes, bytearray, memoryview, a uint8 array: any C-contiguous buffer, read in place
+             const py::buffer_info info = data.request();
+             if (!PyBuffer_IsContiguous(info.view(), 'C')) {
+               throw tg::Error(tg::ErrorCode::invalid_argument, "[load] the data must be one contiguous buffer");
+             }
+             const size_t n = static_cast<size_t>(info.size * info.itemsize);
+             return tg::Executable::load_from_bytes({static_cast<const uint8_t*>(info.ptr), n}, to_device(device),
+                                                    {.variables = variables});
            }, py::arg("data"), py::arg("device") = py::none(), py::arg("variables") = nullptr,
-           "As load(), from the bytes of a .tgx file.")
+           "As load(), from the bytes of a .tgx file (bytes, bytearray, memoryview: any contiguous\n"
+           "buffer).")
       .def("__str__", &tg::Executable::to_string);
 
   py::class_<tg::Graph>(m, "Graph",

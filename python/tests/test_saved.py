@@ -33,6 +33,23 @@ def test_save_load_round_trip_is_bit_identical(tmp_path):
     assert np.asarray(from_bytes.run([xv])[0]).tobytes() == want.tobytes()
 
 
+def test_paths_and_buffers_of_any_kind(tmp_path):
+    """save/load take os.PathLike paths (pathlib.Path) as well as str; load_from_bytes any
+    contiguous buffer (bytes, bytearray, memoryview); a path of another type is a TypeError."""
+    g, x, _, y, _ = _program()
+    exe = g.compile({x: ([2, 3], tg.float32)}, [y], device="cpu")
+    xv = np.array([[1.0, -2.0, 0.5], [3.0, 0.25, -1.0]], np.float32)
+    want = np.asarray(exe.run([xv])[0]).tobytes()
+    path = tmp_path / "m.tgx"
+    exe.save(path)
+    data = path.read_bytes()
+    for loaded in (tg.Executable.load(path, "cpu"), tg.Executable.load_from_bytes(bytearray(data), "cpu"),
+                   tg.Executable.load_from_bytes(memoryview(data), "cpu")):
+        assert np.asarray(loaded.run([xv])[0]).tobytes() == want
+    with pytest.raises(TypeError):
+        tg.Executable.load(3, "cpu")
+
+
 def test_variables_embedded_or_bound_to_a_graph():
     g, x, w, y, step = _program()
     exe = g.compile({x: ([2, 3], tg.float32)}, [y], [step], device="cpu")
