@@ -101,5 +101,20 @@ TEST(DeferredErrors, CpuRunsRaiseTheirOwnErrors) {
   EXPECT_TG_ERROR(set_deferred_device_errors(Executable(), true), ErrorCode::invalid_argument, "empty Executable");
 }
 
+// An executable compiled once for varying dims (one program per input signature) has no deferred
+// errors: turning them on is refused, turning them off is a no-op; its runs raise their own errors.
+TEST(DeferredErrors, VaryingDimsRefuseOnlyTurningThemOn) {
+  Graph g;
+  Tensor idx = g.placeholder({-1}, DType::i32, "idx");
+  Tensor table = g.constant(TensorData::from_vector<float>({10, 20, 30}, {3}));
+  Executable exe = g.compile(Device::cpu(), {{idx, {{-1}, DType::i32}}}, {gather(table, idx)}, {},
+                             {.disable_type_inference = true});
+  EXPECT_TG_ERROR(set_deferred_device_errors(exe, true), ErrorCode::unsupported, "varying dims");
+  set_deferred_device_errors(exe, false);
+  check_device_errors(exe);
+  expect_equal(exe.run({TensorData::from_vector<int32_t>({2, 0}, {2})})[0], {30, 10}, {2});
+  EXPECT_TG_ERROR(exe.run({TensorData::from_vector<int32_t>({3}, {1})}), ErrorCode::out_of_range, "index 3");
+}
+
 }  // namespace
 }  // namespace tg
