@@ -114,6 +114,24 @@ TEST_F(OnnxCli, RunWithoutInputsIsAUsageError) {
   EXPECT_NE(r.out.find("no value for input 'x'"), std::string::npos) << r.out;
 }
 
+// A .tgx under another name is still recognised by its magic ("TGX1"): run and inspect take it;
+// compile refuses it (it takes ONNX models) instead of failing to parse it as one.
+TEST_F(OnnxCli, ASavedExecutableIsKnownByItsMagicNotItsName) {
+  Result r = run_tg("compile " + path("model.onnx") + " -o " + path("m.tgx") + " --device cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+  fs::copy_file(dir_ / "m.tgx", dir_ / "model.bin");
+  r = run_tg("run " + path("model.bin") + " " + path("x.pb") + " -o " + path("out") + " --device cpu");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("executable "), std::string::npos) << r.out;
+  EXPECT_EQ(npy_tail(dir_ / "out" / "output_0.npy", 6), (std::vector<float>{2, 0, 4, 0, 3, 0}));
+  r = run_tg("inspect " + path("model.bin"));
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("format: tgx"), std::string::npos) << r.out;
+  r = run_tg("compile " + path("model.bin") + " -o " + path("again.tgx") + " --device cpu");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("is a saved executable already"), std::string::npos) << r.out;
+}
+
 // `tg compile m.onnx -o m.onnx` would replace the model by the .tgx: a usage error, the model kept.
 TEST_F(OnnxCli, CompileOntoTheModelItselfIsAUsageError) {
   const auto before = fs::file_size(dir_ / "model.onnx");

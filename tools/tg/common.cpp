@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "options.h"
@@ -152,6 +154,13 @@ nn::Model build_model(const CommonArgs& args, const data::Dataset& dataset) {
                                      .num_classes = dataset.num_classes,
                                      .layout = parse_layout(args.layout),
                                      .seed = args.seed});
+}
+
+bool is_saved_executable(const std::string& path) {
+  if (std::filesystem::path(path).extension() == ".tgx") return true;
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, 4) && std::memcmp(magic, "TGX1", 4) == 0;
 }
 
 }  // namespace tg::cli

@@ -45,6 +45,10 @@ ComputePrecision parse_precision(const std::string& name);
 /// plan of a compiled executable (Executable::arena_bytes), for tg run and tg inspect.
 std::string arena_line(const Executable& exe);
 
+/// Whether `path` names a saved executable: its extension is .tgx, or its first 4 bytes are the
+/// .tgx magic "TGX1" (a file renamed; docs/design/0008). Anything else is taken for an ONNX model.
+bool is_saved_executable(const std::string& path);
+
 /// The directory holding the MNIST IDX files: --data-dir when given, else the first of
 /// <source tree>/data/mnist, <exe>/../data/mnist, <exe>/../share/tensorgraph/data/mnist,
 /// ./data/mnist that exists; tg::Error(not_found) listing the places tried otherwise.

@@ -34,7 +34,7 @@ void inspect(const InspectArgs& a) {
   if (a.model.empty()) {
     throw tg::cli::UsageError("give a model file (tg inspect MODEL.onnx or MODEL.tgx), or --list-ops");
   }
-  if (std::filesystem::path(a.model).extension() == ".tgx") {  // a saved executable: its header
+  if (tg::cli::is_saved_executable(a.model)) {  // a saved executable: its header
     if (!a.dot.empty()) {
       throw tg::cli::UsageError(fmt::format("--dot draws an ONNX model's graph; {} is a saved executable "
                                             "(inspect the .onnx it was compiled from)", a.model));

@@ -487,6 +487,10 @@ void compile_model(const RunArgs& a, const std::string& out) {
   if (out == a.model || std::filesystem::equivalent(out, a.model, same_ec)) {
     throw tg::cli::UsageError(fmt::format("-o {} is the model itself: give the .tgx another path", out));
   }
+  if (tg::cli::is_saved_executable(a.model)) {
+    throw tg::cli::UsageError(fmt::format("{} is a saved executable already: tg compile takes an ONNX model "
+                                          "(tg run / tg inspect take the .tgx)", a.model));
+  }
   std::vector<tg::onnx::InputInfo> inputs;
   try {
     inputs = tg::onnx::model_inputs(a.model);
@@ -547,7 +551,7 @@ void compile_model(const RunArgs& a, const std::string& out) {
 }
 
 void run_any(const RunArgs& a) {
-  if (fs::path(a.model).extension() == ".tgx") {
+  if (tg::cli::is_saved_executable(a.model)) {
     run_saved(a);
   } else {
     run_model(a);
