@@ -43,8 +43,13 @@ void check_feed_type(const ir::Node& ph, const TensorType& fed, std::string_view
          (declared.shape[i] < 0 || declared.shape[i] == fed.shape[i]);
   }
   if (!ok) {
-    fail(ErrorCode::shape_mismatch, op, "placeholder '{}' is {}, fed {}", ph.name,
-         declared.to_string(), fed.to_string());
+    bool open = false;  // a varying dim without disable_type_inference: say so, the types can print alike
+    for (const int64_t d : fed.shape) open = open || d == -1 || is_symbolic_dim(d);
+    fail(ErrorCode::shape_mismatch, op, "placeholder '{}' is {}, fed {}{}", ph.name, declared.to_string(),
+         fed.to_string(),
+         !varying && open ? " (a varying dim (-1 or a symbol) compiles once for every size only with "
+                            "CompileOptions::disable_type_inference; else give each dim's size)"
+                          : "");
   }
 }
 
