@@ -62,7 +62,12 @@ Layout read_layout(std::span<const uint8_t> bytes, const std::string& file) {
   }
   Layout l;
   l.version = static_cast<uint32_t>(le(bytes.data() + 4, 4));
-  if (l.version > kFormatVersion || l.version == 0) {
+  if (l.version == 0) {  // never written: a damaged file, not one from a newer TensorGraph
+    fail(ErrorCode::io_error, "load",
+         "{}: section 'file header': format version 0 is not one this build reads (1..{}; the file is corrupt)", file,
+         kFormatVersion);
+  }
+  if (l.version > kFormatVersion) {
     fail(ErrorCode::unsupported, "load", "{}: section 'file header': format version {} is not one this build reads (1..{})",
          file, l.version, kFormatVersion);
   }

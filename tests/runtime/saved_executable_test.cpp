@@ -281,6 +281,8 @@ TEST(SavedExecutableBadFile, FutureVersion) {
   std::vector<uint8_t> b = mlp_bytes();
   b[4] = 4;
   expect_load_error(b, ErrorCode::unsupported, {"section 'file header': format version 4"});
+  b[4] = 0;  // never written by any version: a damaged file (io_error), not a newer one
+  expect_load_error(b, ErrorCode::io_error, {"section 'file header': format version 0", "the file is corrupt"});
 }
 
 TEST(SavedExecutable, FormatVersion1FilesStillLoad) {
