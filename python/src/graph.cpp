@@ -258,12 +258,15 @@ void bind_graph(py::module_& m) {
            "a CUDA graph replay of a program with device checks (an out-of-range gather index)\n"
            "does not wait for the device; an error it finds is raised by a later run() before it\n"
            "queues anything, or by check_device_errors(). The failed run's results and those of\n"
-           "the runs queued after it are not valid until then.")
+           "the runs queued after it are not valid until then. On the CPU runs always raise their\n"
+           "own errors (a no-op). Raises tensorgraph.Error(unsupported) when turning it on for an\n"
+           "executable compiled for varying dims (disable_type_inference).")
       .def("check_device_errors", [](const tg::Executable& e) {
              py::gil_scoped_release nogil;
              tg::check_device_errors(e);
            },
-           "Waits for the device and raises a deferred device error of this executable's runs.")
+           "Waits for the device and raises a deferred device error of this executable's runs, once\n"
+           "(set_deferred_device_errors). A no-op without deferred errors or on the CPU.")
       .def_property_readonly("arena_bytes", &tg::Executable::arena_bytes)
       .def_property_readonly("unplanned_bytes", &tg::Executable::unplanned_bytes)
       .def_property_readonly("arena_count", &tg::Executable::arena_count)
