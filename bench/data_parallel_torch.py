@@ -19,6 +19,8 @@ import torch
 import torch.distributed as dist
 import torchvision
 
+from resnet50_cuda_torch import cuda_time  # bench/, the script's own directory
+
 
 def main():
     batch, steps, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
@@ -47,19 +49,7 @@ def main():
         loss.backward()
         opt.step()
 
-    for _ in range(5):
-        step()
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(steps):
-        s.record()
-        step()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e))
-    times.sort()
-    ms = times[len(times) // 2]
+    ms = cuda_time(step, steps, 5)  # median over the steps, after 5 warm-up steps
     if dist.get_rank() == 0:
         print(json.dumps({"peer": "pytorch-ddp", "version": torch.__version__, "world": dist.get_world_size(),
                           "batch_per_gpu": batch, "mode": mode, "ms": ms}), flush=True)

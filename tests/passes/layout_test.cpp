@@ -116,6 +116,25 @@ TEST(ChannelsLast, DefaultRunsWhereMeasuredFaster) {
   }
 }
 
+// One graph compiled on the CPU and run on `feeds` with the layout pass off (TG_CHANNELS_LAST=0)
+// and on (=1): each executable's text and results. `compile` builds the graph in `g` and compiles it.
+struct OffOn {
+  std::string off_text, on_text;
+  std::vector<TensorData> off, on;
+};
+template <class Compile>
+OffOn off_and_on(const std::vector<TensorData>& feeds, Compile compile) {
+  OffOn r;
+  for (const bool on : {false, true}) {
+    ScopedEnv e("TG_CHANNELS_LAST", on ? "1" : "0");
+    Graph g;
+    Executable exe = compile(g);
+    (on ? r.on_text : r.off_text) = exe.to_string();
+    (on ? r.on : r.off) = exe.run(feeds);
+  }
+  return r;
+}
+
 // The CPU default converts grouped (here depthwise) and dilated NCHW convolutions too: same values.
 TEST(ChannelsLast, CpuDefaultConvertsDepthwiseConvolutionsWithTheSameValues) {
   TensorData xv = TensorData::random_normal({3, 4, 9, 7}, 0.f, 1.f, 21);
@@ -152,25 +171,18 @@ TEST(ChannelsLast, GraphsWithoutNchwOpsAreUnchanged) {
 // input and the NHWC result is the kernel's own, so the only transpose left is the NCHW result's.
 TEST(ChannelsLast, GraphTransposesFromNhwcInputsAndToNhwcResultsCancel) {
   TensorData xv = TensorData::random_normal({2, 8, 8, 3}, 0.f, 1.f, 31);
-  auto run = [&](const char* env, std::string* text) {
-    ScopedEnv e("TG_CHANNELS_LAST", env);
-    Graph g;
+  const OffOn r = off_and_on({xv}, [](Graph& g) {
     Tensor x_nhwc = g.placeholder({2, 8, 8, 3}, DType::f32, "x");
     Tensor x = transpose(x_nhwc, {0, 3, 1, 2});
     Tensor w = g.constant(TensorData::random_normal({4, 3, 3, 3}, 0.f, 0.5f, 32), "w");
     const Conv2dDesc conv{.padding = Padding::same, .data_layout = Layout::nchw, .weights_layout = Layout::oihw};
     Tensor y = relu(conv2d(x, w, conv));
-    Executable exe = g.compile(Device::cpu(), {{x_nhwc, xv.type()}}, {y, transpose(y, {0, 2, 3, 1})});
-    *text = exe.to_string();
-    return exe.run({xv});
-  };
-  std::string off_text, on_text;
-  std::vector<TensorData> want = run("0", &off_text);
-  std::vector<TensorData> got = run("1", &on_text);
-  EXPECT_EQ(count(off_text, "= transpose("), 2) << off_text;
-  EXPECT_EQ(count(on_text, "data_layout=nhwc"), 1) << on_text;
-  EXPECT_EQ(count(on_text, "= transpose("), 1) << on_text;
-  testing::expect_all_near(want, got, 1e-5);
+    return g.compile(Device::cpu(), {{x_nhwc, {{2, 8, 8, 3}, DType::f32}}}, {y, transpose(y, {0, 2, 3, 1})});
+  });
+  EXPECT_EQ(count(r.off_text, "= transpose("), 2) << r.off_text;
+  EXPECT_EQ(count(r.on_text, "data_layout=nhwc"), 1) << r.on_text;
+  EXPECT_EQ(count(r.on_text, "= transpose("), 1) << r.on_text;
+  testing::expect_all_near(r.off, r.on, 1e-5);
 }
 
 // [N,C,1,1] values (global pooling's result, a squeeze-and-excitation scale, its gradient's
@@ -178,9 +190,7 @@ TEST(ChannelsLast, GraphTransposesFromNhwcInputsAndToNhwcResultsCancel) {
 // broadcast stay NHWC and the only transposes are the input's and the result's.
 TEST(ChannelsLast, PerSampleChannelValuesAndTheirBroadcastsStayNhwc) {
   TensorData xv = TensorData::random_normal({2, 3, 6, 6}, 0.f, 1.f, 41);
-  auto run = [&](const char* env, std::string* text) {
-    ScopedEnv e("TG_CHANNELS_LAST", env);
-    Graph g;
+  const OffOn r = off_and_on({xv}, [](Graph& g) {
     Tensor x = g.placeholder({2, 3, 6, 6}, DType::f32, "x");
     Tensor w = g.constant(TensorData::random_normal({4, 3, 3, 3}, 0.f, 0.5f, 42), "w");
     const Conv2dDesc conv{.padding = Padding::same, .data_layout = Layout::nchw, .weights_layout = Layout::oihw};
@@ -188,16 +198,11 @@ TEST(ChannelsLast, PerSampleChannelValuesAndTheirBroadcastsStayNhwc) {
     Tensor s = sigmoid(reduce_sum(y, {.axes = {2, 3}, .keep_dims = true}));  // [2,4,1,1]
     Tensor z = y * s + broadcast_to(s * 0.5f, {2, 4, 6, 6});
     Tensor out = conv2d(z, g.constant(TensorData::random_normal({4, 4, 1, 1}, 0.f, 0.5f, 43), "w2"), conv);
-    Executable exe = g.compile(Device::cpu(), {{x, xv.type()}}, {out});
-    *text = exe.to_string();
-    return exe.run({xv});
-  };
-  std::string off_text, on_text;
-  std::vector<TensorData> want = run("0", &off_text);
-  std::vector<TensorData> got = run("1", &on_text);
-  EXPECT_EQ(count(on_text, "data_layout=nhwc"), 2) << on_text;
-  EXPECT_EQ(count(on_text, "= transpose("), 2) << on_text;
-  testing::expect_all_near(want, got, 1e-5);
+    return g.compile(Device::cpu(), {{x, {{2, 3, 6, 6}, DType::f32}}}, {out});
+  });
+  EXPECT_EQ(count(r.on_text, "data_layout=nhwc"), 2) << r.on_text;
+  EXPECT_EQ(count(r.on_text, "= transpose("), 2) << r.on_text;
+  testing::expect_all_near(r.off, r.on, 1e-5);
 }
 
 // A training graph's backward ops as a converter from another framework builds them (PyTorch's
@@ -206,9 +211,7 @@ TEST(ChannelsLast, PerSampleChannelValuesAndTheirBroadcastsStayNhwc) {
 TEST(ChannelsLast, BackwardOpsRunNhwcWithTheSameValues) {
   TensorData xv = TensorData::random_normal({2, 3, 8, 8}, 0.f, 1.f, 11);
   TensorData dyv = TensorData::random_normal({2, 4, 8, 8}, 0.f, 1.f, 12);
-  auto build_and_run = [&](const char* on, std::string* text) {
-    ScopedEnv env("TG_CHANNELS_LAST", on);
-    Graph g;
+  const OffOn r = off_and_on({xv, dyv}, [](Graph& g) {
     Tensor x = g.placeholder({2, 3, 8, 8}, DType::f32, "x");
     Tensor dy = g.placeholder({2, 4, 8, 8}, DType::f32, "dy");
     const Conv2dDesc conv{.padding = Padding::same, .data_layout = Layout::nchw, .weights_layout = Layout::oihw};
@@ -220,17 +223,12 @@ TEST(ChannelsLast, BackwardOpsRunNhwcWithTheSameValues) {
     Tensor pooled = max_pool2d(p, pool);
     Tensor dmax = max_pool2d_backward(pooled * pooled, p, pool);
     Tensor davg = avg_pool2d_backward(pooled, p, pool);
-    Executable exe = g.compile(Device::cpu(), {{x, xv.type()}, {dy, dyv.type()}}, {dx, dw, dmax, davg});
-    *text = exe.to_string();
-    return exe.run({xv, dyv});
-  };
-  std::string off_text, on_text;
-  std::vector<TensorData> want = build_and_run("0", &off_text);
-  std::vector<TensorData> got = build_and_run("1", &on_text);
-  EXPECT_EQ(count(off_text, "data_layout=nhwc"), 0) << off_text;
-  EXPECT_EQ(count(on_text, "data_layout=nchw"), 0) << on_text;
-  EXPECT_EQ(count(on_text, "data_layout=nhwc"), 5) << on_text;
-  testing::expect_all_near(want, got, 1e-4);
+    return g.compile(Device::cpu(), {{x, x.type()}, {dy, dy.type()}}, {dx, dw, dmax, davg});
+  });
+  EXPECT_EQ(count(r.off_text, "data_layout=nhwc"), 0) << r.off_text;
+  EXPECT_EQ(count(r.on_text, "data_layout=nchw"), 0) << r.on_text;
+  EXPECT_EQ(count(r.on_text, "data_layout=nhwc"), 5) << r.on_text;
+  testing::expect_all_near(r.off, r.on, 1e-4);
   // A backward graph without forward convolutions: its gradients' batch decides on CUDA.
   ScopedEnv unset("TG_CHANNELS_LAST", "");
   auto backward_pays = [](int64_t batch, int64_t groups, Device d) {
