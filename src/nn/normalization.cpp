@@ -101,15 +101,6 @@ std::optional<Tensor> dynamic_count(const Tensor& x, int64_t channel_axis, doubl
   return reduce_sum(ones) * *static_count;
 }
 
-// n / (n - 1) as a scalar of x's dtype, n the number of elements reduced per channel: a constant
-// when those dims are static, else computed at run time.
-Tensor unbiased_factor(const Tensor& x, int64_t channel_axis) {
-  double static_count = 1;
-  std::optional<Tensor> n = dynamic_count(x, channel_axis, &static_count);
-  if (!n) return Graph(x.graph_impl()).constant(static_count / (static_count - 1), x.dtype());
-  return cast(*n / (*n - 1.0), x.dtype());
-}
-
 // The number of elements reduced per channel as a scalar of `dtype`: a constant when those dims
 // are static, else counted at run time.
 Tensor element_count(const Tensor& x, int64_t channel_axis, DType dtype) {
@@ -181,11 +172,15 @@ Tensor batch_norm_impl(Tensor x, Tensor gamma, Tensor beta, Tensor running_mean,
     // Batch mean and biased variance normalize; the running statistics move towards the batch's
     // (PyTorch: running = (1 - momentum) * running + momentum * batch, unbiased variance).
     Tensor mean, centered, var, unbiased;
+    double static_count = 1;     // n when every reduced dim is static
+    std::optional<Tensor> count;  // n counted at run time (dynamic dims, or all ranks' n)
     if (comm == nullptr) {
       mean = reduce_mean(x, {.axes = axes, .keep_dims = true});
       centered = x - mean;
       var = reduce_mean(square(centered), {.axes = axes, .keep_dims = true});
-      unbiased = var * unbiased_factor(x, axis);
+      count = dynamic_count(x, axis, &static_count);
+      unbiased = var * (count ? cast(*count / (*count - 1.0), x.dtype())
+                              : g.constant(static_count / (static_count - 1), x.dtype()));
     } else {
       // The global statistics: [per-channel sums, count] all-reduced, the mean, then the
       // all-reduced sums of squared deviations from it (f32 for half-precision x).
@@ -195,6 +190,7 @@ Tensor batch_norm_impl(Tensor x, Tensor gamma, Tensor beta, Tensor running_mean,
       Tensor sums = reduce_sum(xs, {.axes = axes});  // [C]
       Tensor total = sync_sum(concat({sums, reshape(element_count(x, axis, sd), {1})}, 0), *comm);
       Tensor n = reshape(slice(total, {.begin = {c}, .end = {c + 1}}), {});
+      count = n;
       Tensor mean_s = bc(slice(total, {.begin = {0}, .end = {c}})) / n;
       Tensor centered_s = xs - mean_s;
       Tensor squares = sync_sum(reduce_sum(square(centered_s), {.axes = axes}), *comm);
@@ -210,6 +206,18 @@ Tensor batch_norm_impl(Tensor x, Tensor gamma, Tensor beta, Tensor running_mean,
     // with the other per-channel program of the step.
     Tensor new_mean = reshape(bc(running_mean) * (1 - m) + mean * m, {-1});
     Tensor new_var = reshape(bc(running_var) * (1 - m) + unbiased * m, {-1});
+    // With at most one value per channel the unbiased variance is 0 * 1/0 (NaN; an empty batch
+    // also has a NaN mean): the running statistics keep their values instead of turning NaN
+    // (PyTorch raises here, Keras blends a biased 0; a last partial batch of one example must not
+    // poison every later inference).
+    if (count) {
+      Tensor enough = greater(*count, g.constant(1.0, count->dtype()));
+      new_mean = select(enough, new_mean, running_mean);
+      new_var = select(enough, new_var, running_var);
+    } else if (static_count <= 1) {
+      new_mean = running_mean;
+      new_var = running_var;
+    }
     Operation assign_mean = assign_variable(running_mean, new_mean);
     Operation assign_var = assign_variable(running_var, new_var);
     Tensor scaled = centered * (bc(gamma) * rsqrt(var + options.epsilon));

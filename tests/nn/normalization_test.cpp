@@ -227,16 +227,39 @@ TEST(NnBatchNorm, F32ConstantFlagAndSingleValuePerChannel) {
   for (int k = 0; k < 3; ++k) want_var[k] = 0.9 + 0.1 * s.var[k] * 8 / 7;
   expect_close(g.variable_value(var_v), want_var, {3}, 1e-6, 1e-6);
 
-  // One value per channel in training: y = beta, and the unbiased variance is 0 * 1/0 = NaN (as
-  // torch.var with correction 1; PyTorch's BatchNorm rejects such a batch).
+  // One value per channel in training: y = beta, and the unbiased variance would be 0 * 1/0 =
+  // NaN (PyTorch's BatchNorm rejects such a batch): the running statistics keep their values.
   Graph h;
   Tensor one = h.constant(TensorData::from_vector<double>({3, -4}, {1, 2}));
   Tensor m1 = h.variable(f64_data({0, 0}, {2}), "m"), v1 = h.variable(f64_data({1, 1}, {2}), "v");
   Tensor y1 = batch_norm(one, f64(h, {1, 1}, {2}), f64(h, {0.5, -0.5}, {2}), m1, v1,
                          h.constant(1.0, DType::bool_));
   expect_close(run1(h, y1), {0.5, -0.5}, {1, 2}, 0, 0);
-  expect_close(h.variable_value(m1), {0.3, -0.4}, {2}, 1e-15, 0);
-  expect_close(h.variable_value(v1), {kNan, kNan}, {2}, 0, 0);
+  expect_close(h.variable_value(m1), {0, 0}, {2}, 0, 0);
+  expect_close(h.variable_value(v1), {1, 1}, {2}, 0, 0);
+}
+
+TEST(NnBatchNorm, DynamicBatchOfOneOrNoneKeepsTheRunningStatistics) {
+  // A dynamic batch counted at run time: 3 rows update the statistics (hand-computed), then a
+  // last partial batch of 1 row and an empty one leave them as they were (no NaN).
+  Graph g;
+  Tensor x = g.placeholder({-1, 2}, DType::f64, "x");
+  Tensor m = g.variable(f64_data({0, 0}, {2}), "m"), v = g.variable(f64_data({1, 1}, {2}), "v");
+  Tensor y = batch_norm(x, f64(g, {1, 1}, {2}), f64(g, {0, 0}, {2}), m, v,
+                        g.constant(1.0, DType::bool_));
+  // Channel 0: 1, 2, 3 (mean 2, unbiased var 1); channel 1: 0, 0, 6 (mean 2, unbiased var 12).
+  run1(g, y, {{x, f64_data({1, 0, 2, 0, 3, 6}, {3, 2})}});
+  const std::vector<double> mean3{0.2, 0.2}, var3{0.9 + 0.1 * 1, 0.9 + 0.1 * 12};
+  expect_close(g.variable_value(m), mean3, {2}, 1e-15, 1e-15);
+  expect_close(g.variable_value(v), var3, {2}, 1e-15, 1e-15);
+  TensorData y1 = run1(g, y, {{x, f64_data({5, -7}, {1, 2})}});
+  expect_close(y1, {0, 0}, {1, 2}, 0, 0);
+  expect_close(g.variable_value(m), mean3, {2}, 0, 0);
+  expect_close(g.variable_value(v), var3, {2}, 0, 0);
+  TensorData y0 = run1(g, y, {{x, f64_data({}, {0, 2})}});
+  EXPECT_EQ(y0.shape(), (Shape{0, 2}));
+  expect_close(g.variable_value(m), mean3, {2}, 0, 0);
+  expect_close(g.variable_value(v), var3, {2}, 0, 0);
 }
 
 Tensor bn_for_grad(const std::vector<Tensor>& in, bool training, int64_t axis) {
