@@ -170,7 +170,23 @@ TensorData prepare_labels(const ModelState& s, const TensorData& y, int64_t n, s
     fail(ErrorCode::dtype_mismatch, op, "y is {}, {} needs {} labels", y.type().to_string(),
          loss_name(s.loss), sparse ? "integer" : "floating");
   }
-  return convert(y.to(Device::cpu()), s.labels.dtype());
+  TensorData labels = convert(y.to(Device::cpu()), s.labels.dtype());
+  const int64_t classes = s.output.shape().empty() ? -1 : s.output.shape().back();
+  if (sparse && classes >= 0) {
+    // Checked here, before any step runs, so the message names the example (the loss's gather
+    // would name a position inside one batch).
+    const int64_t per_example = n > 0 ? labels.num_elements() / n : 0;
+    for (int64_t i = 0; i < labels.num_elements(); ++i) {
+      const double l = load_as_double(labels.dtype(), labels.raw_data(), i);
+      if (l < 0 || l >= static_cast<double>(classes)) {
+        fail(ErrorCode::out_of_range, op,
+             "label {} of example {} is outside [0, {}): {} with outputs {} takes class indices",
+             static_cast<int64_t>(l), per_example > 0 ? i / per_example : i, classes,
+             loss_name(s.loss), str(s.output.shape()));
+      }
+    }
+  }
+  return labels;
 }
 
 // Rows order[begin, begin + count) of src.

@@ -96,9 +96,19 @@ Tensor dense_label_loss(const Tensor& lsm, const Tensor& labels, int64_t axis) {
   return neg(reduce_sum(mul(labels, masked), {.axes = {axis}}));
 }
 
-// -lsm[label] for integer class indices.
+// -lsm[label] for integer class indices. A negative label l is moved to l - C, outside the
+// range gather_elements accepts, so it raises out_of_range (as PyTorch's cross_entropy) instead of
+// counting from the end (a silently trained wrong class).
 Tensor index_label_loss(const Tensor& lsm, const Tensor& labels, int64_t axis) {
-  Tensor picked = gather_elements(lsm, expand_dims(labels, axis), {.axis = axis});
+  Tensor index = labels;
+  const int64_t classes = lsm.shape()[axis];
+  if (classes >= 0) {
+    Graph g(lsm.graph_impl());
+    Tensor zero = g.constant(0.0, labels.dtype());
+    index = select(less(labels, zero),
+                   sub(labels, g.constant(static_cast<double>(classes), labels.dtype())), labels);
+  }
+  Tensor picked = gather_elements(lsm, expand_dims(index, axis), {.axis = axis});
   return neg(squeeze(picked, {axis}));
 }
 

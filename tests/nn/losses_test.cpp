@@ -149,6 +149,13 @@ TEST(NnSoftmaxCrossEntropy, LabelOutOfRangeRaisesAtRunTime) {
   Tensor logits = f64(g, {1, 2, 3}, {1, 3});
   Tensor idx = g.constant(TensorData::from_vector<int32_t>({3}, {1}));
   EXPECT_TG_ERROR(run1(g, softmax_cross_entropy(logits, idx)), ErrorCode::out_of_range, "");
+  // A negative label does not count from the end (-1 would silently pick class 2): it raises,
+  // shown as -1 - C.
+  Tensor neg = g.constant(TensorData::from_vector<int32_t>({-1}, {1}));
+  EXPECT_TG_ERROR(run1(g, softmax_cross_entropy(logits, neg)), ErrorCode::out_of_range, "-4");
+  Tensor ok = g.constant(TensorData::from_vector<int32_t>({0}, {1}));
+  expect_close(run1(g, softmax_cross_entropy(logits, ok)), {std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0)) - 1},
+               {}, 1e-12, 1e-12);
 }
 
 TEST(NnSoftmaxCrossEntropy, DynamicBatch) {

@@ -503,10 +503,15 @@ TEST(ModelErrors, ModelApiErrors) {
   EXPECT_TG_ERROR(m.fit(x, y, {.batch_size = 0}), ErrorCode::invalid_argument, "[fit] batch_size");
   EXPECT_TG_ERROR(m.fit(x, y, {.validation_split = 0.01, .verbose = 0}), ErrorCode::invalid_argument,
                   "[fit] validation_split");
-  // A label out of range fails at run time in the loss's gather; nothing is updated.
+  // A label out of range (negative ones too: they must not count from the end) fails before any
+  // step, naming the example; nothing is updated.
   auto before = m.get_weights()[0].second.to_vector<float>();
   EXPECT_TG_ERROR(m.train_on_batch(f32({1, 2}, {1, 2}), TensorData::from_vector<int32_t>({7}, {1})),
-                  ErrorCode::out_of_range, "");
+                  ErrorCode::out_of_range, "[train_on_batch] label 7 of example 0 is outside [0, ");
+  std::vector<int32_t> labels(10, 0);
+  labels[6] = -1;
+  EXPECT_TG_ERROR(m.fit(x, TensorData::from_vector<int32_t>(labels, {10}), {.verbose = 0}),
+                  ErrorCode::out_of_range, "[fit] label -1 of example 6 is outside [0, ");
   EXPECT_EQ(m.get_weights()[0].second.to_vector<float>(), before);
   SymbolicTensor r = Input({2});
   Model reg(r, Dense(1)(r));
