@@ -20,7 +20,24 @@ std::vector<TensorType> infer_types(const ir::Node& node, std::span<const Tensor
   if (fn == nullptr) {
     fail(ErrorCode::unsupported, ir::op_name(node.kind), "op has no type inference registered");
   }
-  return fn(node, inputs);
+  std::vector<TensorType> out = fn(node, inputs);
+  for (size_t i = 0; i < out.size(); ++i) check_size_fits(out[i], ir::op_name(node.kind), i);
+  return out;
+}
+
+void check_size_fits(const TensorType& type, std::string_view op, size_t output) {
+  // The byte count of every static shape must fit in int64: num_elements() and every offset
+  // computation in the backends multiply sizes in int64 (an overflow there is undefined behaviour
+  // and gave wrapped, finite results: sum of broadcast_to(1, [3, 6148914691236517206]) was 2).
+  int64_t bytes = static_cast<int64_t>(dtype_size(type.dtype));
+  for (int64_t d : type.shape) {
+    if (d < 0) continue;  // dynamic or symbolic: checked against the run's sizes
+    if (__builtin_mul_overflow(bytes, d, &bytes)) {
+      fail(ErrorCode::invalid_argument, op,
+           "output {} of shape {} ({}) has more than 2^63-1 bytes", output, str(type.shape),
+           dtype_name(type.dtype));
+    }
+  }
 }
 
 }  // namespace tg::ops

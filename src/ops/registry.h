@@ -22,8 +22,14 @@ struct OpRegistry {
 /// The registry with every family registered.
 const OpRegistry& registry();
 
-/// Output types of `node` for `inputs` (dispatches through the registry).
+/// Output types of `node` for `inputs` (dispatches through the registry). Raises
+/// tg::Error(invalid_argument) naming the op when an output's static shape holds more than
+/// 2^63-1 bytes (check_size_fits), besides the errors of the op's own inference.
 std::vector<TensorType> infer_types(const ir::Node& node, std::span<const TensorType> inputs);
+
+/// Raises tg::Error(invalid_argument) naming `op` and output `output` when the static dims of
+/// `type` times its dtype's size overflow int64 (dynamic and symbolic dims are skipped).
+void check_size_fits(const TensorType& type, std::string_view op, size_t output);
 
 #define TG_DECLARE_REGISTER_OPS(family) void register_##family##_ops(OpRegistry& r);
 TG_OP_FAMILIES(TG_DECLARE_REGISTER_OPS)

@@ -68,6 +68,17 @@ TEST(ShapeOps, BroadcastToErrors) {
   EXPECT_TG_ERROR(broadcast_to(x, {2, -2}), ErrorCode::invalid_argument, "[broadcast_to]");
   EXPECT_TG_ERROR(broadcast_to(Tensor(), {2}), ErrorCode::invalid_argument,
                   "[broadcast_to] input 0 is an empty Tensor");
+  // More elements than int64 counts: refused when built (3 * 6148914691236517206 wrapped to 2,
+  // and a reduce_sum over it returned 2).
+  Tensor one = g.constant(1.0, DType::f32);
+  EXPECT_TG_ERROR(broadcast_to(one, {3, 6148914691236517206}), ErrorCode::invalid_argument,
+                  "[broadcast_to] output 0 of shape [3,6148914691236517206] (f32) has more than 2^63-1 bytes");
+  EXPECT_TG_ERROR(broadcast_to(one, {int64_t{1} << 32, int64_t{1} << 32}), ErrorCode::invalid_argument,
+                  "2^63-1 bytes");
+  EXPECT_TG_ERROR(g.placeholder({int64_t{1} << 62, 4}, DType::f32, "huge"), ErrorCode::invalid_argument,
+                  "[placeholder] output 0");
+  // A size-0 dim makes any shape empty: accepted.
+  EXPECT_EQ(broadcast_to(one, {0, int64_t{1} << 62, 4}).shape(), (Shape{0, int64_t{1} << 62, 4}));
 }
 
 // ---- reshape -----------------------------------------------------------------------------------
