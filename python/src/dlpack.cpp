@@ -114,6 +114,9 @@ tg::TensorData import_capsule(py::capsule cap) {
   }
   tg::DType dtype = from_dl(d.dtype);
   tg::Shape shape(d.shape, d.shape + d.ndim);
+  // An empty tensor's strides mean nothing (torch gives [0,3,8,8] strides [1,64,8,1] and calls it
+  // contiguous): it becomes an empty TensorData of that shape.
+  if (tg::num_elements(shape) == 0) return tg::TensorData(shape, dtype, device);
   if (d.strides != nullptr) {
     auto expected = tg::row_major_strides(shape);
     for (int i = 0; i < d.ndim; ++i) {
@@ -127,7 +130,6 @@ tg::TensorData import_capsule(py::capsule cap) {
     }
   }
   auto* data = static_cast<char*>(d.data) + d.byte_offset;
-  if (tg::num_elements(shape) == 0) return tg::TensorData(shape, dtype, device);
   tg::TensorData t = tg::TensorData::from_external(data, shape, dtype, device, owner);
   // TensorGraph's kernels expect 16-byte aligned tensors: a view at another offset is copied.
   if (reinterpret_cast<uintptr_t>(data) % 16 != 0) return t.clone();

@@ -103,6 +103,12 @@ tg::Tensor getitem(const tg::Tensor& x, py::handle key) {
       d.end.push_back(stop.is_none() ? tg::kSliceEnd : stop.cast<int64_t>());
     } else if (py::isinstance<py::int_>(it)) {
       int64_t i = it.cast<int64_t>();
+      const int64_t n = x.shape()[static_cast<size_t>(axis)];
+      if (n >= 0 && (i < -n || i >= n)) {  // IndexError: also what ends iteration of a sequence
+        throw py::index_error("[getitem] index " + std::to_string(i) + " is out of range for axis " +
+                              std::to_string(axis) + " of size " + std::to_string(n) + " (tensor " +
+                              x.type().to_string() + ")");
+      }
       d.axes.push_back(axis);
       d.strides.push_back(1);
       d.begin.push_back(i);
@@ -149,8 +155,15 @@ void bind_graph(py::module_& m) {
                            "are known when the op is built (dims may be -1 when given by a feed).\n"
                            "Operators build ops: + - * / // % ** @, unary -, abs(), comparisons\n"
                            "< <= > >= (elementwise, bool results), & | ^ ~ on bool tensors, and\n"
-                           "indexing with ints and slices. == and != compare identity (tensors are\n"
-                           "dict keys for feeds); use tg.equal / tg.not_equal for elementwise tests.");
+                           "indexing with ints and slices (an int outside a static dim raises\n"
+                           "IndexError; len() and iteration need a static first dim). / on integer\n"
+                           "tensors truncates toward zero (tg.div, as C++); // and % floor, as\n"
+                           "Python's. A numpy array on either side of an operator becomes a constant\n"
+                           "(numpy's ufuncs defer to tg.Tensor). == and != compare identity (tensors\n"
+                           "are dict keys for feeds); use tg.equal / tg.not_equal for elementwise tests.");
+  // numpy's binary operators return NotImplemented for a Tensor operand, so ndarray + Tensor calls
+  // Tensor.__radd__ (a constant) instead of building an object array of Tensors element by element.
+  t.attr("__array_ufunc__") = py::none();
   t.def_property_readonly("shape", [](const tg::Tensor& x) { return shape_tuple(x.shape()); },
                           "Dims as a tuple: ints (-1 for a dim unknown until run time), and for a\n"
                           "symbolic dim (a placeholder dim given as a str, e.g. 'seq') its name.")
@@ -215,6 +228,26 @@ void bind_graph(py::module_& m) {
       .def("__pos__", [](const tg::Tensor& x) { return x; })
       .def("__abs__", [](const tg::Tensor& x) { return tg::abs(x); })
       .def("__getitem__", &getitem)
+      .def("__len__", [](const tg::Tensor& x) {
+        if (x.rank() == 0) throw py::type_error("len() of a 0-d tg.Tensor");
+        if (x.shape()[0] < 0) {
+          throw py::type_error("len() of a tg.Tensor " + x.type().to_string() +
+                               " whose first dim is dynamic: its size is known only when it runs");
+        }
+        return x.shape()[0];
+      })
+      .def("__iter__", [](const tg::Tensor& x) {
+        // Rows x[0], x[1], ... of a static first dim (a dynamic one would never end).
+        if (x.rank() == 0) throw py::type_error("iteration over a 0-d tg.Tensor");
+        if (x.shape()[0] < 0) {
+          throw py::type_error("iteration over a tg.Tensor " + x.type().to_string() +
+                               " whose first dim is dynamic: use tg.for_loop / tg.while_loop, or "
+                               "index rows with x[i]");
+        }
+        py::list rows;
+        for (int64_t i = 0; i < x.shape()[0]; ++i) rows.append(py::cast(getitem(x, py::int_(i))));
+        return py::iter(rows);
+      })
       .def_property_readonly("T", [](const tg::Tensor& x) { return tg::transpose(x); })
       .def("reshape", [](const tg::Tensor& x, py::args shape) {
         return tg::reshape(x, to_shape(shape.size() == 1 ? shape[0] : shape));

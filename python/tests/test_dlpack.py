@@ -65,6 +65,16 @@ def test_non_contiguous_and_misaligned_tensors():
     assert d.tolist() == list(range(1, 8)) and d.data_ptr != view.data_ptr()
 
 
+def test_empty_tensors_with_any_strides():
+    # torch calls a [0,3,8,8] tensor with strides [1,64,8,1] contiguous: accepted, shape kept.
+    x = torch.randn(0, 3, 8, 8)
+    d = tg.from_dlpack(x)
+    assert list(d.shape) == [0, 3, 8, 8] and d.dtype == tg.float32
+    g = tg.Graph()
+    p = g.placeholder([-1, 3, 8, 8], tg.float32, "x")
+    assert list(np.asarray(g.run({p: d}, p * 2.0)).shape) == [0, 3, 8, 8]
+
+
 cuda = pytest.mark.skipif(tg.Device.cuda_device_count() == 0 or not torch.cuda.is_available(),
                           reason="needs a CUDA GPU usable by TensorGraph and torch")
 

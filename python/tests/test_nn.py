@@ -125,3 +125,37 @@ def test_mnist_cnn_reaches_the_demo_accuracy():
     acc = model.evaluate(xt, yt, batch_size=256)["accuracy"]
     print(f"test accuracy: {100 * acc:.2f}%")
     assert acc >= 0.98
+
+
+def test_ctrl_c_ends_fit_after_the_current_batch():
+    # SIGINT while fit runs (the GIL released) raises KeyboardInterrupt at the next batch's end,
+    # not after every epoch: a child trains "forever" and must stop within seconds of the signal.
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    code = (
+        "import numpy as np, sys, tensorgraph as tg\n"
+        "from tensorgraph import nn\n"
+        "x = np.random.default_rng(0).standard_normal((256, 2)).astype(np.float32)\n"
+        "y = (x[:, 0] > 0).astype(np.int64)\n"
+        "inp = nn.Input((2,)); m = nn.Model(inp, nn.Dense(2)(inp)); m.compile('sgd')\n"
+        "print('ready', flush=True)\n"
+        "try:\n"
+        "    m.fit(x, y, epochs=10**7, batch_size=8, verbose=0)\n"
+        "    print('finished', flush=True)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted at step', m.global_step, flush=True)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, env=env)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        time.sleep(1.0)
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=30)
+    finally:
+        p.kill()
+    assert "interrupted at step" in out, out
+    assert int(out.split("interrupted at step")[1].split()[0]) > 0

@@ -85,9 +85,38 @@ def test_binary_broadcasting_and_operators(rng):
         np.testing.assert_array_equal(g_, w)
     i = np.array([7, -7], np.int32)
     assert run(lambda x: [x // 2, x % 2], i)[0].tolist() == [3, -4]
+    assert run(lambda x: x / 2, i).tolist() == [3, -3]  # / truncates (tg.div), as documented
+    # A numpy array on the left: the Tensor's reflected operator, not an object array of Tensors.
+    got = run(lambda x: [np.ones((2, 3), np.float32) + x, np.full(3, 2, np.float32) * x], a)
+    np.testing.assert_allclose(got[0], a + 1, rtol=1e-6)
+    np.testing.assert_allclose(got[1], a * 2, rtol=1e-6)
     with pytest.raises(tg.Error) as e:
         run(lambda x: x + 0.5, i)
     assert e.value.code == "invalid_argument"
+
+
+def test_len_iteration_and_index_bounds():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    g = tg.Graph()
+    p = g.placeholder([2, 3], tg.float32, "x")
+    rows = list(p)
+    assert len(p) == 2 and len(rows) == 2
+    got = g.run({p: x}, rows, device="cpu")
+    np.testing.assert_array_equal(np.asarray(got[0]), x[0])
+    np.testing.assert_array_equal(np.asarray(got[1]), x[1])
+    np.testing.assert_array_equal(np.asarray(g.run({p: x}, p[-2], device="cpu")), x[0])
+    for bad in (2, -3):
+        with pytest.raises(IndexError, match="out of range for axis 0 of size 2"):
+            p[bad]
+    with pytest.raises(IndexError, match="axis 1 of size 3"):
+        p[0, 3]
+    d = g.placeholder([-1, 3], tg.float32, "d")
+    with pytest.raises(TypeError, match="dynamic"):
+        iter(d)
+    with pytest.raises(TypeError, match="dynamic"):
+        len(d)
+    with pytest.raises(TypeError, match="0-d"):
+        len(g.constant(1.0))
 
 
 def test_select_clamp_cast():
