@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "core/error_util.h"
@@ -68,6 +69,8 @@ void write(const std::string& path, const std::vector<std::pair<std::string, Ten
 }
 
 std::vector<std::pair<std::string, TensorData>> read(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) io_fail(path, "is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) io_fail(path, "cannot open for reading");
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -73,6 +73,15 @@ TEST_F(TgCliErrors, CommandsOptionsAndValues) {
       {"train extra", 2, {"unexpected argument 'extra' ('tg train' takes options only)"}},
       {"eval", 2, {"--load is required"}},
       {"eval --load /nonexistent/x.safetensors", 2, {"--load: no such file '/nonexistent/x.safetensors'"}},
+      // Where the results go is checked before training, not after it.
+      {"train --dataset synthetic --save " + quote(dir_.path()), 2,
+       {"--save " + dir_.path() + ": is a directory"}},
+      {"train --dataset synthetic --save /nonexistent-dir/m.safetensors", 2,
+       {"--save /nonexistent-dir/m.safetensors: the directory '/nonexistent-dir' does not exist"}},
+      {"train --dataset synthetic --log-dir /dev/null/logs", 2, {"--log-dir /dev/null/logs: '/dev/null' is a file"}},
+      // Every batch smaller than the devices: nothing would train.
+      {"train --dataset synthetic --synthetic-examples 8 --devices 16 --device cpu", 2,
+       {"--devices 16: the batches have 8 examples", "fewer than the devices"}},
   };
   for (const BadInvocation& c : cases) check(c);
 }
@@ -132,6 +141,10 @@ TEST_F(TgCliErrors, RunNamesTheFileAndTheInput) {
   Model unknown = add_relu();
   unknown.nodes[1] = node("FancyRelu", {"s"}, {"y"}, "fancy");
   const std::string bad_op = write_model(d, "fancy.onnx", unknown);
+  Model written_twice = add_relu();  // Relu writes 's' again: not single assignment
+  written_twice.nodes[1] = node("Relu", {"s"}, {"s"}, "relu0");
+  written_twice.nodes.push_back(node("Identity", {"s"}, {"y"}, "id0"));
+  const std::string twice = write_model(d, "twice.onnx", written_twice);
   std::ofstream(d / "corrupt.onnx") << "not a model";
   {
     // A .npy file whose header's shape is not numbers.
@@ -160,6 +173,10 @@ TEST_F(TgCliErrors, RunNamesTheFileAndTheInput) {
       {"run " + quote((d / "corrupt.onnx").string()), 1, {"[tg run] cannot read the model", "not a valid ONNX"}},
       {"run " + quote(model) + " " + quote((d / "bad.npy").string()), 1,
        {"bad.npy: the .npy header's shape (2, x) is not a list of sizes"}},
+      {"run " + quote(model) + " " + quote(d.string()), 2, {"input file '" + d.string() + "' (for input 'x'): a directory"}},
+      {"run " + quote(model) + " " + quote(good) + " -o " + quote(good), 2, {"--output-dir " + good + ": '" + good + "' is a file"}},
+      {"run " + quote(twice) + " " + quote(good), 1,
+       {"node 1 (Relu 'relu0') writes value 's', which node 0 (Add 'add0') already defines"}},
   };
   for (const BadInvocation& c : cases) check(c);
 }

@@ -54,6 +54,33 @@ void add_common_options(CLI::App& cmd, CommonArgs& args) {
                0);
 }
 
+void check_output_file(const std::string& path, std::string_view option) {
+  if (path.empty()) throw UsageError(fmt::format("{}: an empty path", option));
+  const fs::path p(path);
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) {
+    throw UsageError(fmt::format("{} {}: is a directory (give a file name in it)", option, path));
+  }
+  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec)) {
+    throw UsageError(fmt::format("{} {}: the directory '{}' does not exist", option, path, dir.string()));
+  }
+}
+
+void check_output_dir(const std::string& path, std::string_view option) {
+  if (path.empty()) throw UsageError(fmt::format("{}: an empty path", option));
+  std::error_code ec;
+  for (fs::path p = fs::path(path); !p.empty(); p = p.parent_path()) {
+    if (fs::exists(p, ec)) {
+      if (!fs::is_directory(p, ec)) {
+        throw UsageError(fmt::format("{} {}: '{}' is a file, not a directory", option, path, p.string()));
+      }
+      break;
+    }
+    if (p == p.parent_path()) break;
+  }
+}
+
 namespace {
 std::string megabytes(size_t bytes) { return fmt::format("{:.2f} MB", static_cast<double>(bytes) / 1e6); }
 }  // namespace

@@ -45,6 +45,14 @@ ComputePrecision parse_precision(const std::string& name);
 /// plan of a compiled executable (Executable::arena_bytes), for tg run and tg inspect.
 std::string arena_line(const Executable& exe);
 
+/// Checks, before any work, that a file can be written at `path` (given as `option`, e.g. "--save"):
+/// not empty, not a directory, and its directory exists. A UsageError saying why otherwise (so a
+/// training run is not lost to a typo found only when it saves).
+void check_output_file(const std::string& path, std::string_view option);
+/// Checks, before any work, that `path` (given as `option`, e.g. "-o") is a directory or can be
+/// created as one: it is not an existing file and no part of it is a file. A UsageError otherwise.
+void check_output_dir(const std::string& path, std::string_view option);
+
 /// Whether `path` names a saved executable: its extension is .tgx, or its first 4 bytes are the
 /// .tgx magic "TGX1" (a file renamed; docs/design/0008). Anything else is taken for an ONNX model.
 bool is_saved_executable(const std::string& path);

@@ -218,8 +218,9 @@ std::map<std::string, TensorData> read_inputs(const RunArgs& a,
       in = &inputs[position++];
     }
     if (!fs::is_regular_file(path)) {
-      throw tg::cli::UsageError(fmt::format("input file '{}' (for input '{}'): no such file",
-                                            path.string(), in->name));
+      throw tg::cli::UsageError(fmt::format("input file '{}' (for input '{}'): {}", path.string(),
+                                            in->name,
+                                            fs::is_directory(path) ? "a directory, not a file" : "no such file"));
     }
     TensorData v = read_tensor_file(path);
     if (v.dtype() != in->dtype || !fits(in->shape, v.shape())) {
@@ -598,7 +599,10 @@ void add_run_command(CLI::App& app) {
                   "Write the outputs here as .npy files, one per output (without it nothing is "
                   "written)")
       ->type_name("DIR");
-  cmd->callback([args] { run_any(*args); });  // main() reports a tg::Error
+  cmd->callback([args] {
+    if (!args->output_dir.empty()) tg::cli::check_output_dir(args->output_dir, "--output-dir");
+    run_any(*args);  // main() reports a tg::Error
+  });
 }
 
 void add_compile_command(CLI::App& app) {

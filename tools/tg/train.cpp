@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 
@@ -96,6 +97,14 @@ void train_rank(const TrainArgs& a, const Communicator& comm, Device device) {
   };
   data::Dataset train = load_dataset(a.common, data::Split::train, "train");
   data::Dataset test = load_dataset(a.common, data::Split::test, "train");
+  if (std::min<int64_t>(a.common.batch_size, train.size()) < comm.world_size()) {
+    // Each batch is split into world_size shards, the remainder left out: nothing would train.
+    throw UsageError(fmt::format(
+        "--devices {}: the batches have {} examples (--batch-size {}, {} training examples), fewer "
+        "than the devices, so no step would train: give a batch of at least {} examples",
+        comm.world_size(), std::min<int64_t>(a.common.batch_size, train.size()), a.common.batch_size,
+        train.size(), comm.world_size()));
+  }
   nn::Model model = build_model(a.common, train);
   const int64_t shift = a.augment_shift >= 0 ? a.augment_shift : a.common.dataset == "mnist" ? 1 : 0;
   const int64_t steps_per_epoch = (train.size() + a.common.batch_size - 1) / a.common.batch_size;
@@ -138,6 +147,8 @@ void train_rank(const TrainArgs& a, const Communicator& comm, Device device) {
 
 void run_train(const TrainArgs& a) {
   const Device device = parse_device(a.common.device, "train");
+  if (!a.save.empty()) check_output_file(a.save, "--save");
+  if (!a.log_dir.empty()) check_output_dir(a.log_dir, "--log-dir");
   run_ranks(a.devices, device, a.nccl_id_file,
             [&a](const Communicator& comm, Device on) { train_rank(a, comm, on); });
 }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cctype>
 #include <fstream>
 #include <set>
@@ -471,6 +472,28 @@ void Importer::add_outputs(ImportResult& result) {
   }
 }
 
+void Importer::check_single_assignment(const google::protobuf::RepeatedPtrField<pb::NodeProto>& nodes) {
+  // ONNX graphs are in SSA form (IR spec, "Names Within a Graph"): a value written twice would
+  // otherwise be silently taken from its last writer.
+  std::map<std::string, std::string> written;  // value name -> who defines it
+  for (const pb::TensorProto& t : model_.graph().initializer()) written.emplace(t.name(), "an initializer");
+  for (const pb::ValueInfoProto& in : model_.graph().input()) written.emplace(in.name(), "a graph input");
+  for (int i = 0; i < nodes.size(); ++i) {
+    const pb::NodeProto& node = nodes[i];
+    for (const std::string& out : node.output()) {
+      if (out.empty()) continue;
+      const std::string who = fmt::format("node {} ({}{})", i, node.op_type(),
+                                          node.name().empty() ? "" : " '" + node.name() + "'");
+      auto [it, fresh] = written.emplace(out, who);
+      if (!fresh) {
+        throw Error(ErrorCode::invalid_argument,
+                    fmt::format("{}{} writes value '{}', which {} already defines (ONNX values are "
+                                "assigned once)", kPrefix, who, out, it->second));
+      }
+    }
+  }
+}
+
 ImportResult Importer::run() {
   if (!model_.has_graph()) {
     throw Error(ErrorCode::invalid_argument, fmt::format("{}the model has no graph", kPrefix));
@@ -484,6 +507,7 @@ ImportResult Importer::run() {
   add_initializers(result);
   add_inputs(result);
   const auto& nodes = model_.graph().node();
+  check_single_assignment(nodes);
   for (int i = 0; i < nodes.size(); ++i) convert_node(nodes[i], i);
   add_outputs(result);
   result.graph = graph_;
@@ -543,6 +567,11 @@ ImportResult import_bytes(const void* data, size_t size, const std::string& what
 }
 
 std::string read_model_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error(ErrorCode::io_error,
+                fmt::format("{}'{}' is a directory, not a model file", kPrefix, path.string()));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw Error(ErrorCode::not_found,

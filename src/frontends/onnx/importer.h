@@ -69,6 +69,9 @@ class Importer {
   void add_initializers(ImportResult& result);
   void add_inputs(ImportResult& result);
   void convert_node(const pb::NodeProto& node, int index);
+  /// Raises tg::Error(invalid_argument) when a node writes a value another node, an initializer
+  /// or a graph input already defines (ONNX's single assignment).
+  void check_single_assignment(const google::protobuf::RepeatedPtrField<pb::NodeProto>& nodes);
   void add_outputs(ImportResult& result);
   int64_t opset_of(const std::string& domain) const;
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <filesystem>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -86,6 +87,10 @@ std::string read_external(const pb::TensorProto& proto, const std::filesystem::p
         fmt::format("external data location '{}' is outside the model's directory", location));
   }
   std::filesystem::path file = dir / rel;
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) {
+    bad(ErrorCode::io_error, fmt::format("external data '{}' is a directory, not a file", file.string()));
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) bad(ErrorCode::not_found, fmt::format("external data file '{}' not found", file.string()));
   if (length >= 0 && static_cast<size_t>(length) != expected) {
@@ -241,6 +246,10 @@ TensorData parse_tensor_proto(std::span<const uint8_t> bytes, std::string* name)
 }
 
 TensorData read_tensor_proto(const std::filesystem::path& path, std::string* name) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error(ErrorCode::io_error, fmt::format("[onnx] '{}' is a directory, not a tensor file", path.string()));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(ErrorCode::not_found, fmt::format("[onnx] cannot open '{}'", path.string()));
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
