@@ -260,6 +260,11 @@ void bind_graph(py::module_& m) {
       "and target ops. run() is thread-safe; runs are transactional (a failed run raises and\n"
       "leaves every variable unchanged). On CUDA every run after the first is one graph launch.")
       .def("run", [](const tg::Executable& e, py::handle inputs, uintptr_t cuda_stream) {
+             if (py::isinstance<py::dict>(inputs)) {
+               throw tg::Error(tg::ErrorCode::invalid_argument,
+                               "[run] Executable.run takes a list of inputs in feed order (the compiled "
+                               "placeholders' order), not a dict; Graph.run takes {placeholder: value}");
+             }
              std::vector<tg::TensorData> in;
              auto types = e.input_types();
              size_t i = 0;

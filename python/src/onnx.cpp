@@ -60,6 +60,17 @@ void bind_onnx(py::module_& m) {
              tg::Feeds feeds;
              if (py::isinstance<py::dict>(inputs)) {
                py::dict d = inputs.cast<py::dict>();
+               for (auto item : d) {  // a misspelled name must not be ignored silently
+                 const std::string key = py::str(item.first);
+                 bool known = false;
+                 for (auto& in : r.inputs) known |= in.name == key;
+                 if (!known) {
+                   std::string names;
+                   for (auto& in : r.inputs) names += (names.empty() ? "'" : ", '") + in.name + "'";
+                   throw tg::Error(tg::ErrorCode::not_found,
+                                   "[onnx] the model has no input '" + key + "' (its inputs: " + names + ")");
+                 }
+               }
                for (auto& in : r.inputs) {
                  if (!d.contains(in.name)) {
                    throw tg::Error(tg::ErrorCode::not_found, "[onnx] no value for the model's input '" + in.name + "'");

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import tensorgraph as tg
+from conftest import ROOT
 
 torch = pytest.importorskip("torch")
 
@@ -49,6 +50,12 @@ def test_import_errors():
     with pytest.raises(tg.Error) as e:
         tg.onnx.load(data).run([np.zeros((2, 3, 8, 8), np.float32), np.zeros(1, np.float32)], device="cpu")
     assert "1 inputs, 2 values" in e.value.message
+    with pytest.raises(tg.Error) as e:  # a misspelled input name is not ignored
+        tg.onnx.load(data).run({"image": np.zeros((2, 3, 8, 8), np.float32), "imgae": 1}, device="cpu")
+    assert e.value.code == "not_found" and "no input 'imgae' (its inputs: 'image')" in e.value.message
+    with pytest.raises(tg.Error) as e:  # a directory is not a model file
+        tg.onnx.load(ROOT / "python")
+    assert e.value.code == "io_error" and "is a directory" in e.value.message
 
 
 @pytest.mark.parametrize("kind,kwargs", [

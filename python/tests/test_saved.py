@@ -27,6 +27,8 @@ def test_save_load_round_trip_is_bit_identical(tmp_path):
     assert tg.runtime_stats()["compiles"] == compiles  # no pass pipeline on load
     got = np.asarray(loaded.run([xv])[0])
     assert got.tobytes() == want.tobytes()
+    with pytest.raises(tg.Error, match="takes a list of inputs in feed order"):
+        loaded.run({x: xv})
     # relu(x @ w) + 1 by hand for the first row: [1*0.5 - 2*2 + 0.5*1.5, 1*-1 - 2*0.25 + 0.5*-0.75]
     np.testing.assert_allclose(got[0], [max(0.5 - 4.0 + 0.75, 0.0) + 1.0, max(-1.0 - 0.5 - 0.375, 0.0) + 1.0])
     from_bytes = tg.Executable.load_from_bytes(exe.save_to_bytes(), "cpu")

@@ -41,7 +41,13 @@ void add_common_options(CLI::App& cmd, CommonArgs& args) {
   whole_number(cmd.add_option("--limit", args.limit,
                               "Use at most this many examples of each split (-1: all)")
                    ->capture_default_str(),
-               -1);
+               -1)
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            if (v == "0") throw UsageError("--limit 0 leaves no examples: give -1 (all) or a count >= 1");
+            return "";
+          },
+          ""));
   whole_number(cmd.add_option("--synthetic-examples", args.synthetic_examples,
                               "Training examples of --dataset synthetic (test: a quarter)")
                    ->capture_default_str(),
