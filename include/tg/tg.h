@@ -5,6 +5,7 @@
 #include "tg/control_flow.h"
 #include "tg/data.h"
 #include "tg/deferred_errors.h"
+#include "tg/interrupt.h"
 #include "tg/device.h"
 #include "tg/dtype.h"
 #include "tg/error.h"

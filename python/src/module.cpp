@@ -1,13 +1,27 @@
 // The extension module tensorgraph._tensorgraph: TensorGraph's C++ API for Python. The package
 // tensorgraph (python/tensorgraph/__init__.py) re-exports it; semantics are the C++ API's
 // (include/tg), documented per function in the docstrings and in python/tensorgraph/*.pyi.
+#include <thread>
+
 #include "common.h"
+#include "tg/interrupt.h"
 
 namespace tgpy {
 namespace {
 // tensorgraph.Error: every tg::Error becomes one, with `code` (the ErrorCode's name, e.g.
 // "shape_mismatch") and `message` (the C++ message, "[add] shapes [2,3] and [4] do not broadcast").
 PyObject* g_error_type = nullptr;
+
+// Ctrl-C while a run or fit holds no GIL: the runtime calls this between loop iterations and fit
+// between batches (tg::set_interrupt_check). Python handles signals on its main thread only, so
+// other threads return at once; on the main thread a pending KeyboardInterrupt (or whatever the
+// SIGINT handler raises) is thrown through the run, which then fails without committing anything.
+std::thread::id g_main_thread;
+void check_python_signals() {
+  if (std::this_thread::get_id() != g_main_thread) return;
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
 }  // namespace
 }  // namespace tgpy
 
@@ -33,6 +47,8 @@ PYBIND11_MODULE(_tensorgraph, m) {
       PyErr_SetObject(tgpy::g_error_type, exc.ptr());
     }
   });
+  tgpy::g_main_thread = std::this_thread::get_id();  // the importing thread, normally the main one
+  tg::set_interrupt_check(&tgpy::check_python_signals);
   tgpy::bind_core(m);
   tgpy::bind_graph(m);
   tgpy::bind_ops(m);

@@ -83,15 +83,6 @@ tg::data::Split to_split(const std::string& s) {
   return parse_enum<tg::data::Split>("data", s, {{"train", tg::data::Split::train}, {"test", tg::data::Split::test}});
 }
 
-// Checks for a pending signal (Ctrl-C) after each batch of fit: KeyboardInterrupt ends fit there,
-// as in Keras (the steps done so far are kept; the interrupted step itself completed).
-class SignalCheck : public nn::Callback {
- public:
-  void on_batch_end(nn::Model& /*model*/, int64_t /*batch*/, const nn::Logs& /*logs*/) override {
-    py::gil_scoped_acquire gil;
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-  }
-};
 
 }  // namespace
 
@@ -359,7 +350,6 @@ void bind_nn(py::module_& m) {
                o.validation_y = to_tensor_data(v[1]);
              }
              o.callbacks = std::move(callbacks);
-             o.callbacks.push_back(std::make_shared<SignalCheck>());
              o.verbose = verbose;
              o.initial_epoch = initial_epoch;
              tg::TensorData tx = to_tensor_data(x), ty = to_tensor_data(y);

@@ -130,14 +130,7 @@ def test_mnist_cnn_reaches_the_demo_accuracy():
 def test_ctrl_c_ends_fit_after_the_current_batch():
     # SIGINT while fit runs (the GIL released) raises KeyboardInterrupt at the next batch's end,
     # not after every epoch: a child trains "forever" and must stop within seconds of the signal.
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-    code = (
-        "import numpy as np, sys, tensorgraph as tg\n"
-        "from tensorgraph import nn\n"
+    out = interrupted_child(
         "x = np.random.default_rng(0).standard_normal((256, 2)).astype(np.float32)\n"
         "y = (x[:, 0] > 0).astype(np.int64)\n"
         "inp = nn.Input((2,)); m = nn.Model(inp, nn.Dense(2)(inp)); m.compile('sgd')\n"
@@ -147,6 +140,37 @@ def test_ctrl_c_ends_fit_after_the_current_batch():
         "    print('finished', flush=True)\n"
         "except KeyboardInterrupt:\n"
         "    print('interrupted at step', m.global_step, flush=True)\n")
+    assert "interrupted at step" in out, out
+    assert int(out.split("interrupted at step")[1].split()[0]) > 0
+
+
+def test_ctrl_c_ends_a_run_whose_while_loop_never_ends():
+    # A while_loop without max_iterations whose predicate stays true: Ctrl-C raises
+    # KeyboardInterrupt from Graph.run, and the failed run commits no variable assignment.
+    out = interrupted_child(
+        "g = tg.Graph()\n"
+        "x = g.placeholder([3], tg.float32, 'x')\n"
+        "v = g.variable(np.float32([1, 2, 3]), name='v')\n"
+        "w = tg.while_loop([x], lambda s: (tg.less(tg.reduce_sum(s[0]), 1e9), [s[0]]), lambda s: [s[0] * 1.0])[0]\n"
+        "step = tg.assign_variable(v, w)\n"
+        "print('ready', flush=True)\n"
+        "try:\n"
+        "    g.run({x: np.ones(3, np.float32)}, [w], [step], device='cpu')\n"
+        "    print('finished', flush=True)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted, v =', np.asarray(g.variable_value(v)).tolist(), flush=True)\n")
+    assert "interrupted, v = [1.0, 2.0, 3.0]" in out, out
+
+
+def interrupted_child(code):
+    """Runs `code` (after numpy/tensorgraph imports) in a child that prints 'ready' before its long
+    call, sends it SIGINT a second later and returns its output (fails if it has not ended 30 s later)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    code = "import numpy as np, tensorgraph as tg\nfrom tensorgraph import nn\n" + code
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True, env=env)
@@ -157,5 +181,4 @@ def test_ctrl_c_ends_fit_after_the_current_batch():
         out, _ = p.communicate(timeout=30)
     finally:
         p.kill()
-    assert "interrupted at step" in out, out
-    assert int(out.split("interrupted at step")[1].split()[0]) > 0
+    return out

@@ -14,6 +14,7 @@
 #include "nn/progress.h"
 #include "runtime/compile.h"
 #include "tg/ops.h"
+#include "tg/interrupt.h"
 
 namespace tg::nn {
 
@@ -378,6 +379,7 @@ History Model::fit(const TensorData& x, const TensorData& y, FitOptions o) {
       Logs logs = totals.logs();
       if (totals.pending.empty()) progress.update(i + 1, totals.seen, logs);
       for (const auto& cb : o.callbacks) cb->on_batch_end(*this, i, logs);
+      check_interrupt();  // e.g. Ctrl-C in Python: fit ends after this batch's step
     }
     totals.read();
     Logs logs = totals.logs();

@@ -3,11 +3,25 @@
 // feed is read without touching the device; a device value waits for the stream). While a run is
 // recorded (a CUDA graph), control flow becomes conditional nodes instead and the host never
 // waits (control_flow_graph.cpp).
+#include <atomic>
 #include <limits>
 
 #include "core/convert.h"
 #include "core/error_util.h"
 #include "runtime/run_state.h"
+#include "tg/interrupt.h"
+
+namespace tg {
+namespace {
+std::atomic<InterruptCheck> g_interrupt_check{nullptr};
+}  // namespace
+
+void set_interrupt_check(InterruptCheck check) { g_interrupt_check.store(check); }
+
+void check_interrupt() {
+  if (InterruptCheck check = g_interrupt_check.load(std::memory_order_relaxed)) check();
+}
+}  // namespace tg
 
 namespace tg::runtime {
 namespace {
@@ -63,6 +77,7 @@ void RunState::run_control(const ir::Node& node, std::span<const TensorData> inp
       std::vector<TensorData> values(inputs.begin() + 1, inputs.begin() + 1 + static_cast<ptrdiff_t>(k));
       std::vector<TensorData> args = with_captures(std::vector<TensorData>(1 + k), inputs, 1 + k);
       for (int64_t i = 0; i < n; ++i) {
+        check_interrupt();  // may throw: the run fails, nothing is committed
         args[0] = TensorData::scalar<int32_t>(static_cast<int32_t>(i)).to(device());
         for (size_t j = 0; j < k; ++j) args[1 + j] = std::move(values[j]);
         values = run_region(node.regions[0], args);
@@ -76,6 +91,7 @@ void RunState::run_control(const ir::Node& node, std::span<const TensorData> inp
       std::vector<TensorData> before_args = with_captures(
           std::vector<TensorData>(inputs.begin(), inputs.begin() + static_cast<ptrdiff_t>(k)), inputs, k);
       for (int64_t iteration = 0;; ++iteration) {
+        check_interrupt();  // may throw: the run fails, nothing is committed
         std::vector<TensorData> b = run_region(node.regions[0], before_args);
         const bool go_on = truthy(to_host(b[0]), op) && (a.max_iterations < 0 || iteration < a.max_iterations);
         b.erase(b.begin());

@@ -1,6 +1,10 @@
 // while_loop (MPSGraph's before/after form): the seed's doubling example with exact run counts,
 // a condition false at once, passed values that differ from the loop values, max_iterations,
 // numeric conditions, nesting with for_loop, shapes that grow, and build errors.
+#include <atomic>
+#include <stdexcept>
+
+#include "tg/interrupt.h"
 #include "ir/graph.h"
 #include "control_flow/test_device.h"
 #include "test_util.h"
@@ -270,6 +274,42 @@ TEST(WhileLoopErrors, BuildErrorsNameTheOpAndTheValues) {
                       [&](std::span<const Tensor> p) { return std::vector{p[0] + inside}; }),
                   ErrorCode::invalid_argument, "built inside before");
   EXPECT_EQ(g.num_nodes(), before);
+}
+
+}  // namespace
+}  // namespace tg
+
+namespace tg {
+namespace {
+
+// set_interrupt_check: the hook is called once per iteration of a host-driven loop; its exception
+// ends the run unchanged and nothing of the run is committed (the variables counting block runs
+// keep their values). The loop never ends by itself (1 < 2 forever).
+struct Interrupted : std::runtime_error {
+  Interrupted() : std::runtime_error("interrupted") {}
+};
+std::atomic<int> g_checks{0};
+void interrupt_after_5() {
+  if (++g_checks >= 5) throw Interrupted();
+}
+
+TEST(WhileLoop, InterruptCheckEndsALoopThatNeverEnds) {
+  Graph g;
+  Tensor runs = g.variable(TensorData::scalar<int32_t>(7), "runs");
+  std::vector<Tensor> r = while_loop(
+      {g.constant(1.0, DType::f32)},
+      [&](std::span<const Tensor> a) {
+        assign_variable(runs, read_variable(runs) + 1.0);
+        return std::pair{less(a[0], g.constant(2.0, DType::f32)), std::vector{a[0]}};
+      },
+      [&](std::span<const Tensor> a) { return std::vector{a[0] * 1.f}; });
+  g_checks = 0;
+  set_interrupt_check(&interrupt_after_5);
+  EXPECT_THROW(g.run({}, r, {}, Device::cpu()), Interrupted);
+  set_interrupt_check(nullptr);
+  EXPECT_EQ(g_checks.load(), 5);
+  EXPECT_EQ(g.variable_value(runs).to_vector<int32_t>(), std::vector<int32_t>{7});
+  check_interrupt();  // no hook: a no-op
 }
 
 }  // namespace
