@@ -27,7 +27,8 @@
 // also checks 4096 random outputs against a float64 evaluation on the host.
 //
 // Usage: tg_bench_stencil_cuda [--jobs laplacian,laplacian_const,stencil3d,stencil3d_const,maxpool,gather_nd,
-//                               gather,lrn] [--no-peer] [--tiles "by,ry,rz,min_blocks,stages,vector,skip,march,bx;..."]
+//                               gather,lrn] [--no-peer]
+//                              [--tiles "by,ry,rz,min_blocks,stages,vector,skip,march,bx,col;..."]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -56,7 +57,7 @@ using tg::TensorData;
 struct Args {
   std::string jobs = "laplacian,laplacian_const,stencil3d,stencil3d_const,maxpool,gather_nd,gather,lrn";
   bool peer = true;
-  /// --tiles "by,ry,rz,min_blocks,stages,vector,skip,march,bx;...": stencil rows also timed under each
+  /// --tiles "by,ry,rz,min_blocks,stages,vector,skip,march,bx,col;...": stencil rows also timed under each
   /// (TG_STENCIL_TILE values)
   std::string tiles;
 };
@@ -167,14 +168,21 @@ double time_ms(KernelCall& call) {
   return tg::bench::median(rounds);
 }
 
-/// time_ms of the planner's tile shape, after printing the time under each of g_tiles (tuning:
-/// TG_STENCIL_TILE, read at each call; the generated kernels are cached per tile shape).
+/// time_ms of the planner's tile shape (under the TG_STENCIL_TILE the bench was started with, if
+/// any), after printing the time under each of g_tiles (tuning: TG_STENCIL_TILE, read at each
+/// call; the generated kernels are cached per tile shape).
 double time_tiles(KernelCall& call) {
+  const char* outer = std::getenv("TG_STENCIL_TILE");
+  const std::string saved = outer != nullptr ? outer : "";
   for (const std::string& t : g_tiles) {
     setenv("TG_STENCIL_TILE", t.c_str(), 1);
     std::printf("  tile %s: %.4f ms\n", t.c_str(), time_ms(call));
   }
-  unsetenv("TG_STENCIL_TILE");
+  if (outer != nullptr) {
+    setenv("TG_STENCIL_TILE", saved.c_str(), 1);
+  } else {
+    unsetenv("TG_STENCIL_TILE");
+  }
   return time_ms(call);
 }
 

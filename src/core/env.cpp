@@ -114,8 +114,8 @@ int specialization_cache_size() {
   return static_cast<int>(std::clamp<long>(v, 1, 4096));
 }
 
-std::array<int, 9> stencil_tile_override() {
-  std::array<int, 9> r{};
+std::array<int, 10> stencil_tile_override() {
+  std::array<int, 10> r{};
   const char* s = std::getenv("TG_STENCIL_TILE");
   if (s == nullptr) return r;
   for (size_t i = 0; i < r.size() && *s != '\0'; ++i) {

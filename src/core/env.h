@@ -79,16 +79,16 @@ bool trace();
 /// Read at every compile.
 int specialization_cache_size();
 
-/// TG_STENCIL_TILE="by,ry,rz,min_blocks,stages,vector,skip,march,bx": overrides the tile shape of the
+/// TG_STENCIL_TILE="by,ry,rz,min_blocks,stages,vector,skip,march,bx,col": overrides the tile shape of the
 /// generated stencil and max-pool kernels of the CUDA backend (backends/cuda/stencil_codegen.cpp)
 /// for tuning: threads along y, outputs per thread along y and z, the resident blocks per
 /// SM the kernel is compiled for (__launch_bounds__), the planes in flight (1: loads through
 /// registers, 2..4: a cp.async ring of that many shared-memory stages), the copy width (1: an
 /// element, 2: 16 bytes), the run-time zero-tap skipping of sums (1 off, 2 on) and marching along z
 /// (1 off, 2 on; rz is then the run of z outputs a tile), and threads along x in units of 32 (2-D
-/// and wider windows; default 1); a field 0 or
-/// missing keeps the planner's choice. Empty: nothing overridden. Read at every plan (benchmarks
-/// switch it). Each field 0..64.
-std::array<int, 9> stencil_tile_override();
+/// and wider windows; default 1), and the column march's memory options plus 1 (col: 1 none; see
+/// TiledStencilSpec::col_flags); a field 0 or missing keeps the planner's choice. Empty: nothing
+/// overridden. Read at every plan (benchmarks switch it). Each field 0..64.
+std::array<int, 10> stencil_tile_override();
 
 }  // namespace tg::env

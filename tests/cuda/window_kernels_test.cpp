@@ -249,6 +249,8 @@ TEST(CudaWindowKernels, RunTimeZeroWeightsAreSkippedExactly) {
   // pass turns on run-time zero-tap skipping (TG_STENCIL_TILE's skip field; off by default, measured
   // slower): the kernel leaves out the taps of weight +-0 (read at launch) and folds again where
   // that could change a result.
+  const char* outer = std::getenv("TG_STENCIL_TILE");  // restored after (tuning runs set it)
+  const std::string saved = outer != nullptr ? outer : "";
   for (const char* tile : {"", ",,,,,,2"}) {
     if (*tile) setenv("TG_STENCIL_TILE", tile, 1);
     for (int64_t cols : {68, 66}) {
@@ -282,7 +284,11 @@ TEST(CudaWindowKernels, RunTimeZeroWeightsAreSkippedExactly) {
                     {.explicit_padding = {1, 1, 1, 1}, .boundary_mode = BoundaryMode::reflect})};
       });
     }
-    unsetenv("TG_STENCIL_TILE");
+    if (outer != nullptr) {
+      setenv("TG_STENCIL_TILE", saved.c_str(), 1);
+    } else {
+      unsetenv("TG_STENCIL_TILE");
+    }
   }
 }
 

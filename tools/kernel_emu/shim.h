@@ -113,6 +113,19 @@ T __shfl_down_sync(unsigned, T v, int off) {
   return r;
 }
 
+/// The value of lane - off of the calling thread's warp (its own value before the warp's start).
+template <class T>
+T __shfl_up_sync(unsigned, T v, int off) {
+  static_assert(sizeof(T) <= 8, "8-byte shuffle slots");
+  const unsigned tid = threadIdx.y * blockDim.x + threadIdx.x;
+  std::memcpy(&tg_emu::shuffle_slots[tid], &v, sizeof(T));
+  __syncthreads();
+  T r = v;
+  if ((tid & 31u) >= static_cast<unsigned>(off)) std::memcpy(&r, &tg_emu::shuffle_slots[tid - off], sizeof(T));
+  __syncthreads();
+  return r;
+}
+
 /// The value of lane (lane ^ mask) of the calling thread's warp.
 template <class T>
 T __shfl_xor_sync(unsigned, T v, int mask) {

@@ -58,11 +58,13 @@ std::string harness_head(size_t i, const char* harness, const TiledStencilSizes&
   return h.str();
 }
 
-/// ", column march WxH (4 x RY a thread), ring of N planes" when s takes the column march.
+/// ", column march WxH (4 x RY a thread), ring of N planes[, memory options F]" when s takes the column march.
 std::string column_text(const TiledStencilSpec& s) {
   if (!s.column) return "";
   return ", column march " + std::to_string(4 * s.col_bx) + "x" + std::to_string(s.col_by * s.col_ry) + " (4 x " +
-         std::to_string(s.col_ry) + " a thread), ring of " + std::to_string(s.col_inflight + 4) + " planes";
+         std::to_string(s.col_ry) + " a thread), ring of " +
+         std::to_string(s.col_inflight + ((s.col_flags & 16) != 0 ? 3 : 4)) + " planes" +
+         (s.col_flags != 0 ? ", memory options " + std::to_string(s.col_flags) : "");
 }
 
 /// A fused_stencil node (ir::FusedStencilAttrs) and its inputs: run on the CPU for the expected
@@ -171,6 +173,13 @@ std::vector<FusedCase> fused_cases() {
     cases.push_back(std::move(c));
   }
   {
+    // The same with the outputs stored one plane late (no early checks) in 128 x 8 tiles (4 x 2 a
+    // thread), the default before session 23.
+    FusedCase c = cases.back();
+    c.name = "fused_7point_3d_f32_column_late";
+    cases.push_back(std::move(c));
+  }
+  {
     // argmax over cast(x) * s in f16 (run-time weights), the index cast to f32 plus a full-size
     // f32 input: X (f32) differs from T (f16), O (f32) from Y (int).
     FusedCase c{"fused_argmax_f16_cast_epilogue", {}, {}};
@@ -201,6 +210,17 @@ void force_ring(TiledStencilSpec& s, const TiledStencilSizes& z, int stages) {
   s.vector = z.in[3] % static_cast<int64_t>(16 / tg::dtype_size(s.dtype)) == 0;
 }
 
+/// The column march's early checks (TiledStencilSpec::col_flags 16, the default) for cases named
+/// "_early", in 128 x 16 tiles for "_ry4" (4 x 4 a thread, the default) and "_by8" (4 x 2, 256
+/// threads), 2 planes in flight in 128 x 8 tiles for "_d2".
+void early_column(const std::string& name, TiledStencilSpec& s) {
+  if (name.find("_early") == std::string::npos) return;
+  s.col_flags |= 16;
+  if (name.find("_ry4") != std::string::npos) s.col_by = 4, s.col_ry = 4;
+  if (name.find("_by8") != std::string::npos) s.col_by = 8, s.col_ry = 2;
+  if (name.find("_d2") != std::string::npos) s.col_inflight = 2, s.col_ry = 2;
+}
+
 /// Writes case i's kernel, data and harness into dir; false when the planner refused it.
 bool write_fused(const std::string& dir, size_t i, const FusedCase& c) {
   tg::ir::Node n;
@@ -223,6 +243,7 @@ bool write_fused(const std::string& dir, size_t i, const FusedCase& c) {
   if (!column) s.column = false;  // the other cases keep the tiles they were written for
   if (column && !s.column) return false;
   if (s.march || s.column) s.zchunk = 4;  // several runs of z outputs a plane, the last one shorter
+  if (c.name.find("_late") != std::string::npos) s.col_flags = 0, s.col_ry = 2, s.col_min_blocks = 5;
   const tg::cuda::TiledStencilLaunch l = tg::cuda::tiled_stencil_launch(s, z, 132);
   const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(l.total_tiles, 3));
   const std::string id = std::to_string(i);
@@ -302,6 +323,26 @@ int main(int argc, char** argv) {
        true},
       {"z3_sum_periodic_f32_column_star", DType::f32, 0, 5, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, {6, 16, 64},
        {1, 1, 1}},
+      // ... with every hint (TiledStencilSpec::col_flags 15: streaming stores, L2 hints, x
+      // neighbours through warp shuffles) and the outputs stored one plane late (no early checks),
+      // in 128 x 8 tiles (a warp a row of threads) and in 64 x 16 tiles (a warp two rows of
+      // threads: lane 16 starts a row)
+      {"z3_sum_zero_f32_column_star_colflags", DType::f32, 0, 0, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 2, {9, 20, 72},
+       {1, 1, 1}, true},
+      {"z3_sum_reflect_f32_column_colflags_bx16", DType::f32, 0, 2, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1,
+       {8, 18, 72}, {1, 1, 1}, true},
+      {"z3_sum_clamp_f32_column_star_colflags_bx16", DType::f32, 0, 4, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1,
+       {7, 35, 68}, {1, 1, 1}, true},
+      // ... with the early checks (col_flags 16, the default: a plane's checks before its barrier,
+      // outputs refolded and stored at once, a ring of D + 3 planes): 128 x 16 tiles of 4 x 4 a
+      // thread (the default), of 4 x 2 (256 threads), and every option in 128 x 8 tiles with 2
+      // planes in flight
+      {"z3_sum_zero_f32_column_star_early_ry4", DType::f32, 0, 0, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 2,
+       {9, 40, 72}, {1, 1, 1}, true},
+      {"z3_sum_reflect_f32_column_early_by8", DType::f32, 0, 2, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1,
+       {8, 35, 72}, {1, 1, 1}, true},
+      {"z3_sum_clamp_f32_column_star_colflags_early_d2", DType::f32, 0, 4, 3, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1,
+       {7, 20, 68}, {1, 1, 1}, true},
   };
   int written = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -335,6 +376,10 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (s.march || s.column) s.zchunk = 5;  // several runs of z outputs a plane, the last one shorter
+    // every hint, outputs stored one plane late (no early checks), 128 x 8 tiles
+    if (c.name.find("_colflags") != std::string::npos) s.col_flags = 15, s.col_ry = 2;
+    if (c.name.find("_bx16") != std::string::npos) s.col_bx = 16, s.col_by = 8;
+    early_column(c.name, s);
     // run-time zero-tap skipping (TG_STENCIL_TILE's skip field)
     if (c.special && c.reduction == 0 && !column) s.zero_skip = true;
     if (c.name.find("ring") != std::string::npos && s.stages == 1) force_ring(s, z, 4);

@@ -90,10 +90,14 @@ bool ring_fits(const TiledStencilSpec& s) {
   return s.load.empty() && (dtype_size(s.dtype) == 4 || dtype_size(s.dtype) == 8);
 }
 
+/// Planes of the column march's ring: those in flight, plus 3 (the fold's) with the early checks
+/// (col_flags 16), else 4 (the outputs stored one plane late).
+int column_planes(const TiledStencilSpec& s) { return s.col_inflight + ((s.col_flags & 16) != 0 ? 3 : 4); }
+
 /// Shared memory of the column march's ring (device/stencil_column.cuh).
 size_t column_bytes(const TiledStencilSpec& s) {
   const size_t plane = static_cast<size_t>((s.col_by * s.col_ry + 2) * (4 * s.col_bx + 8)) * 4;
-  return static_cast<size_t>(s.col_inflight + 4) * plane;
+  return static_cast<size_t>(column_planes(s)) * plane;
 }
 
 /// Whether the column march takes the kernel (see TiledStencilSpec::column): its window, reduction,
@@ -227,10 +231,10 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
       can_march = tile_bytes(march) <= kMaxRingBytes;
       if (can_march && sizes.out[1] >= 8) s = march;
     }
-    // Tuning (TG_STENCIL_TILE="by,ry,rz,min_blocks,stages,vector,skip,march,bx"; 0 keeps the choice
+    // Tuning (TG_STENCIL_TILE="by,ry,rz,min_blocks,stages,vector,skip,march,bx,col"; 0 keeps the choice
     // above, and so does an override the limits refuse; with marching rz is the run of z outputs a
     // tile; bx in units of 32 threads).
-    const std::array<int, 9> o = env::stencil_tile_override();
+    const std::array<int, 10> o = env::stencil_tile_override();
     if (o[7] == 1 && s.march) s = plain;
     if (o[7] == 2 && can_march) s = march;
     const TiledStencilSpec chosen = s;
@@ -248,14 +252,23 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
     if (s.rz * s.ry * window > kMaxUnrolledFolds || tile_bytes(s) > limit || s.bx * s.by > 1024) s = chosen;
     // 3x3x3 sums of f32 march in columns (device/stencil_column.cuh) where they fit, unless
     // TG_STENCIL_TILE's march field asks for the plain tiles (1) or the ring march (2); with 3 or
-    // none, its fields by, ry, rz, min_blocks, stages and bx are the column's col_by, col_ry, run of z
-    // outputs, col_min_blocks, col_inflight and col_bx / 8. H200, session 22 (bench_stencil_cuda
+    // none, its fields by, ry, rz, min_blocks, stages, bx and col are the column's col_by, col_ry, run
+    // of z outputs, col_min_blocks, col_inflight, col_bx / 8 and col_flags + 1. H200, session 22 (bench_stencil_cuda
     // --tiles, same call), the 512^3 7-point stencil with run-time / constant weights: the ring march
     // 0.5376 / 0.4700 ms; the column march in 64 x 16 tiles, 2 rows a thread, 5 blocks an SM, 1 plane
     // in flight 0.3269 / 0.3284, 2 in flight 0.3506 / 0.3485, 3 in flight 0.3724 / 0.3653; 4 blocks
     // an SM and 2 in flight 0.3394 / 0.3335; 1 row a thread (256 threads) 0.3449 / 0.3380 at best.
     // The lead's final call: 128 x 8 tiles (32 x 4 threads; longer DRAM rows), 1 in flight, 5 blocks
     // an SM 0.3205 / 0.3176 (the defaults), at 4 blocks 0.3358 / 0.3349; 64 x 16 0.3269 / 0.3285.
+    // Session 23 (ncu: L2 82.6% busy, DRAM 68.6%, DRAM bytes within 1.4% of the minimum, so fewer
+    // halo reads through L2): in one call, the defaults of then 0.3185-0.3192 ms (run-time weights);
+    // hints (col_flags) streaming stores 0.3205, shuffles 0.3200, streaming + 256-byte prefetch
+    // 0.3221, streaming + evict-first inner rows 0.3514 (the x neighbours' halo reads of those rows
+    // then miss L2), all four 0.3595; 2 planes in flight with streaming stores 0.3679, at 4 blocks
+    // 0.3498. In a second call, against 0.3224 / 0.3210 for those defaults: the early checks
+    // (col_flags 16) in 128 x 8 tiles 0.3271 / 0.3281; with them 128 x 16 tiles (18 rows read a
+    // 16-row tile instead of 10 for 8), 4 x 4 a thread, 4 blocks an SM 0.3087 / 0.3073 (the defaults
+    // since), at 5 blocks (spills) 0.4012 / 0.3673, 4 x 2 a thread (256 threads, 2 blocks) 0.3655.
     // docs/cuda.md has the table.
     if (o[7] != 1 && o[7] != 2 && column_fits(s, k, sizes)) {
       TiledStencilSpec c = s;
@@ -267,6 +280,7 @@ bool plan_tiled_stencil(TiledStencilSpec& s, int k, const TiledStencilSizes& siz
       if (o[3] > 0) c.col_min_blocks = o[3];
       if (o[4] > 0) c.col_inflight = o[4];
       if (o[8] > 0) c.col_bx = 8 * o[8];
+      if (o[9] > 0) c.col_flags = (o[9] - 1) & 31;
       if (!column_fits(c, k, sizes)) c = s, c.column = true, c.zchunk = 0;  // the defaults
       if (column_fits(c, k, sizes)) s = c;
     }
@@ -322,8 +336,8 @@ std::string tiled_stencil_source(const TiledStencilSpec& s) {
                      s.store.empty() ? "true" : "false");
   src += fmt::format("  static constexpr unsigned CMASK = {}u;\n", cmask);
   if (s.column) {
-    src += fmt::format("  static constexpr int CBX = {}, CBY = {}, CRY = {}, CNS = {};\n", s.col_bx, s.col_by, s.col_ry,
-                       s.col_inflight + 4);
+    src += fmt::format("  static constexpr int CBX = {}, CBY = {}, CRY = {}, CNS = {}, CFLAGS = {};\n", s.col_bx,
+                       s.col_by, s.col_ry, column_planes(s), s.col_flags);
   }
   src += "};\n";
   // min_blocks resident blocks of 256 threads (3: <= 85 registers; 2 for 8-byte types): enough
@@ -402,7 +416,8 @@ void run_tiled_stencil(const backends::KernelContext& ctx, const TiledStencilSpe
                   s.win[3], s.stride[0], s.stride[1], s.stride[2], s.stride[3], s.dilation[0], s.dilation[1],
                   s.dilation[2], s.dilation[3], s.bx, s.by, s.ry, s.rz, s.min_blocks) +
       fmt::format("|{},{},{},{}", s.stages, s.vector, s.zero_skip, s.march) +
-      fmt::format("|{},{},{},{},{},{}", s.column, s.col_bx, s.col_by, s.col_ry, s.col_inflight, s.col_min_blocks) +
+      fmt::format("|{},{},{},{},{},{},{}", s.column, s.col_bx, s.col_by, s.col_ry, s.col_inflight, s.col_min_blocks,
+                  s.col_flags) +
       fmt::format("|{:a}|{}", fmt::join(s.weights, ","), s.fusion_key);
   struct Entry {
     std::shared_ptr<const nvrtc::Program> program;

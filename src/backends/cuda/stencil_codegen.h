@@ -55,11 +55,20 @@ struct TiledStencilSpec {
   /// dilations, padding 1 on each side (one output a source element), rows of a multiple of 4,
   /// plain loads. A block of col_bx x col_by threads marches a tile of (4 col_bx) x (col_by col_ry)
   /// outputs (4 x col_ry a thread) along a run of z outputs (zchunk, or chosen per launch), 16-byte
-  /// copies through a ring of col_inflight + 4 planes, col_min_blocks blocks an SM. The other tile
-  /// fields stay the plan without it (run_tiled_stencil takes it when the source or result is not
-  /// 16-byte aligned).
+  /// copies through a ring of col_inflight + 4 planes (+ 3 with col_flags 16), col_min_blocks blocks
+  /// an SM. The other tile fields stay the plan without it (run_tiled_stencil takes it when the
+  /// source or result is not 16-byte aligned).
   bool column = false;
-  int col_bx = 32, col_by = 4, col_ry = 2, col_inflight = 1, col_min_blocks = 5;
+  int col_bx = 32, col_by = 4, col_ry = 4, col_inflight = 1, col_min_blocks = 4;
+  /// The column march's memory options (bits; device/stencil_column.cuh, tg_dev::ScStream...):
+  /// 1 the outputs stored streaming (st.global.cs: evict-first in L2, the result is not read
+  /// again), 2 the 16-byte copies with an L2 prefetch of 256 bytes, 4 the copies of the tile's inner
+  /// rows (no neighbour's halo reads them) with an L2 evict-first policy, 8 the fold's x neighbours
+  /// through warp shuffles instead of shared-memory reads, 16 each thread's checks of a plane
+  /// (inf/NaN, for the taps left out) before the barrier that publishes it, so outputs are
+  /// refolded and stored at once and the ring holds col_inflight + 3 planes instead of + 4 (room for
+  /// taller tiles). Speed only: results are the same. Default: the early checks (128 x 16 tiles fit).
+  int col_flags = 16;
   /// Constant weights (row-major over the window, floating dtypes, finite), folded into the code;
   /// with the sum reduction taps of weight 0 are skipped (device/stencil.cuh). Empty: weights
   /// read at run time (or unit_weights).

@@ -24,7 +24,12 @@
 // (__syncthreads_or); an output is stored one plane after it is folded, and folded again over
 // all 27 taps when one of its three planes held such a value; (2) an output whose fold is +-0 is
 // folded again over all 27 taps at once. Both refolds read the ring, which keeps the planes of
-// the output stored last.
+// the output stored last. With the early checks (G::CFLAGS & ScEarly) each thread checks its copies
+// of a plane before the barrier that publishes it (they are its own: cp.async.wait_group makes them
+// visible to it), so the block knows at that barrier, and outputs are folded, refolded where needed
+// and stored at once: the ring holds one plane less (room for taller tiles under the 48 KB of
+// static shared memory). G::CFLAGS also holds hints that change no result (streaming stores, L2
+// policies, warp shuffles for the x neighbours): see ScStream.
 #pragma once
 #include "stencil_tile.cuh"
 
@@ -39,11 +44,74 @@ constexpr unsigned ScStar = (1u << 4) | (1u << 10) | (1u << 12) | (1u << 13) | (
 
 typedef Pack<float, 4> ScV4;
 
+/// Memory options of the march (G::CFLAGS bits; TiledStencilSpec::col_flags): outputs stored
+/// streaming (evict-first in L2: the result is not read again, so the input planes keep L2), 16-byte
+/// copies with a 256-byte L2 prefetch, the copies of a tile's inner rows (rows no neighbour's halo
+/// reads) with an L2 evict-first policy, the fold's x neighbours through warp shuffles.
+constexpr int ScStream = 1, ScPrefetch = 2, ScEvictInner = 4, ScShuffle = 8;
+/// G::CFLAGS bit: the checks of a plane before its barrier, outputs stored at once, a ring of D + 3
+/// planes (else D + 4: outputs stored one plane late).
+constexpr int ScEarly = 16;
+
+/// Stores 4 floats at y (16-byte aligned, global), streaming when STREAM (st.global.cs).
+template <bool STREAM>
+TG_DEVICE_INLINE void sc_put4(float* y, const ScV4& v) {
+#ifndef TG_HOST_EMULATION
+  if constexpr (STREAM) {
+    asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(y), "f"(v.v[0]), "f"(v.v[1]), "f"(v.v[2]),
+                 "f"(v.v[3])
+                 : "memory");
+    return;
+  }
+#endif
+  *reinterpret_cast<ScV4*>(y) = v;
+}
+
+/// An L2 evict-first cache policy for sc_copy16 (0 under the host emulation).
+TG_DEVICE_INLINE unsigned long long sc_evict_first_policy() {
+  unsigned long long p = 0;
+#ifndef TG_HOST_EMULATION
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+#endif
+  return p;
+}
+
+/// A 16-byte cp.async of src into shared d (like st_cp_async<16>), with a 256-byte L2 prefetch when
+/// F has ScPrefetch and under the L2 policy `pol` when `hint`.
+template <int F>
+TG_DEVICE_INLINE void sc_copy16(float* d, const float* src, bool hint, unsigned long long pol) {
+#ifdef TG_HOST_EMULATION
+  (void)hint, (void)pol;
+  std::memcpy(d, src, 16);
+#else
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(d));
+  if constexpr ((F & ScPrefetch) != 0) {
+    if ((F & ScEvictInner) != 0 && hint) {
+      asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::256B [%0], [%1], 16, %2;\n" ::"r"(a), "l"(src),
+                   "l"(pol)
+                   : "memory");
+    } else {
+      asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(a), "l"(src) : "memory");
+    }
+  } else {
+    if ((F & ScEvictInner) != 0 && hint) {
+      asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(a), "l"(src), "l"(pol)
+                   : "memory");
+    } else {
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(src) : "memory");
+    }
+  }
+#endif
+}
+
 /// Outputs x .. x + 3 of one row folded over the taps in MASK, in window order. p<dz> points at
 /// the thread's first output column of row y - 1 of plane z - 1 + dz (row pitch PT); wr[n] is
-/// weight n (read for the taps in MASK only).
-template <unsigned MASK, int PT, class W>
-TG_DEVICE_INLINE ScV4 sc_fold(const float* p0, const float* p1, const float* p2, const W& wr) {
+/// weight n (read for the taps in MASK only). SHFL: the columns x - 1 and x + 4 come from the
+/// neighbouring lanes' loads (warp shuffles; every lane of the warp calls this together) where
+/// `lo` / `hi` say that lane - 1 / lane + 1 holds the thread's x neighbours, else from the plane.
+template <unsigned MASK, int PT, bool SHFL = false, class W>
+TG_DEVICE_INLINE ScV4 sc_fold(const float* p0, const float* p1, const float* p2, const W& wr, bool lo = false,
+                              bool hi = false) {
   ScV4 acc;
   bool first = true;
 #pragma unroll
@@ -56,9 +124,23 @@ TG_DEVICE_INLINE ScV4 sc_fold(const float* p0, const float* p1, const float* p2,
     if (dx == 1) {
       v[0] = c.v[0], v[1] = c.v[1], v[2] = c.v[2], v[3] = c.v[3];
     } else if (dx == 0) {
-      v[0] = q[-1], v[1] = c.v[0], v[2] = c.v[1], v[3] = c.v[2];
+      float l;
+      if constexpr (SHFL) {
+        l = __shfl_up_sync(0xffffffffu, c.v[3], 1);
+        if (!lo) l = q[-1];
+      } else {
+        l = q[-1];
+      }
+      v[0] = l, v[1] = c.v[0], v[2] = c.v[1], v[3] = c.v[2];
     } else {
-      v[0] = c.v[1], v[1] = c.v[2], v[2] = c.v[3], v[3] = q[4];
+      float r;
+      if constexpr (SHFL) {
+        r = __shfl_down_sync(0xffffffffu, c.v[0], 1);
+        if (!hi) r = q[4];
+      } else {
+        r = q[4];
+      }
+      v[0] = c.v[1], v[1] = c.v[2], v[2] = c.v[3], v[3] = r;
     }
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -102,13 +184,18 @@ TG_DEVICE_INLINE void sc_march(const float* __restrict__ x, typename G::O* __res
                                const StencilArgs& a, float* sm, const float (&wr)[27], const float* ws, i64 t) {
   constexpr int BX = G::CBX, BY = G::CBY, RY = G::CRY, TX = 4 * BX, TY = BY * RY, PT = TX + 8;
   constexpr int TILE = (TY + 2) * PT;
-  constexpr int NS = G::CNS, D = NS - 4;       // ring planes, planes in flight
+  constexpr bool EARLY = (G::CFLAGS & ScEarly) != 0;
+  constexpr int NS = G::CNS, D = NS - (EARLY ? 3 : 4);  // ring planes, planes in flight
   constexpr int HALO = 2 * (BX + 2) + 2 * TY;  // copies of the halo: top and bottom rows, sides
   constexpr int NQ = RY + 1;                   // copies a thread: its RY rows, a piece of the halo
   constexpr bool CHK = MASK != ScAll;          // taps left out: checks and refolds
-  static_assert(D >= 1 && BX * BY >= HALO, "a ring of >= 5 planes; a halo copy a thread at most");
+  static_assert(D >= 1 && BX * BY >= HALO, "a plane in flight at least; a halo copy a thread at most");
+  constexpr int F = G::CFLAGS;
   const float boundary = from_bits<float>(a.boundary);
   const int tid = static_cast<int>(threadIdx.x), tx = tid % BX, ty = tid / BX;
+  // Lanes tid - 1 / tid + 1 hold the thread's x neighbours (ScShuffle).
+  const bool lo = (tid & 31) != 0 && tx != 0, hi = (tid & 31) != 31 && tx != BX - 1;
+  const unsigned long long pol = (F & ScEvictInner) != 0 ? sc_evict_first_policy() : 0ull;
   const i64 nz = a.in[1], ny = a.in[2], nx = a.in[3];
 
   // Tile t: x tile, y tile, z run, and the (batch, d0) volume.
@@ -126,13 +213,14 @@ TG_DEVICE_INLINE void sc_march(const float* __restrict__ x, typename G::O* __res
   // in a plane for a whole copy), and the kind (2 bits each: 0 none, 1 a 16-byte copy, 2 element
   // by element, mapped, 3 the boundary value).
   int c_sm[NQ], c_row[NQ], c_col[NQ];
-  unsigned kinds = 0;
+  unsigned kinds = 0, inner = 0;  // inner bit q: copy q is of a row no neighbour's halo reads
 #pragma unroll
   for (int q = 0; q < NQ; ++q) {
     int r = 0, c = 0;  // shared row and column of the copy (column 4: the tile's first)
     bool has = true;
     if (q < RY) {
       r = ty * RY + q + 1, c = 4 + 4 * tx;
+      if (r > 1 && r < TY) inner |= 1u << q;
     } else if (tid < BX + 2) {
       r = 0, c = 4 * tid;
     } else if (tid < 2 * (BX + 2)) {
@@ -163,7 +251,7 @@ TG_DEVICE_INLINE void sc_march(const float* __restrict__ x, typename G::O* __res
         float* d = buf + c_sm[q];
         if (kind == 0) continue;
         if (kind == 1 && cz >= 0) {
-          st_cp_async<16>(d, plane + c_col[q]);
+          sc_copy16<F>(d, plane + c_col[q], ((inner >> q) & 1u) != 0, pol);
         } else if (kind == 3 || cz < 0) {
           ScV4 b;
           b.v[0] = b.v[1] = b.v[2] = b.v[3] = boundary;
@@ -194,7 +282,7 @@ TG_DEVICE_INLINE void sc_march(const float* __restrict__ x, typename G::O* __res
     for (int r = 0; r < RY; ++r) {
       if (cols_in && row0 + r < ny) {
         if constexpr (G::PLAIN_STORE) {
-          *reinterpret_cast<ScV4*>(y + o + r * nx) = v[r];
+          sc_put4<(F & ScStream) != 0>(reinterpret_cast<float*>(y + o + r * nx), v[r]);
         } else {
 #pragma unroll
           for (int e = 0; e < 4; ++e) G::store(y, P, o + r * nx + e, v[r].v[e]);
@@ -208,10 +296,12 @@ TG_DEVICE_INLINE void sc_march(const float* __restrict__ x, typename G::O* __res
   auto fold = [&](ScV4 (&v)[RY], const float* p0, const float* p1, const float* p2) {
 #pragma unroll
     for (int r = 0; r < RY; ++r) {
+      constexpr bool SH = (F & ScShuffle) != 0 && MASK != ScAll;  // every tap: 18 shuffles a row spill
       if constexpr (MASK == ScAll && !G::CONST_W && !G::UNIT_W) {
-        v[r] = sc_fold<ScAll, PT>(p0 + r * PT, p1 + r * PT, p2 + r * PT, ws);  // weights of no known pattern
+        // weights of no known pattern
+        v[r] = sc_fold<ScAll, PT, SH>(p0 + r * PT, p1 + r * PT, p2 + r * PT, ws, lo, hi);
       } else {
-        v[r] = sc_fold<MASK, PT>(p0 + r * PT, p1 + r * PT, p2 + r * PT, wr);
+        v[r] = sc_fold<MASK, PT, SH>(p0 + r * PT, p1 + r * PT, p2 + r * PT, wr, lo, hi);
       }
       if (CHK) {
         const float m = fminf(fminf(fabsf(v[r].v[0]), fabsf(v[r].v[1])), fminf(fabsf(v[r].v[2]), fabsf(v[r].v[3])));
@@ -224,6 +314,47 @@ TG_DEVICE_INLINE void sc_march(const float* __restrict__ x, typename G::O* __res
     for (int r = 0; r < RY; ++r) v[r] = sc_fold_exact<PT>(p0 + r * PT, p1 + r * PT, p2 + r * PT, ws);
   };
 
+  if constexpr (EARLY) {
+    // Each thread checks its copies of plane j before the barrier that publishes the plane, so
+    // output j - 2 is folded, refolded where needed and stored at once: a ring of D + 3 planes.
+    // Slots of planes j - 2 .. j (s2 .. s0) and of plane j + D (sd).
+    int s0 = 0, s1 = NS - 1, s2 = NS - 2, sd = D;
+#pragma unroll
+    for (int j = 0; j < D; ++j) issue(j, j);
+    unsigned hist = 0;  // bit k: plane j - k held an inf or NaN (CHK)
+#pragma unroll 1
+    for (int j = 0; j < np; ++j) {
+      st_cp_wait<D - 1>();  // this thread's copies (and boundary stores) of plane j landed
+      int f = 0;
+      if constexpr (CHK) {
+        const float* own = sm + s0 * TILE + at;
+        bool nf = false;
+#pragma unroll
+        for (int r = 0; r < RY; ++r) nf = nf || sc_nonfinite(*reinterpret_cast<const ScV4*>(own + (r + 1) * PT));
+        if (((kinds >> (2 * RY)) & 3u) != 0) {
+          nf = nf || sc_nonfinite(*reinterpret_cast<const ScV4*>(sm + s0 * TILE + c_sm[RY]));
+        }
+        f = __syncthreads_or(nf);  // everyone's copies landed, and their checks
+      } else {
+        __syncthreads();
+      }
+      hist = (hist << 1) | static_cast<unsigned>(f != 0);
+      issue(j + D, sd);  // into the slot of plane j - 3, read for the last time before this barrier
+      if (j >= 2) {      // output j - 2: planes j - 2 .. j
+        ScV4 v[RY];
+        const float *q2 = sm + s2 * TILE + at, *q1 = sm + s1 * TILE + at, *q0 = sm + s0 * TILE + at;
+        fold(v, q2, q1, q0);
+        if (CHK && (hist & 7u) != 0) refold(v, q2, q1, q0);
+        put(v);
+      }
+      s2 = s1, s1 = s0;
+      s0 = s0 + 1 == NS ? 0 : s0 + 1;
+      sd = sd + 1 == NS ? 0 : sd + 1;
+    }
+    st_cp_wait<0>();
+    __syncthreads();  // the ring is free for the next tile
+    return;
+  }
   // Ring slots of planes j - 3 .. j (s3 .. s0) and of plane j + D (sd), advanced a plane at a time.
   int s0 = 0, s1 = NS - 1, s2 = NS - 2, s3 = NS - 3, sd = D;
 #pragma unroll
