@@ -21,7 +21,10 @@ namespace {
 
 TEST(CudaRuntime, CopiesRoundTripSmallAndLarge) {
   REQUIRE_GPU();
-  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{1000}, int64_t{5} << 20}) {  // 5 Mi floats: > staging
+  // 128 Ki floats (512 KiB): straight through cudaMemcpyAsync while the staging buffers do not
+  // exist yet (a fresh process), else staged; 256 Ki + 3 floats: over 1 MiB, always staged;
+  // 5 Mi floats: more than one staging buffer.
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{1000}, int64_t{1} << 17, (int64_t{1} << 18) + 3, int64_t{5} << 20}) {
     std::vector<float> v(static_cast<size_t>(n));
     std::iota(v.begin(), v.end(), 0.5f);
     TensorData h = TensorData::from_vector<float>(v, {n});
