@@ -74,6 +74,7 @@ void* RunState::workspace(size_t bytes) {
   // 0) and replaced by a larger one when a kernel needs more, so that a first run does not
   // allocate device memory for each kernel (it did: ~0.1 ms a kernel on CUDA).
   if (overflow.empty() || need > overflow_bytes) {
+    phases::Scope timed("run_scratch_alloc");
     overflow_bytes = std::max(need, overflow_bytes * 2);
     overflow.push_back(p_.backend_.allocate(overflow_bytes));
   }

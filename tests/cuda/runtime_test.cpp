@@ -21,7 +21,10 @@ namespace {
 
 TEST(CudaRuntime, CopiesRoundTripSmallAndLarge) {
   REQUIRE_GPU();
-  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{1000}, int64_t{5} << 20}) {  // 5 Mi floats: > staging
+  // 128 Ki floats (512 KiB): straight through cudaMemcpyAsync while the staging buffers do not
+  // exist yet (a fresh process), else staged; 256 Ki + 3 floats: over 1 MiB, always staged;
+  // 5 Mi floats: more than one staging buffer.
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{1000}, int64_t{1} << 17, (int64_t{1} << 18) + 3, int64_t{5} << 20}) {
     std::vector<float> v(static_cast<size_t>(n));
     std::iota(v.begin(), v.end(), 0.5f);
     TensorData h = TensorData::from_vector<float>(v, {n});
@@ -42,6 +45,9 @@ TEST(CudaRuntime, CopiesRoundTripSmallAndLarge) {
 TEST(CudaAllocator, ReleasedBlocksAreReused) {
   REQUIRE_GPU();
   const size_t bytes = (size_t{3} << 20) + 5;  // class: 4 MiB
+  // No block of that class cached by earlier tests of the process (one would be handed out first:
+  // the test failed after CudaFirstRunKernels.* in one filtered run).
+  cuda::device_allocator_trim(0);
   void* first = nullptr;
   {
     auto b = cuda::device_allocate(0, bytes);

@@ -440,10 +440,24 @@ TEST(SavedExecutable, LargeFileReadInPiecesRoundTripsAndCorruptionIsCaught) {
     const fs::path path = fs::temp_directory_path() / ("tg_saved_large_" + d.to_string() + ".tgx");
     exe.save(path.string());
     // On CUDA the graph section also goes to the device while it is read (backends/file_upload.h:
-    // from the reader's pageable memory by default, through pinned slots, or off).
-    for (const char* stream_upload : {"1", "pinned", "0"}) {
-      SCOPED_TRACE(stream_upload);
-      const tg::testing::ScopedEnv mode("TG_STREAM_UPLOAD", stream_upload);
+    // from the reader's pageable memory by default, over one or several streams, with or without
+    // the staging buffers made meanwhile; registered as pinned in place; through pinned slots; or
+    // off), with or without the kernels' modules preloaded by a load thread (module_preload.h).
+    struct UploadMode {
+      const char* mode;
+      const char* streams;
+      const char* staging_early;
+      const char* preload;
+    };
+    for (const UploadMode m : {UploadMode{"1", "1", "0", "0"}, UploadMode{"1", "3", "1", "1"},
+                               UploadMode{"register", "1", "0", "early"}, UploadMode{"register", "3", "0", "0"},
+                               UploadMode{"pinned", "1", "1", "1"}, UploadMode{"0", "1", "0", "0"}}) {
+      SCOPED_TRACE(std::string(m.mode) + " streams=" + m.streams + " staging_early=" + m.staging_early +
+                   " preload=" + m.preload);
+      const tg::testing::ScopedEnv mode("TG_STREAM_UPLOAD", m.mode);
+      const tg::testing::ScopedEnv streams("TG_UPLOAD_STREAMS", m.streams);
+      const tg::testing::ScopedEnv early("TG_STAGING_EARLY", m.staging_early);
+      const tg::testing::ScopedEnv preload("TG_PRELOAD_MODULES", m.preload);
       Executable loaded = Executable::load(path.string(), d);
       for (int run = 1; run <= 3; ++run) {
         SCOPED_TRACE(run);

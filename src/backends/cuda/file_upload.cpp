@@ -1,9 +1,11 @@
 // Uploading a file's bytes while it is read (file_upload.h, backends/file_upload.h).
 #include "backends/cuda/file_upload.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -13,7 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "backends/cuda/context.h"
+#include "backends/cuda/module_preload.h"
 #include "core/error_util.h"
 #include "core/phase_times.h"
 
@@ -89,9 +94,21 @@ Slot wait_slot(Slots& s) {
   }
 }
 
+// How the pieces reach the device (TG_STREAM_UPLOAD): from the reader's pageable memory (the
+// driver stages it), through pinned slots, or from the reader's memory registered as pinned for
+// the upload (cudaHostRegister of the piece's whole pages; no staging copy).
+enum class Mode { pageable, pinned, registered };
+
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == 0) return fallback;
+  return std::clamp(std::atoi(v), lo, hi);
+}
+
 class CudaFileUpload {
  public:
-  CudaFileUpload(int device, size_t bytes, bool pinned) : device_(device), bytes_(bytes), pinned_(pinned) {}
+  CudaFileUpload(int device, size_t bytes, Mode mode)
+      : device_(device), bytes_(bytes), mode_(mode), pinned_(mode == Mode::pinned) {}
 
   // Throws on a CUDA failure (start_file_upload then returns null).
   void start() {
@@ -101,11 +118,25 @@ class CudaFileUpload {
       GlobalAllocationScope global;
       mirror_ = device_allocate(device_, bytes_);
     }
-    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "load", "cudaStreamCreate");
-    helper_ = std::thread([this] { helper(); });
+    // TG_UPLOAD_STREAMS: the reading threads' copies spread over this many streams (default 1).
+    streams_.resize(static_cast<size_t>(pinned_ ? 1 : env_int("TG_UPLOAD_STREAMS", 1, 1, 16)));
+    for (cudaStream_t& st : streams_) {
+      check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "load", "cudaStreamCreate");
+    }
+    stream_ = streams_[0];
+    // TG_STAGING_EARLY=1: the upload's thread also makes the staging buffers during the read (the
+    // default of session 22; they are made at the first copy that needs them now).
+    const char* early = std::getenv("TG_STAGING_EARLY");
+    staging_early_ = early != nullptr && std::string_view(early) == "1";
+    if (pinned_ || staging_early_) helper_ = std::thread([this] { helper(); });
+    // TG_PRELOAD_MODULES (module_preload.h): the precompiled kernels' modules loaded by a thread
+    // of the load, from now on (`early`) or once the file is read (1; pieces_done).
+    preload_mode_ = preload_modules_mode();
+    if (preload_mode_ == PreloadModules::early) start_preload();
   }
 
   ~CudaFileUpload() {
+    if (preload_.joinable()) preload_.join();
     {
       std::lock_guard lock(mu_);
       abandon_ = true;  // pieces not uploaded yet stay so (the upload is not used)
@@ -113,10 +144,12 @@ class CudaFileUpload {
     cv_.notify_all();
     if (helper_.joinable()) helper_.join();
     if (release_.joinable()) release_.join();
-    if (stream_) {
-      cudaStreamSynchronize(stream_);  // no copy may still read or write the blocks below
-      cudaStreamDestroy(stream_);
+    for (cudaStream_t st : streams_) {
+      if (!st) continue;
+      cudaStreamSynchronize(st);  // no copy may still read or write the blocks below
+      cudaStreamDestroy(st);
     }
+    unregister();
     if (done_) cudaEventDestroy(done_);
     mirror_.reset();
   }
@@ -129,8 +162,42 @@ class CudaFileUpload {
     }
     char* dst = static_cast<char*>(mirror_.get()) + offset;
     if (!pinned_) {
-      // From the reader's pageable memory: the driver stages it before this returns.
-      if (cudaSetDevice(device_) != cudaSuccess || cudaMemcpyAsync(dst, host, n, cudaMemcpyHostToDevice, stream_) != cudaSuccess) {
+      // From the reader's pageable memory: the driver stages it before this returns. Registered:
+      // the piece's whole pages are pinned first and copied from in place (the ends outside them
+      // go as pageable copies); they stay registered until the upload is done.
+      static std::atomic<size_t> readers{0};
+      thread_local const size_t reader = readers.fetch_add(1);  // this thread's stream: reader % streams
+      cudaStream_t st = streams_[reader % streams_.size()];
+      if (cudaSetDevice(device_) != cudaSuccess) {
+        cudaGetLastError();
+        failed_ = true;
+        return;
+      }
+      size_t lo = 0, hi = 0;  // the registered part of [0, n)
+      if (mode_ == Mode::registered) {
+        static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+        const auto at = reinterpret_cast<uintptr_t>(host);
+        lo = (at + page - 1) / page * page - at;
+        hi = std::max(lo, (at + n) / page * page - at);
+        if (hi - lo >= (size_t{64} << 10)) {
+          phases::Scope reg_time("file_upload_register");
+          void* p = const_cast<char*>(static_cast<const char*>(host) + lo);
+          if (cudaHostRegister(p, hi - lo, cudaHostRegisterDefault) == cudaSuccess) {
+            std::lock_guard lock(mu_);
+            registered_.push_back(p);
+          } else {
+            cudaGetLastError();
+            lo = hi = 0;
+          }
+        } else {
+          lo = hi = 0;
+        }
+      }
+      const auto* src = static_cast<const char*>(host);
+      auto put = [&](size_t a, size_t b) {
+        return b <= a || cudaMemcpyAsync(dst + a, src + a, b - a, cudaMemcpyHostToDevice, st) == cudaSuccess;
+      };
+      if (!(hi > lo ? put(0, lo) && put(lo, hi) && put(hi, n) : put(0, n))) {
         cudaGetLastError();
         failed_ = true;
       }
@@ -155,9 +222,10 @@ class CudaFileUpload {
     give_slot(s, slot);
   }
 
-  // Every piece went through piece(): the helper finishes the backlog, then makes the staging
-  // buffers.
+  // Every piece went through piece(): the helper (if any) finishes the backlog, then makes the
+  // staging buffers with TG_STAGING_EARLY=1; with TG_PRELOAD_MODULES=1 the modules' preload starts.
   void pieces_done() noexcept {
+    if (preload_mode_ == PreloadModules::after_read) start_preload();
     {
       std::lock_guard lock(mu_);
       read_done_ = true;
@@ -189,6 +257,15 @@ class CudaFileUpload {
         total += (n + kAlign - 1) / kAlign * kAlign;
       }
       if (total == 0) return false;
+      // The copies out of the mirror follow every reading stream's uploads.
+      for (size_t i = 1; i < streams_.size(); ++i) {
+        cudaEvent_t e = nullptr;
+        check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "load", "cudaEventCreate");
+        const cudaError_t r = cudaEventRecord(e, streams_[i]);
+        const cudaError_t w = r == cudaSuccess ? cudaStreamWaitEvent(stream_, e, 0) : r;
+        cudaEventDestroy(e);
+        check(w, "load", "cudaStreamWaitEvent");
+      }
       std::shared_ptr<void> block;
       {
         GlobalAllocationScope global;
@@ -217,6 +294,7 @@ class CudaFileUpload {
     release_ = std::thread([this] {
       cudaEventSynchronize(done_);
       mirror_.reset();
+      unregister();
     });
     return true;
   }
@@ -237,15 +315,16 @@ class CudaFileUpload {
     check(cudaEventRecord(slot.done, stream_), "load", "cudaEventRecord");
   }
 
-  // The load's thread. From pageable memory (the default): makes the staging buffers while the
-  // file is read. Through pinned slots: makes the slots (cudaHostAlloc takes ~1 ms per 2 MiB
-  // here; pieces read meanwhile wait in the backlog, not on the driver), uploads the backlog,
-  // then, once the read is over, makes the staging buffers.
+  // The upload's thread (started only for pinned slots or TG_STAGING_EARLY=1). With
+  // TG_STAGING_EARLY=1 and no slots: makes the staging buffers while the file is read. Through
+  // pinned slots: makes the slots (cudaHostAlloc takes ~1 ms per 2 MiB here; pieces read
+  // meanwhile wait in the backlog, not on the driver), uploads the backlog, then, once the read is
+  // over and with TG_STAGING_EARLY=1, makes the staging buffers.
   void helper() noexcept {
     Slots& s = slots_of(device_);
     try {
       check(cudaSetDevice(device_), "load", "cudaSetDevice");
-      if (!pinned_) warm();  // nothing else to do: made while the file is read
+      if (!pinned_) warm();  // TG_STAGING_EARLY=1: nothing else to do; made while the file is read
       while (pinned_) {
         {
           std::lock_guard lock(s.mu);
@@ -278,7 +357,7 @@ class CudaFileUpload {
           if (abandon_) break;
           if (backlog_.empty()) {
             lock.unlock();
-            if (pinned_) warm();
+            if (staging_early_) warm();
             break;
           }
           p = backlog_.front();
@@ -315,10 +394,37 @@ class CudaFileUpload {
     }
   }
 
+  void start_preload() noexcept {
+    if (preload_.joinable()) return;  // started already
+    try {
+      preload_ = std::thread([d = device_] { preload_modules(d); });
+    } catch (const std::exception&) {
+      // no thread: the modules load at their first launch
+    }
+  }
+
+  // The registered pieces back to pageable (each after its copy: the caller has waited for them).
+  void unregister() noexcept {
+    std::vector<void*> regs;
+    {
+      std::lock_guard lock(mu_);
+      regs.swap(registered_);
+    }
+    if (regs.empty()) return;
+    phases::Scope timed("file_upload_unregister");
+    cudaSetDevice(device_);
+    for (void* p : regs) cudaHostUnregister(p);
+    cudaGetLastError();
+  }
+
   int device_;
   size_t bytes_;
+  Mode mode_;
   bool pinned_;
+  bool staging_early_ = false;
   std::shared_ptr<void> mirror_;
+  std::vector<cudaStream_t> streams_;
+  std::vector<void*> registered_;  // pieces registered with cudaHostRegister (mu_)
   cudaStream_t stream_ = nullptr;
   cudaEvent_t done_ = nullptr;
   std::atomic<bool> failed_{false};
@@ -326,7 +432,8 @@ class CudaFileUpload {
   std::condition_variable cv_;
   std::deque<Pending> backlog_;
   bool uploading_ = false, read_done_ = false, abandon_ = false, helper_exited_ = false;
-  std::thread helper_, release_;
+  PreloadModules preload_mode_ = PreloadModules::off;
+  std::thread helper_, release_, preload_;
 };
 
 // The object the loader holds: the upload lives until both the loader's FileBytes and the
@@ -352,7 +459,9 @@ std::unique_ptr<backends::FileUpload> start_file_upload(int device, size_t bytes
   const std::string_view mode = env ? env : "1";
   if (mode == "0") return nullptr;
   try {
-    auto u = std::make_shared<CudaFileUpload>(device, bytes, mode == "pinned");
+    auto u = std::make_shared<CudaFileUpload>(device, bytes, mode == "pinned"       ? Mode::pinned
+                                                             : mode == "register" ? Mode::registered
+                                                                                  : Mode::pageable);
     u->start();
     return std::make_unique<Handle>(std::move(u));
   } catch (const std::exception&) {

@@ -12,8 +12,14 @@ namespace tg::cuda {
 
 /// backends::start_file_upload for cuda:`device`: a device block of `bytes` bytes (the mirror of
 /// the range) filled by the reading threads on a stream of its own, each piece straight from the
-/// reader's pageable memory (the driver stages it), while a thread of the upload makes the
-/// device's staging buffers (the first run's input copy then finds them).
+/// reader's pageable memory (the driver stages it). TG_UPLOAD_STREAMS=N spreads the pieces over N
+/// streams (by reading thread); TG_STREAM_UPLOAD=register registers each piece's whole pages as
+/// pinned and copies from them in place (unregistered once the upload is done): both measured
+/// slower (docs/design/0011 "Session 23"). TG_STAGING_EARLY=1: a thread of the upload makes the
+/// device's staging buffers during the read (session 22's default; since session 23 they are made
+/// at the first copy that needs them). TG_PRELOAD_MODULES (module_preload.h): a thread of the
+/// upload loads the precompiled kernels' CUDA modules after (1) or from the start of (`early`)
+/// the read.
 /// TG_STREAM_UPLOAD=pinned copies the pieces through 6 pinned slots of 2 MiB instead (made once
 /// per process by that thread; pieces read before a slot is free wait in a backlog that the
 /// thread uploads): it measured no faster on the H200 (docs/design/0011). finish() copies each

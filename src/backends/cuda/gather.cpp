@@ -20,6 +20,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/scalar_type.h"
 #include "core/error_util.h"
+#include "core/phase_times.h"
 
 namespace tg::cuda {
 namespace {
@@ -213,8 +214,10 @@ void gather_elements_kernel(KernelContext& ctx) {
   check_rank(ctx, is.size());
   TG_CHECK_INTERNAL(y.shape() == is, "gather_elements output shape");
   Scratch scratch{ctx};
+  phases::Scope check_time("gather_check_indices");  // (a first run's 4-5 ms: where? docs/design/0011)
   const int64_t* ind =
       check_indices(ctx, scratch, idx, "x", {xs[static_cast<size_t>(a.axis)]}, a.axis);
+  check_time.stop();
   if (y.num_elements() == 0) return;
   kernels::gather_elements(ptr(x), ptr(y), static_cast<int>(dtype_size(x.dtype())), ind,
                            y.num_elements(), elements_params(xs, is, a.axis), stream_of(ctx));

@@ -171,20 +171,27 @@ namespace {
 
 constexpr size_t kStagingBytes = 8u << 20;  // per buffer; two buffers per device
 constexpr size_t kDirectBytes = 64u << 10;  // smaller copies go straight through cudaMemcpyAsync
+// Copies up to this size also go straight through cudaMemcpyAsync (the driver stages pageable
+// memory itself) while the device has no staging buffers yet: their creation (cudaHostAlloc of
+// 16 MiB) took 6-15 ms on the H200's hosts and stalled the other threads' CUDA calls, which a
+// loaded executable's first run (a 0.6 MB input, a 0.4 MB output) should not pay
+// (docs/design/0011 "Session 23"). Larger copies make the buffers.
+constexpr size_t kLazyStagingBytes = 1u << 20;
 
 struct Staging {
   std::mutex mu;
   void* buf[2] = {nullptr, nullptr};
   cudaEvent_t done[2] = {nullptr, nullptr};
 };
-Staging& staging(DeviceContext& c) {
+// The device's staging buffers, made at the first call with `make` (null before that without).
+Staging* staging_of(DeviceContext& c, bool make) {
   static auto* all = new std::deque<Staging>;
   static std::mutex mu;
   static auto* index = new std::vector<Staging*>;
   std::lock_guard<std::mutex> lock(mu);
   if (index->size() <= static_cast<size_t>(c.device)) index->resize(static_cast<size_t>(c.device) + 1, nullptr);
   Staging*& s = (*index)[static_cast<size_t>(c.device)];
-  if (!s) {
+  if (!s && make) {
     phases::Scope timed("cuda_staging_alloc");
     s = &all->emplace_back();
     for (int i = 0; i < 2; ++i) {
@@ -192,7 +199,13 @@ Staging& staging(DeviceContext& c) {
       check(cudaEventCreateWithFlags(&s->done[i], cudaEventDisableTiming), "cuda", "cudaEventCreate");
     }
   }
-  return *s;
+  return s;
+}
+Staging& staging(DeviceContext& c) { return *staging_of(c, true); }
+
+// A copy that goes straight through cudaMemcpyAsync (see kLazyStagingBytes).
+bool direct_copy(DeviceContext& c, size_t bytes) {
+  return bytes <= kDirectBytes || (bytes <= kLazyStagingBytes && staging_of(c, false) == nullptr);
 }
 
 // memcpy by several threads for large copies (one thread copies pageable memory into pinned
@@ -211,7 +224,7 @@ void host_to_device(DeviceContext& c, cudaStream_t stream, void* dst, const void
   // Neither path waits for the device: a small copy from pageable memory is staged by the driver
   // before cudaMemcpyAsync returns; a large one is copied into our pinned buffers, each reused only
   // after its previous copy finished (its event). Kernels queued later on the stream see the data.
-  if (bytes <= kDirectBytes) {
+  if (direct_copy(c, bytes)) {
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream), "cuda", "host-to-device copy");
     return;
   }
@@ -231,7 +244,7 @@ void host_to_device(DeviceContext& c, cudaStream_t stream, void* dst, const void
 
 void device_to_host(DeviceContext& c, cudaStream_t stream, void* dst, const void* src, size_t bytes) {
   stats::add(stats::Counter::host_waits);
-  if (bytes <= kDirectBytes) {
+  if (direct_copy(c, bytes)) {
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream), "cuda", "device-to-host copy");
     check(cudaStreamSynchronize(stream), "cuda", "device-to-host copy");
     return;

@@ -27,6 +27,7 @@
 #include <type_traits>
 
 #include "backends/cuda/kernels/gather.h"
+#include "backends/cuda/kernels/module_anchors.h"
 
 namespace tg::cuda::kernels {
 namespace {
@@ -493,6 +494,8 @@ void apply_reduction(int r, const void* upd, void* y, const u64* keys, const u64
 }
 
 }  // namespace
+
+const void* gather_module_anchor() { return reinterpret_cast<const void*>(&init_flag_kernel); }
 
 void normalize_indices(const void* idx, bool is64, int64_t n, const IndexSizes& sizes, int64_t* out,
                        unsigned long long* first_bad, cudaStream_t stream) {

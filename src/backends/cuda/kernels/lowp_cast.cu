@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 
 #include "backends/cuda/kernels/lowp_cast.h"
+#include "backends/cuda/kernels/module_anchors.h"
 
 namespace tg::cuda::kernels {
 namespace {
@@ -55,6 +56,8 @@ __global__ void lowp_to_f32(const H* __restrict src, float* __restrict dst, int6
 }
 
 }  // namespace
+
+const void* lowp_cast_module_anchor() { return reinterpret_cast<const void*>(&f32_to_lowp<__nv_bfloat16>); }
 
 void launch_f32_to_lowp(const float* src, void* dst, int64_t n, bool bf16, cudaStream_t stream) {
   if (n <= 0) return;

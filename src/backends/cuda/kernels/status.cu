@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "backends/cuda/kernels/status.h"
+#include "backends/cuda/kernels/module_anchors.h"
 
 namespace tg::cuda::kernels {
 namespace {
@@ -60,6 +61,8 @@ __global__ void commit_kernel(const __grid_constant__ CommitArgs a, const ErrorR
 }
 
 }  // namespace
+
+const void* status_module_anchor() { return reinterpret_cast<const void*>(&report_flag_kernel); }
 
 void launch_report_flag(const void* flag, bool flag64, unsigned long long ok, const void* index, bool index_i64,
                         ErrorRecord* rec, unsigned long long tag, cudaStream_t stream) {

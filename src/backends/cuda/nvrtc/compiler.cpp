@@ -13,6 +13,7 @@
 #include <functional>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -67,8 +68,24 @@ const std::string& headers_fingerprint() {
 
 thread_local std::vector<backends::CodeObject>* t_sink = nullptr;
 
+// Once per key and run: the image is not copied again at each later use (a first run's 53
+// convolutions through one first-run program copied its image 53 times; Program::add_code keeps
+// the first of a key anyway).
+// (TG_CODE_SINK_DEDUP=0: a copy at every use, as before session 23; for the cold-start A/B.)
+bool in_sink(const std::string& key) {
+  static const bool dedup = [] {
+    const char* v = std::getenv("TG_CODE_SINK_DEDUP");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  if (!dedup) return false;
+  for (const backends::CodeObject& c : *t_sink) {
+    if (c.key == key) return true;
+  }
+  return false;
+}
+
 void to_sink(const std::string& key, const Program& p) {
-  if (t_sink) t_sink->push_back({key, p.image()});
+  if (t_sink && !in_sink(key)) t_sink->push_back({key, p.image()});
 }
 
 
@@ -368,7 +385,7 @@ void note_use(const Program& program) { to_sink(program.key(), program); }
 namespace tg::cuda::algo_choices {
 
 void note(const std::string& key, const std::string& choice) {
-  if (nvrtc::t_sink) nvrtc::t_sink->push_back({key, choice});
+  if (nvrtc::t_sink && !nvrtc::in_sink(key)) nvrtc::t_sink->push_back({key, choice});
 }
 
 }  // namespace tg::cuda::algo_choices
