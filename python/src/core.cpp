@@ -185,8 +185,25 @@ tg::TensorData to_tensor_data(py::handle h, std::optional<tg::DType> dtype) {
     for (py::ssize_t i = 0; i < f.size(); ++i) out[i] = tg::bf16_t(f.data()[i]);
     return t;
   }
-  if (dtype) arr = np.attr("asarray")(h, numpy_name(*dtype));
-  else {
+  if (h.is_none()) {
+    throw tg::Error(tg::ErrorCode::invalid_argument, "[feed] None is not a value (give an array or a number)");
+  }
+  if (dtype) {
+    // Converted from numpy's own reading of the values, which must survive into an integer or
+    // bool dtype exactly: [2**40] into i32 wrapped to 0 and [1.7] truncated to 1 before.
+    py::object natural = np.attr("asarray")(h);
+    arr = natural.attr("astype")(numpy_name(*dtype));
+    const std::string kind = py::str(natural.attr("dtype").attr("kind")).cast<std::string>();
+    const bool exact_target = tg::is_integer(*dtype) || *dtype == tg::DType::bool_;
+    if (exact_target && kind.size() == 1 && std::string("iufb").find(kind[0]) != std::string::npos &&
+        !np.attr("array_equal")(arr, natural).cast<bool>()) {
+      std::string shown = py::repr(h).cast<std::string>();
+      if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
+      throw tg::Error(tg::ErrorCode::invalid_argument,
+                      "[feed] " + shown + " does not fit " + std::string(tg::dtype_name(*dtype)) +
+                          " exactly (out of range or not whole): give an array of that dtype to convert it yourself");
+    }
+  } else {
     arr = np.attr("asarray")(h);
     // Python floats become float32 and ints int64 unless numpy says otherwise (as TensorFlow).
     std::string kind = py::str(arr.attr("dtype").attr("name")).cast<std::string>();

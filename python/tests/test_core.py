@@ -51,6 +51,20 @@ def test_non_contiguous_arrays_are_copied():
     assert t.data_ptr != a.ctypes.data
 
 
+def test_python_sequences_convert_exactly_or_raise():
+    g = tg.Graph()
+    i = g.placeholder([2], tg.int32, "i")
+    f = g.placeholder([2], tg.float32, "f")
+    assert np.asarray(g.run({i: [3, -4]}, i * 2, device="cpu")).tolist() == [6, -8]
+    np.testing.assert_allclose(np.asarray(g.run({f: [0.1, 2]}, f, device="cpu")), np.float32([0.1, 2]))
+    for bad in ([2**40, 1], [1.7, 2]):  # wrapped to [0, 1] / truncated to [1, 2] before
+        with pytest.raises(tg.Error, match="does not fit i32 exactly") as e:
+            g.run({i: bad}, i, device="cpu")
+        assert e.value.code == "invalid_argument"
+    with pytest.raises(tg.Error, match="None is not a value"):
+        g.run({i: None}, i, device="cpu")
+
+
 def test_bfloat16_values_round_to_nearest_even():
     t = tg.TensorData([1.0, 1.00390625, 1.01171875, 3.0e38, -2.5], dtype=tg.bfloat16)
     assert t.dtype == tg.bfloat16 and t.nbytes == 10
