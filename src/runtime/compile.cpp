@@ -1,6 +1,8 @@
 #include "runtime/compile.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "backends/backend.h"
 #include "core/env.h"
@@ -12,6 +14,13 @@
 
 namespace tg::runtime {
 namespace {
+
+/// A rewrite switched by an environment variable: on unless it is "0" (TG_PROJECT_HEADS,
+/// TG_MERGE_SIBLINGS: measurements with and without the rewrite; docs/torch.md).
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
 
 void check_owner(const std::shared_ptr<ir::Graph>& graph, const std::shared_ptr<ir::Graph>& owner,
                  bool valid, std::string_view what) {
@@ -218,11 +227,13 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
       passes::autocast(*g, low, roots, root_ops, feeds);
     }
     passes::fold_constants(*g, roots, root_ops, feeds, evaluate_on_cpu);
+    if (env_on("TG_PROJECT_HEADS")) passes::project_heads(*g, roots, root_ops, feeds);
     passes::eliminate_common_subexpressions(*g, roots, root_ops, feeds);
     passes::fuse_elementwise(*g, roots, root_ops, feeds);
     passes::fuse_reductions(*g, roots, root_ops, feeds);
     passes::fuse_rows(*g, roots, root_ops, feeds);
     passes::fuse_stencils(*g, roots, root_ops, feeds);
+    if (env_on("TG_MERGE_SIBLINGS")) passes::merge_siblings(*g, roots, root_ops, feeds);
     if (options.precision == ComputePrecision::bf16) {
       passes::demote_activation_storage(*g, DType::bf16, roots, root_ops, feeds);
     }
