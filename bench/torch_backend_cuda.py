@@ -115,6 +115,10 @@ def kernels_per_call(name, fn):
             kernels.append(e)
     result(f"{name}.kernels_per_call", sum(names.values()))
     result(f"{name}.kernel_us_per_call", round(sum(e.device_time for e in kernels), 1))
+    us = {}
+    for e in kernels:
+        us[e.name] = us.get(e.name, 0.0) + e.device_time
+    result(f"{name}.kernel_us_by_name", [(k[:60], round(v, 1), names[k]) for k, v in sorted(us.items(), key=lambda kv: -kv[1])[:14]])
     top = sorted(names.items(), key=lambda kv: -kv[1])[:10]
     result(f"{name}.top_kernels", [(k[:60], v) for k, v in top])
     kernels.sort(key=lambda e: e.time_range.start)  # the call's first kernels, in order, and their us
@@ -303,6 +307,10 @@ def main():
                    help="one more TensorGraph training step under torch.profiler (the step's ops and kernels)")
     p.add_argument("--count-kernels", action="store_true",
                    help="CUDA kernels per batch-1 call (torch.profiler), TensorGraph's and reduce-overhead's")
+    p.add_argument("--ab-env", default="",
+                   help="VAR=VALUE[,VAR=VALUE]: TensorGraph's batch-1 inference of --ab-models again with these "
+                        "variables set (e.g. a rewrite off), then without again, in the same process")
+    p.add_argument("--ab-models", default="bert", help="comma-separated models for --ab-env")
     p.add_argument("--infer-only", action="store_true", help="the batch-1 inference rows only (no training)")
     args = p.parse_args()
     global HOST_PROFILE, TORCH_PROFILE, COUNT_KERNELS
@@ -328,6 +336,19 @@ def main():
     for name, (m, x, out_of) in ms.items():
         guarded(name, tg_inference, name, m, x, out_of)
         result("elapsed_s", round(time.time() - T0, 1))
+        if name in args.ab_models and args.ab_env:  # the same model with the variables set, then without again
+            import os
+            env = dict(kv.split("=", 1) for kv in args.ab_env.split(","))
+            saved = {k: os.environ.get(k) for k in env}
+            os.environ.update(env)
+            guarded(f"{name}_ab", tg_inference, f"{name}_ab", m, x, out_of)
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k)
+                else:
+                    os.environ[k] = v
+            guarded(f"{name}_again", tg_inference, f"{name}_again", m, x, out_of)
+            result("elapsed_s", round(time.time() - T0, 1))
     tr = None if args.infer_only else guarded("training setup", Training, args)
     if tr is not None:
         guarded("train.eager", tr.eager)

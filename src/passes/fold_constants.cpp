@@ -2,9 +2,10 @@
 // so their cast to the compute precision (autocast's casts of matmul and conv operands) and their
 // transposes (ONNX Gemm with transB) are computed once at compile time instead of on every run;
 // so are index computations on constant indices (integer and bool elementwise ops, slices,
-// reshapes and broadcasts, up to 1 MiB: a position embedding's ids sliced from a buffer and checked for negative values) and
-// gathers of a constant table by constant indices (up to 16 MiB: the position and token-type
-// embeddings of a BERT with its parameters compiled in).
+// reshapes and broadcasts, up to 1 MiB: a position embedding's ids sliced from a buffer and
+// checked for negative values) and gathers of a constant table by constant (or uniform: fill)
+// indices (up to 16 MiB: the position and token-type embeddings of a BERT with its parameters
+// compiled in).
 #include "passes/passes.h"
 
 namespace tg::passes {
@@ -18,16 +19,17 @@ constexpr size_t kMaxFoldedGatherBytes = size_t{16} << 20;  // gathers of consta
 bool is_index_dtype(DType d) { return is_integer(d) || d == DType::bool_; }
 
 /// What a node may fold to at most (bytes), 0 when its kind is not folded here: casts and
-/// transposes (weights); integer and bool elementwise ops, slices, reshapes and broadcasts (index arithmetic on constant
-/// indices: a position embedding's ids, their negative-index check); gathers (the rows such ids
+/// transposes (weights); integer and bool elementwise ops, slices, reshapes and broadcasts (index
+/// arithmetic on constant indices: a position embedding's ids, their negative-index check); gathers (the rows such ids
 /// pick from a constant table).
 size_t fold_limit(const ir::Graph& g, const ir::Node& n) {
   if (n.kind == ir::OpKind::cast || n.kind == ir::OpKind::transpose) return kMaxFoldedBytes;
-  if (n.kind == ir::OpKind::gather) return kMaxFoldedGatherBytes;
+  if (n.kind == ir::OpKind::gather || n.kind == ir::OpKind::gather_elements) return kMaxFoldedGatherBytes;
   const ir::OpFamily f = ir::op_info(n.kind).family;
   const bool elementwise = (f == ir::OpFamily::unary || f == ir::OpFamily::binary || f == ir::OpFamily::ternary) &&
                            ir::has_trait(n.kind, ir::kElementwise);
-  const bool shape_op = n.kind == ir::OpKind::slice || n.kind == ir::OpKind::reshape || n.kind == ir::OpKind::broadcast_to;
+  const bool shape_op =
+      n.kind == ir::OpKind::slice || n.kind == ir::OpKind::reshape || n.kind == ir::OpKind::broadcast_to;
   if ((elementwise || shape_op) && n.outputs.size() == 1 && is_index_dtype(n.outputs[0].dtype)) {
     for (const ir::ValueRef& v : n.inputs) {
       if (!is_index_dtype(g.type(v).dtype)) return 0;
@@ -43,8 +45,9 @@ bool foldable(const ir::Graph& g, const ir::Node& n) {
   if (n.outputs.size() != 1 || !n.control_inputs.empty() || !n.regions.empty()) return false;
   for (const ir::ValueRef& v : n.inputs) {
     const ir::Node& in = g.node(v.node);
-    const bool known = in.kind == ir::OpKind::constant || (in.kind == ir::OpKind::fill && n.kind != ir::OpKind::cast &&
-                                                           n.kind != ir::OpKind::transpose && is_static(in.outputs[0].shape));
+    const bool weight_op = n.kind == ir::OpKind::cast || n.kind == ir::OpKind::transpose;
+    const bool known = in.kind == ir::OpKind::constant ||
+                       (in.kind == ir::OpKind::fill && !weight_op && is_static(in.outputs[0].shape));
     if (!known || !in.control_inputs.empty()) return false;
   }
   const TensorType& t = n.outputs[0];

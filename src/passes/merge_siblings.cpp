@@ -5,12 +5,13 @@
 //
 // In schedule (id) order, each candidate B is tried against the latest earlier candidate A of its
 // shape (A may be a merge already). Candidates: fused_elementwise without row reductions or one
-// fusible elementwise node (program_of), static shape, no integer division, no control inputs, no
-// node waiting on it through a control edge. Merged when B does not depend on A (data or control
-// edges) and every reader of A comes after B, reshapes of A (views, no control edges) moved to
-// just after B with their own reshapes; the merged program within fuse_elementwise's limits (96
-// steps, 12 inputs), programs of at most 2^20 elements (launch-bound kernels). The merged node takes B's place: its inputs come before it, A's and B's
-// readers after it. Then dead-code elimination removes A.
+// fusible elementwise node (program_of), static shape of at most 2^20 elements (launch-bound
+// kernels), no integer division, no control inputs, no node waiting on it through a control edge.
+// Merged when B does not depend on A (data or control edges) and every reader of A comes after B,
+// reshapes of A (views, no control edges) moved to just after B with their own reshapes; the
+// merged program within fuse_elementwise's limits (96 steps, 12 inputs). The merged node takes B's
+// place: its inputs come before it, A's and B's readers after it. Then dead-code elimination
+// removes A.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -34,7 +35,8 @@ struct Users {
 };
 
 Users users_of(const ir::Graph& g) {
-  Users u{std::vector<std::vector<int>>(static_cast<size_t>(g.size())), std::vector<bool>(static_cast<size_t>(g.size()))};
+  const auto count = static_cast<size_t>(g.size());
+  Users u{std::vector<std::vector<int>>(count), std::vector<bool>(count)};
   for (const ir::Node& n : g.nodes()) {
     for (const ir::ValueRef& v : n.inputs) {
       auto& r = u.data[static_cast<size_t>(v.node)];

@@ -99,6 +99,14 @@ bool autocast(ir::Graph& g, DType low, std::vector<ir::ValueRef>& roots, std::ve
 bool project_heads(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
                    std::vector<int>& keep);
 
+/// Folding into matmuls (passes/fold_into_matmul.cpp), after project_heads, before fusion: a
+/// scalar constant scale of matmul(X, W) (+ b) through reshapes and transposes, with W (and b)
+/// constants read only there, is multiplied into W (and b) at compile time; a transpose of an
+/// operand's last two dims (through reshapes that keep them) becomes the matmul's transpose flag.
+/// Then dead-code elimination. Remaps `roots`, `root_ops`, `keep`; true when it rewrote anything.
+bool fold_into_matmul(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                      std::vector<int>& keep);
+
 /// Sibling merging (passes/merge_siblings.cpp), after the fusion passes: elementwise programs
 /// (fused_elementwise without row reductions, or one fusible elementwise node) of one static
 /// shape that read each other's results through no path become one fused_elementwise with the

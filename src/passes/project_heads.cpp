@@ -140,7 +140,8 @@ std::optional<Match> match(const ir::Graph& g, const ir::Node& t, const ReaderCo
   return m;
 }
 
-ir::Node make(ir::OpKind kind, std::vector<ir::ValueRef> inputs, ir::Attrs attrs, TensorType out, std::string name = "") {
+ir::Node make(ir::OpKind kind, std::vector<ir::ValueRef> inputs, ir::Attrs attrs, TensorType out,
+              std::string name = "") {
   ir::Node n;
   n.kind = kind;
   n.inputs = std::move(inputs);

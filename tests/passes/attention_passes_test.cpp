@@ -32,7 +32,10 @@ struct Attention {
   TensorData w[3], b[3];
   Tensor fed[3];  // the weights when fed
   Tensor q, k, v, out;
-  explicit Attention(int64_t batch = 1, bool fed_weights = false) {
+  // sdpa: as PyTorch >= 2.5 decomposes scaled_dot_product_attention for tensorgraph.torch: q and
+  // k^T each scaled by sqrt(scale), a boolean mask (all true: no padding) as 0 / -inf, the safe
+  // softmax's fully-masked rows as max == -inf.
+  explicit Attention(int64_t batch = 1, bool fed_weights = false, bool sdpa = false) {
     x = g.placeholder({batch * kL, kK}, DType::f64, "x");
     Tensor heads[3];
     for (int i = 0; i < 3; ++i) {
@@ -46,14 +49,23 @@ struct Attention {
     q = heads[0];
     k = heads[1];
     v = heads[2];
-    out = matmul(softmax(matmul(q, k, {.transpose_b = true}) * (1 / std::sqrt(2.0)), -1), v);
+    if (!sdpa) {
+      out = matmul(softmax(matmul(q, k, {.transpose_b = true}) * (1 / std::sqrt(2.0)), -1), v);
+      return;
+    }
+    Tensor c = g.constant(std::sqrt(1 / std::sqrt(2.0)), DType::f64);
+    Tensor mask = g.constant(TensorData::full({1, 1, kL, kL}, DType::bool_, 1.0));
+    Tensor s = matmul(q * c, transpose(k, {0, 1, 3, 2}) * c) +
+               select(mask, g.constant(0.0, DType::f64), g.constant(-INFINITY, DType::f64));
+    Tensor masked = equal(reduce_max(s, {.axes = {3}, .keep_dims = true}), g.constant(-INFINITY, DType::f64));
+    out = matmul(select(masked, g.constant(0.0, DType::f64), softmax(s, -1)), v);
   }
-  std::vector<TensorData> run(const TensorData& xv, FeedTypes types = {}) {
-    types.emplace_back(x, xv.type());
-    std::vector<TensorData> feeds{xv};
-    Executable e = g.compile(Device::cpu(), types, {q, k, v, out});
+  /// q, k, v and out (`out_only`: out alone, so the projections are free to change form).
+  std::vector<TensorData> run(const TensorData& xv, bool out_only = false) {
+    const std::vector<Tensor> targets = out_only ? std::vector<Tensor>{out} : std::vector<Tensor>{q, k, v, out};
+    Executable e = g.compile(Device::cpu(), {{x, xv.type()}}, targets);
     text = e.to_string();
-    return e.run(feeds);
+    return e.run({xv});
   }
   std::string text;
 };
@@ -119,6 +131,86 @@ TEST(ProjectHeads, BatchesAboveOneAndFedWeightsKeepTheirTransposes) {
   }
 }
 
+TEST(FoldIntoMatmul, ScalesAndTheKeysTransposeAreTheGemmsWork) {
+  const TensorData xv = values({kL, kK}, 0.53, 0.1);
+  std::vector<TensorData> plain, fused, no_folds;
+  std::string text, no_folds_text;
+  {
+    ScopedFusion off("0");
+    Attention a(1, false, /*sdpa=*/true);
+    plain = a.run(xv, /*out_only=*/true);
+  }
+  {
+    ScopedFusion on("1");
+    Attention a(1, false, /*sdpa=*/true);
+    fused = a.run(xv, /*out_only=*/true);
+    text = a.text;
+    ScopedEnv folds_off("TG_MATMUL_FOLDS", "0");
+    Attention b(1, false, /*sdpa=*/true);
+    no_folds = b.run(xv, /*out_only=*/true);
+    no_folds_text = b.text;
+  }
+  // Without the folds: k's transpose and the two scales (q's alone, k's after its transpose) are
+  // kernels; with them the scale is in the reordered weights and biases and q @ k^T reads k with
+  // transpose_b. The all-true mask folds (simplify), and the fully-masked test joins the softmax's
+  // row program: attention is the three projections' GEMMs, one bias program, q @ k^T, one row
+  // program and p @ v.
+  EXPECT_EQ(count_occurrences(no_folds_text, "= transpose("), 1) << no_folds_text;
+  EXPECT_EQ(count_occurrences(text, "= transpose("), 0) << text;
+  EXPECT_EQ(count_occurrences(text, "transpose_b=true"), 1) << text;
+  EXPECT_EQ(count_occurrences(text, "= matmul("), 5) << text;
+  EXPECT_EQ(count_occurrences(text, "= fused_elementwise("), 2) << text;
+  EXPECT_EQ(count_occurrences(text, "= select("), 0) << text;
+  EXPECT_EQ(count_occurrences(text, "= reduce_max("), 0) << text;
+  // x.(w c) against (x.w) c: one rounding apart per product.
+  testing::expect_all_near(plain, fused, 1e-12);
+  testing::expect_all_near(plain, no_folds, 1e-12);
+  // float64 reference of the attention's first row of the first head.
+  Attention ref;
+  auto proj = [&](int i, int64_t l, int64_t n) {
+    double s = ref.b[i].data<double>()[n];
+    for (int64_t kk = 0; kk < kK; ++kk) s += xv.data<double>()[l * kK + kk] * ref.w[i].data<double>()[n * kK + kk];
+    return s;
+  };
+  std::vector<double> e(kL);
+  double sum = 0;
+  for (int64_t j = 0; j < kL; ++j) {
+    double dot = 0;
+    for (int64_t d = 0; d < kD; ++d) dot += proj(0, 0, d) * proj(1, j, d);
+    e[static_cast<size_t>(j)] = std::exp(dot / std::sqrt(2.0));
+    sum += e[static_cast<size_t>(j)];
+  }
+  for (int64_t d = 0; d < kD; ++d) {
+    double o = 0;
+    for (int64_t j = 0; j < kL; ++j) o += e[static_cast<size_t>(j)] / sum * proj(2, j, d);
+    EXPECT_NEAR(fused[0].element_as_double(d), o, 1e-12) << d;
+  }
+}
+
+TEST(FoldIntoMatmul, AScaleOfWeightsReadElsewhereStays) {
+  ScopedFusion on("1");
+  Graph g;
+  Tensor x = g.placeholder({2, 3}, DType::f64, "x");
+  Tensor w = g.constant(values({3, 4}, 0.3, 0.2));
+  Tensor y = matmul(x, w) * 0.5;
+  Tensor z = matmul(x * 2.0, w);  // w is read twice: not rescaled
+  Executable e = g.compile(Device::cpu(), {{x, {{2, 3}, DType::f64}}}, {y, z});
+  const TensorData xv = values({2, 3}, 0.9, 0.4);
+  const std::vector<TensorData> r = e.run({xv});
+  std::vector<double> want_y, want_z;
+  const TensorData wv = values({3, 4}, 0.3, 0.2);
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t j = 0; j < 4; ++j) {
+      double s = 0;
+      for (int64_t kk = 0; kk < 3; ++kk) s += xv.data<double>()[i * 3 + kk] * wv.data<double>()[kk * 4 + j];
+      want_y.push_back(s * 0.5);
+      want_z.push_back(2 * s);
+    }
+  }
+  testing::expect_close(r[0], want_y, {2, 4}, 1e-14, 1e-14);
+  testing::expect_close(r[1], want_z, {2, 4}, 1e-14, 1e-14);
+}
+
 TEST(MergeSiblings, QueryKeyAndValueBiasAddsAreOneKernel) {
   ScopedFusion on("1");
   const TensorData xv = values({kL, kK}, 0.53, 0.1);
@@ -160,20 +252,24 @@ TEST(FoldConstants, ConstantIdsTheirNegativeIndexCheckAndTheirEmbeddingFold) {
   ScopedFusion on("1");
   Graph g;
   Tensor x = g.placeholder({1, 4, 3}, DType::f32, "x");
-  Tensor table = g.constant(TensorData::from_vector<float>({0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32, 40, 41, 42}, {5, 3}));
+  Tensor table =
+      g.constant(TensorData::from_vector<float>({0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32, 40, 41, 42}, {5, 3}));
   // Position ids sliced from a buffer, checked for negative values as tensorgraph.torch does
-  // (i < 0 -> i - n), then the rows they pick; token-type ids all 0 (a fill after simplify).
+  // (i < 0 -> i - n), then the rows they pick; token-type ids gathered from a zero buffer.
   Tensor buffer = g.constant(TensorData::from_vector<int64_t>({0, 1, 2, 3, 4}, {1, 5}));
   Tensor ids = slice(buffer, {.begin = {0, 0}, .end = {1, 4}});
   Tensor zero = g.constant(0.0, DType::i64);
   Tensor checked = select(less(ids, zero), ids - g.constant(5.0, DType::i64), ids);
-  Tensor types = fill(g, {1, 4}, 0.0, DType::i64);
+  // Token-type ids gathered from a zero buffer by the position ids (Hugging Face BERT's).
+  Tensor types = gather_elements(g.constant(TensorData::from_vector<int64_t>({0, 0, 0, 0, 0}, {1, 5})), ids,
+                                 {.axis = 1});
   Tensor y = x + gather(table, checked, {.axis = 0}) + gather(table, types, {.axis = 0});
   Executable e = g.compile(Device::cpu(), {{x, {{1, 4, 3}, DType::f32}}}, {y});
   const std::string text = e.to_string();
   EXPECT_EQ(count_occurrences(text, "= gather("), 0) << text;
   EXPECT_EQ(count_occurrences(text, "= select("), 0) << text;
   EXPECT_EQ(count_occurrences(text, "= slice("), 0) << text;
+  EXPECT_EQ(count_occurrences(text, "= gather_elements("), 0) << text;
   const TensorData r = e.run({TensorData::from_vector<float>({0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3}, {1, 4, 3})})[0];
   testing::expect_equal(r, {0, 2, 4, 11, 13, 15, 22, 24, 26, 33, 35, 37}, {1, 4, 3});
 }
