@@ -107,6 +107,14 @@ bool project_heads(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<i
 bool fold_into_matmul(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
                       std::vector<int>& keep);
 
+/// Projections merged (passes/merge_projections.cpp), opt-in (TG_MERGE_PROJECTIONS=1), after
+/// fold_into_matmul and CSE (the projections' inputs one value): matmuls of one 2-D input by constant [H, K, D] weights (project_heads' query,
+/// key and value heads) become one matmul by the concatenated weights and a slice of its result
+/// per projection. Then dead-code elimination. Remaps `roots`, `root_ops`, `keep`; true when it
+/// merged anything.
+bool merge_projections(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                       std::vector<int>& keep);
+
 /// Sibling merging (passes/merge_siblings.cpp), after the fusion passes: elementwise programs
 /// (fused_elementwise without row reductions, or one fusible elementwise node) of one static
 /// shape that read each other's results through no path become one fused_elementwise with the

@@ -234,6 +234,9 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     if (env_on("TG_PROJECT_HEADS")) passes::project_heads(*g, roots, root_ops, feeds);
     if (env_on("TG_MATMUL_FOLDS")) passes::fold_into_matmul(*g, roots, root_ops, feeds);
     passes::eliminate_common_subexpressions(*g, roots, root_ops, feeds);
+    if (const char* v = std::getenv("TG_MERGE_PROJECTIONS"); v != nullptr && std::strcmp(v, "1") == 0) {
+      passes::merge_projections(*g, roots, root_ops, feeds);  // opt-in: not measured yet (after CSE: one X)
+    }
     passes::fuse_elementwise(*g, roots, root_ops, feeds);
     passes::fuse_reductions(*g, roots, root_ops, feeds);
     passes::fuse_rows(*g, roots, root_ops, feeds);

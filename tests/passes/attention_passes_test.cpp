@@ -1,6 +1,7 @@
 // The rewrites that take kernels out of a batch-1 attention layer (Hugging Face BERT through
 // tensorgraph.torch): head-major projections (passes/project_heads.cpp), sibling merging
-// (passes/merge_siblings.cpp) and constant index arithmetic and gathers folded
+// (passes/merge_siblings.cpp), folds into matmuls (passes/fold_into_matmul.cpp), the opt-in
+// merged projections (passes/merge_projections.cpp) and constant index arithmetic and gathers folded
 // (passes/fold_constants.cpp). Values against the unfused pipeline (TG_FUSION=0) and against
 // float64 references computed here; the fusing pipeline (as on CUDA) runs on the CPU.
 #include <cmath>
@@ -209,6 +210,21 @@ TEST(FoldIntoMatmul, AScaleOfWeightsReadElsewhereStays) {
   }
   testing::expect_close(r[0], want_y, {2, 4}, 1e-14, 1e-14);
   testing::expect_close(r[1], want_z, {2, 4}, 1e-14, 1e-14);
+}
+
+TEST(MergeProjections, OptInQueryKeyAndValueHeadsAreOneGemmAndThreeSlices) {
+  const TensorData xv = values({kL, kK}, 0.53, 0.1);
+  ScopedFusion on("1");
+  Attention a(1, false, /*sdpa=*/true);
+  const std::vector<TensorData> separate = a.run(xv, /*out_only=*/true);
+  EXPECT_EQ(count_occurrences(a.text, "= matmul("), 5) << a.text;  // off by default
+  ScopedEnv merge("TG_MERGE_PROJECTIONS", "1");
+  Attention b(1, false, /*sdpa=*/true);
+  const std::vector<TensorData> merged = b.run(xv, /*out_only=*/true);
+  EXPECT_EQ(count_occurrences(b.text, "= matmul("), 3) << b.text;  // q, k, v in one, q @ k^T, p @ v
+  EXPECT_EQ(count_occurrences(b.text, ": f64[9,4,2]"), 1) << b.text;
+  EXPECT_EQ(count_occurrences(b.text, "= slice("), 3) << b.text;
+  testing::expect_all_near(separate, merged, 1e-12);
 }
 
 TEST(MergeSiblings, QueryKeyAndValueBiasAddsAreOneKernel) {
