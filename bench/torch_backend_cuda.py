@@ -27,6 +27,7 @@ logging.basicConfig(level=logging.WARNING)
 T0 = time.time()
 HOST_PROFILE = False  # --host-profile
 TORCH_PROFILE = False  # --torch-profile
+COUNT_KERNELS = False  # --count-kernels
 
 
 def result(key, value):
@@ -97,6 +98,33 @@ def torch_profile_step(fn, rows=22, sort="cuda_time_total"):
     print(prof.key_averages().table(sort_by=sort, row_limit=rows, max_name_column_width=60), flush=True)
 
 
+def kernels_per_call(name, fn):
+    """CUDA kernels one call runs (torch.profiler's kernel events, CUDA-graph replays included),
+    and the ten most frequent kernel names: how many launches a batch-1 call pays for."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    names, kernels = {}, []
+    for e in prof.events():
+        if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA and "memcpy" not in e.name.lower() \
+                and "memset" not in e.name.lower():
+            names[e.name] = names.get(e.name, 0) + 1
+            kernels.append(e)
+    result(f"{name}.kernels_per_call", sum(names.values()))
+    result(f"{name}.kernel_us_per_call", round(sum(e.device_time for e in kernels), 1))
+    us = {}
+    for e in kernels:
+        us[e.name] = us.get(e.name, 0.0) + e.device_time
+    result(f"{name}.kernel_us_by_name", [(k[:60], round(v, 1), names[k]) for k, v in sorted(us.items(), key=lambda kv: -kv[1])[:14]])
+    top = sorted(names.items(), key=lambda kv: -kv[1])[:10]
+    result(f"{name}.top_kernels", [(k[:60], v) for k, v in top])
+    kernels.sort(key=lambda e: e.time_range.start)  # the call's first kernels, in order, and their us
+    result(f"{name}.first_kernels", [(e.name[:40], round(e.device_time, 2)) for e in kernels[:4]])
+
+
 def dynamo_breaks():
     from torch._dynamo.utils import counters
     return sum(counters["graph_break"].values())
@@ -161,6 +189,8 @@ def tg_inference(name, model, inputs, out_of):
         result(f"{name}.tg_host_us_per_call", host_us(lambda: compiled(*inputs)))
         if HOST_PROFILE:
             host_profile(name, lambda: compiled(*inputs))
+        if COUNT_KERNELS:
+            kernels_per_call(f"{name}.tg", lambda: compiled(*inputs))
         if TORCH_PROFILE and name == "resnet50":  # one call's host calls and kernels
             torch_profile_step(lambda: compiled(*inputs), rows=16, sort="self_cpu_time_total")
             torch_profile_step(lambda: compiled(*inputs), rows=16)
@@ -180,6 +210,8 @@ def ro_inference(name, model, inputs, out_of):
         result(f"{name}.reduce_overhead_compile_s", round(time.time() - t, 1))
         result(f"{name}.reduce_overhead_ms", round(timed(lambda: ro(*inputs)), 3))
         result(f"{name}.reduce_overhead_host_us_per_call", host_us(lambda: ro(*inputs)))
+        if COUNT_KERNELS:
+            kernels_per_call(f"{name}.reduce_overhead", lambda: ro(*inputs))
         if TORCH_PROFILE and name == "resnet50":
             torch_profile_step(lambda: ro(*inputs), rows=16, sort="self_cpu_time_total")
             torch_profile_step(lambda: ro(*inputs), rows=16)
@@ -273,10 +305,18 @@ def main():
                    help="a cProfile of TensorGraph's batch-1 calls (where the host time per call goes)")
     p.add_argument("--torch-profile", action="store_true",
                    help="one more TensorGraph training step under torch.profiler (the step's ops and kernels)")
+    p.add_argument("--count-kernels", action="store_true",
+                   help="CUDA kernels per batch-1 call (torch.profiler), TensorGraph's and reduce-overhead's")
+    p.add_argument("--ab-env", default="",
+                   help="VAR=VALUE[,VAR=VALUE]: TensorGraph's batch-1 inference of --ab-models again with these "
+                        "variables set (e.g. a rewrite off), then without again, in the same process")
+    p.add_argument("--ab-models", default="bert", help="comma-separated models for --ab-env")
+    p.add_argument("--infer-only", action="store_true", help="the batch-1 inference rows only (no training)")
     args = p.parse_args()
-    global HOST_PROFILE, TORCH_PROFILE
+    global HOST_PROFILE, TORCH_PROFILE, COUNT_KERNELS
     HOST_PROFILE = args.host_profile
     TORCH_PROFILE = args.torch_profile
+    COUNT_KERNELS = args.count_kernels
     if args.only_tg_infer:
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
@@ -296,7 +336,20 @@ def main():
     for name, (m, x, out_of) in ms.items():
         guarded(name, tg_inference, name, m, x, out_of)
         result("elapsed_s", round(time.time() - T0, 1))
-    tr = guarded("training setup", Training, args)
+        if name in args.ab_models and args.ab_env:  # the same model with the variables set, then without again
+            import os
+            env = dict(kv.split("=", 1) for kv in args.ab_env.split(","))
+            saved = {k: os.environ.get(k) for k in env}
+            os.environ.update(env)
+            guarded(f"{name}_ab", tg_inference, f"{name}_ab", m, x, out_of)
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k)
+                else:
+                    os.environ[k] = v
+            guarded(f"{name}_again", tg_inference, f"{name}_again", m, x, out_of)
+            result("elapsed_s", round(time.time() - T0, 1))
+    tr = None if args.infer_only else guarded("training setup", Training, args)
     if tr is not None:
         guarded("train.eager", tr.eager)
         guarded("train.tg", tr.tg)
@@ -310,7 +363,7 @@ def main():
         result("elapsed_s", round(time.time() - T0, 1))
     if tr is not None and left(args) > 75:
         guarded("train.inductor", tr.inductor)
-    else:
+    elif tr is not None:
         result("train.inductor_step_ms", "not run (time budget)")
     result("total_s", round(time.time() - T0, 1))
 

@@ -44,8 +44,10 @@ using ScalarEvaluator =
 bool simplify(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops, std::vector<int>& keep,
               const ScalarEvaluator& eval);
 
-/// Constant folding of casts and transposes of constants (passes/fold_constants.cpp): each
-/// becomes a constant holding its value, computed by `eval` (results over 1 GiB are left alone);
+/// Constant folding (passes/fold_constants.cpp) of casts and transposes of constants (results up
+/// to 1 GiB), integer/bool elementwise ops, slices, reshapes and broadcasts of constants (up to 1 MiB) and gathers of
+/// constants by constant or uniform (fill) indices (up to 16 MiB): each becomes a constant holding
+/// its value, computed by `eval` (left alone where it cannot: an index out of range raises at run time);
 /// then dead-code elimination. Remaps `roots`, `root_ops`, `keep`; true when it folded anything.
 bool fold_constants(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops, std::vector<int>& keep,
                     const ScalarEvaluator& eval);
@@ -87,6 +89,41 @@ bool convert_to_channels_last(ir::Graph& g, std::vector<ir::ValueRef>& roots, st
 /// Remaps `roots`, `root_ops`, `keep`; true when it rewrote anything.
 bool autocast(ir::Graph& g, DType low, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
               std::vector<int>& keep);
+
+/// Head-major projections (passes/project_heads.cpp), after fold_constants, before fusion:
+/// transpose(reshape(matmul(X [L, K], W) (+ b), [1.., L, H, D]), [.., 1, 0, 2]) with constant W
+/// and b (an attention's heads split off a projection at batch 1) becomes reshape(matmul(X, Wh)
+/// (+ bh)) with Wh [H, K, D] and bh [H, 1, D] W's and b's values reordered at compile time: one
+/// batched GEMM writes the heads where they go and the transpose kernel goes. Then dead-code
+/// elimination. Remaps `roots`, `root_ops`, `keep`; true when it rewrote anything.
+bool project_heads(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                   std::vector<int>& keep);
+
+/// Folding into matmuls (passes/fold_into_matmul.cpp), after project_heads, before fusion: a
+/// scalar constant scale of matmul(X, W) (+ b) through reshapes and transposes, with W (and b)
+/// constants read only there, is multiplied into W (and b) at compile time; a transpose of an
+/// operand's last two dims (through reshapes that keep them) becomes the matmul's transpose flag.
+/// Then dead-code elimination. Remaps `roots`, `root_ops`, `keep`; true when it rewrote anything.
+bool fold_into_matmul(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                      std::vector<int>& keep);
+
+/// Projections merged (passes/merge_projections.cpp), opt-in (TG_MERGE_PROJECTIONS=1), after
+/// fold_into_matmul and CSE (the projections' inputs one value): matmuls of one 2-D input by constant [H, K, D] weights (project_heads' query,
+/// key and value heads) become one matmul by the concatenated weights and a slice of its result
+/// per projection. Then dead-code elimination. Remaps `roots`, `root_ops`, `keep`; true when it
+/// merged anything.
+bool merge_projections(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                       std::vector<int>& keep);
+
+/// Sibling merging (passes/merge_siblings.cpp), after the fusion passes: elementwise programs
+/// (fused_elementwise without row reductions, or one fusible elementwise node) of one static
+/// shape that read each other's results through no path become one fused_elementwise with the
+/// outputs of both (one kernel instead of two; an attention's query, key and value bias adds),
+/// when every reader of the earlier one comes after the later one. Within fuse_elementwise's
+/// limits on steps and inputs; no control inputs, no integer division. Then dead-code
+/// elimination. Remaps `roots`, `root_ops`, `keep`; true when it merged anything.
+bool merge_siblings(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
+                    std::vector<int>& keep);
 
 /// Elementwise fusion (passes/fuse_elementwise.cpp): replaces chains of elementwise nodes of one
 /// static output shape by fused_elementwise nodes and remaps `roots`, `root_ops` and `keep`.

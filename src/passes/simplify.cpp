@@ -20,6 +20,10 @@ namespace {
 
 using K = ir::OpKind;
 
+// Constants of at most this many elements are scanned for one value (an attention mask of
+// 128 x 128 that is all true: Hugging Face BERT's for a sequence without padding).
+constexpr int64_t kMaxUniformScan = int64_t{1} << 20;
+
 bool uniform(const ir::Graph& g, const ir::Node& n, double* value) {
   if ((n.kind == K::reshape || n.kind == K::broadcast_to) && n.inputs.size() == 1 && n.inputs[0].index == 0) {
     return uniform(g, g.node(n.inputs[0].node), value);
@@ -32,11 +36,11 @@ bool uniform(const ir::Graph& g, const ir::Node& n, double* value) {
     const TensorData& t = std::get<ir::ConstantAttrs>(n.attrs).value;
     if (t.num_elements() == 0 || !t.device().is_cpu()) return false;
     double v = t.element_as_double(0);
-    for (int64_t i = 1; i < t.num_elements() && i < 4096; ++i) {
+    if (t.num_elements() > kMaxUniformScan) return false;
+    for (int64_t i = 1; i < t.num_elements(); ++i) {
       double e = t.element_as_double(i);
       if (!(e == v || (std::isnan(e) && std::isnan(v)))) return false;
     }
-    if (t.num_elements() > 4096) return false;
     *value = v;
     return true;
   }

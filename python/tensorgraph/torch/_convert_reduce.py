@@ -55,7 +55,10 @@ def softmax(ctx, x, dim, half_to_float=False, **kw):
 def safe_softmax(ctx, x, dim, dtype=None):
     x = cast_to(tensor(x), ctx.out_dtype)
     a = norm_axis(dim, x.ndim)
-    masked = tg.reduce_and(tg.equal(x, ctx.g.constant(float("-inf"), dtype=x.dtype)), axes=[a], keep_dims=True)
+    # A row is fully masked when all its values are -inf, i.e. when its max is -inf (a NaN in the
+    # row makes both false): the max is the one softmax computes, so the row kernel that computes
+    # the softmax decides it too (reduce_and(x == -inf) was one more kernel and one more pass).
+    masked = tg.equal(tg.reduce_max(x, axes=[a], keep_dims=True), ctx.g.constant(float("-inf"), dtype=x.dtype))
     return tg.select(tg.broadcast_to(masked, list(x.shape)), ctx.g.constant(0.0, dtype=x.dtype),
                      tg.softmax(x, axis=a))
 
