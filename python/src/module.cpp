@@ -1,7 +1,10 @@
 // The extension module tensorgraph._tensorgraph: TensorGraph's C++ API for Python. The package
 // tensorgraph (python/tensorgraph/__init__.py) re-exports it; semantics are the C++ API's
 // (include/tg), documented per function in the docstrings and in python/tensorgraph/*.pyi.
+#include <cstring>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "common.h"
 #include "tg/interrupt.h"
@@ -17,6 +20,22 @@ PyObject* g_error_type = nullptr;
 // other threads return at once; on the main thread a pending KeyboardInterrupt (or whatever the
 // SIGINT handler raises) is thrown through the run, which then fails without committing anything.
 std::thread::id g_main_thread;
+
+// A message of the C++ API in the names a Python caller uses: the C++ option structs some
+// messages suggest become the keyword arguments of the Python functions.
+std::string in_python_terms(std::string m) {
+  static const std::pair<const char*, const char*> kNames[] = {
+      {"WhileLoopOptions{.max_iterations = N}", "max_iterations=N"},
+      {"ImportOptions::input_shapes", "tg.onnx.load(..., input_shapes={name: dims})"},
+      {"ImportOptions::input_values", "tg.onnx.load(..., input_values={name: value})"},
+      {"ImportOptions::", "tg.onnx.load's "}};
+  for (const auto& [cpp, py] : kNames) {
+    for (size_t at = m.find(cpp); at != std::string::npos; at = m.find(cpp, at + std::strlen(py))) {
+      m.replace(at, std::strlen(cpp), py);
+    }
+  }
+  return m;
+}
 void check_python_signals() {
   if (std::this_thread::get_id() != g_main_thread) return;
   py::gil_scoped_acquire gil;
@@ -41,9 +60,10 @@ PYBIND11_MODULE(_tensorgraph, m) {
       if (p) std::rethrow_exception(p);
     } catch (const tg::Error& e) {
       py::object type = py::reinterpret_borrow<py::object>(tgpy::g_error_type);
-      py::object exc = type(e.what());
+      const std::string message = tgpy::in_python_terms(e.what());
+      py::object exc = type(message);
       exc.attr("code") = std::string(tg::error_code_name(e.code()));
-      exc.attr("message") = std::string(e.what());
+      exc.attr("message") = message;
       PyErr_SetObject(tgpy::g_error_type, exc.ptr());
     }
   });

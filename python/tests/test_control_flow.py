@@ -1,6 +1,7 @@
 """Control flow with Python callables as blocks: they run while the op is built; the op chooses
 or loops at run time."""
 import numpy as np
+import pytest
 
 import tensorgraph as tg
 
@@ -81,3 +82,14 @@ def test_control_dependency_orders_reads_after_assign():
     a = tg.assign_variable(v, v + 41.0)
     r = g.control_dependency([a], lambda: tg.read_variable(v) * 1.0)
     assert g.run({}, r, device="cpu").item() == 42.0
+
+
+def test_errors_speak_python():
+    # The gradient of an unbounded while_loop suggests the Python keyword, not the C++ option struct.
+    g = tg.Graph()
+    x = g.placeholder([], tg.float32, "x")
+    (y,) = tg.while_loop([x], lambda v: (tg.less(v[0], 10.0), [v[0]]), lambda v: [v[0] * 2.0])
+    with pytest.raises(tg.Error) as e:
+        tg.gradients(y, [x])
+    assert "max_iterations=N" in e.value.message and "WhileLoopOptions" not in e.value.message
+    assert str(e.value) == e.value.message
