@@ -170,7 +170,14 @@ tg::TensorData to_tensor_data(py::handle h, std::optional<tg::DType> dtype) {
   if (py::isinstance<py::array>(h)) return from_numpy(py::reinterpret_borrow<py::array>(h));
   if (py::hasattr(h, "__dlpack__") && py::hasattr(h, "__dlpack_device__")) {
     py::module_ tgm = py::module_::import("tensorgraph._tensorgraph");
-    return tgm.attr("from_dlpack")(h).cast<tg::TensorData>();
+    py::object dense = py::reinterpret_borrow<py::object>(h);
+    // A strided view (torch's x.T, x[::2]) is copied dense first, as a non-contiguous numpy array
+    // is; tg.from_dlpack itself refuses one (it shares memory, which a copy would not).
+    if (py::hasattr(h, "is_contiguous") && py::hasattr(h, "contiguous") &&
+        !h.attr("is_contiguous")().cast<bool>()) {
+      dense = h.attr("contiguous")();
+    }
+    return tgm.attr("from_dlpack")(dense).cast<tg::TensorData>();
   }
   // Python scalars and (nested) sequences: through numpy, in `dtype` when given.
   py::module_ np = py::module_::import("numpy");

@@ -65,6 +65,17 @@ def test_non_contiguous_and_misaligned_tensors():
     assert d.tolist() == list(range(1, 8)) and d.data_ptr != view.data_ptr()
 
 
+def test_strided_torch_views_are_copied_as_feeds():
+    # tg.from_dlpack refuses a view (it shares memory); fed to a run, a view is copied dense, as a
+    # non-contiguous numpy array is.
+    t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    g = tg.Graph()
+    p = g.placeholder([4, 3], tg.float32, "x")
+    np.testing.assert_array_equal(np.asarray(g.run({p: t.T}, p * 1.0, device="cpu")), t.T.numpy())
+    q = g.placeholder([2, 4], tg.float32, "y")
+    np.testing.assert_array_equal(np.asarray(g.run({q: t[::2]}, q + 0.0, device="cpu")), t[::2].numpy())
+
+
 def test_empty_tensors_with_any_strides():
     # torch calls a [0,3,8,8] tensor with strides [1,64,8,1] contiguous: accepted, shape kept.
     x = torch.randn(0, 3, 8, 8)
