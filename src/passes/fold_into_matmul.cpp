@@ -17,20 +17,10 @@
 #include <optional>
 
 #include "passes/passes.h"
+#include "passes/readers.h"
 
 namespace tg::passes {
 namespace {
-
-using ReaderCounts = std::map<ir::ValueRef, int>;
-
-ReaderCounts count_readers(const ir::Graph& g, const std::vector<ir::ValueRef>& roots) {
-  ReaderCounts r;
-  for (const ir::Node& n : g.nodes()) {
-    for (const ir::ValueRef& v : n.inputs) ++r[v];
-  }
-  for (const ir::ValueRef& v : roots) r[v] += 2;  // a result is never rewritten away
-  return r;
-}
 
 bool read_once(const ReaderCounts& r, ir::ValueRef v) {
   auto it = r.find(v);

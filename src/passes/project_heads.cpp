@@ -20,6 +20,7 @@
 
 #include "passes/passes.h"
 #include "passes/splice.h"
+#include "passes/readers.h"
 
 namespace tg::passes {
 namespace {
@@ -34,17 +35,6 @@ struct Match {
   int64_t heads = 0, rows = 0, depth = 0;
   DType dtype = DType::f32;
 };
-
-using ReaderCounts = std::map<ir::ValueRef, int>;
-
-ReaderCounts count_readers(const ir::Graph& g, const std::vector<ir::ValueRef>& roots) {
-  ReaderCounts r;
-  for (const ir::Node& n : g.nodes()) {
-    for (const ir::ValueRef& v : n.inputs) ++r[v];
-  }
-  for (const ir::ValueRef& v : roots) r[v] += 2;  // a result is never rewritten away
-  return r;
-}
 
 const TensorData* constant_value(const ir::Graph& g, ir::ValueRef v) {
   const ir::Node& n = g.node(v.node);

@@ -98,58 +98,47 @@ inline unsigned __umulhi(unsigned a, unsigned b) { return static_cast<unsigned>(
 inline long long __double_as_longlong(double d) { long long u; std::memcpy(&u, &d, 8); return u; }
 inline double __longlong_as_double(long long u) { double d; std::memcpy(&d, &u, 8); return d; }
 
+namespace tg_emu {
+/// A warp shuffle: every thread of the block publishes `v`, then reads the value of thread
+/// source(tid); a source past the block (~0u: not a lane of its warp) gives its own value.
+template <class T, class Source>
+T shuffle(T v, Source source) {
+  static_assert(sizeof(T) <= 8, "8-byte shuffle slots");
+  const unsigned tid = threadIdx.y * blockDim.x + threadIdx.x;
+  std::memcpy(&shuffle_slots[tid], &v, sizeof(T));
+  __syncthreads();
+  T r = v;
+  const unsigned src = source(tid);
+  if (src < shuffle_slots.size()) std::memcpy(&r, &shuffle_slots[src], sizeof(T));
+  __syncthreads();
+  return r;
+}
+}  // namespace tg_emu
+
 /// The value of lane + off of the calling thread's warp (its own value past the warp's end).
 template <class T>
 T __shfl_down_sync(unsigned, T v, int off) {
-  static_assert(sizeof(T) <= 8, "8-byte shuffle slots");
-  const unsigned tid = threadIdx.y * blockDim.x + threadIdx.x;
-  std::memcpy(&tg_emu::shuffle_slots[tid], &v, sizeof(T));
-  __syncthreads();
-  T r = v;
-  if ((tid & 31u) + static_cast<unsigned>(off) < 32u && tid + off < tg_emu::shuffle_slots.size()) {
-    std::memcpy(&r, &tg_emu::shuffle_slots[tid + off], sizeof(T));
-  }
-  __syncthreads();
-  return r;
+  const auto o = static_cast<unsigned>(off);
+  return tg_emu::shuffle(v, [o](unsigned tid) { return (tid & 31u) + o < 32u ? tid + o : ~0u; });
 }
 
 /// The value of lane - off of the calling thread's warp (its own value before the warp's start).
 template <class T>
 T __shfl_up_sync(unsigned, T v, int off) {
-  static_assert(sizeof(T) <= 8, "8-byte shuffle slots");
-  const unsigned tid = threadIdx.y * blockDim.x + threadIdx.x;
-  std::memcpy(&tg_emu::shuffle_slots[tid], &v, sizeof(T));
-  __syncthreads();
-  T r = v;
-  if ((tid & 31u) >= static_cast<unsigned>(off)) std::memcpy(&r, &tg_emu::shuffle_slots[tid - off], sizeof(T));
-  __syncthreads();
-  return r;
+  const auto o = static_cast<unsigned>(off);
+  return tg_emu::shuffle(v, [o](unsigned tid) { return (tid & 31u) >= o ? tid - o : ~0u; });
 }
 
 /// The value of lane (lane ^ mask) of the calling thread's warp.
 template <class T>
 T __shfl_xor_sync(unsigned, T v, int mask) {
-  static_assert(sizeof(T) <= 8, "8-byte shuffle slots");
-  const unsigned tid = threadIdx.y * blockDim.x + threadIdx.x;
-  std::memcpy(&tg_emu::shuffle_slots[tid], &v, sizeof(T));
-  __syncthreads();
-  T r = v;
-  const unsigned src = (tid & ~31u) | ((tid & 31u) ^ static_cast<unsigned>(mask));
-  if (src < tg_emu::shuffle_slots.size()) std::memcpy(&r, &tg_emu::shuffle_slots[src], sizeof(T));
-  __syncthreads();
-  return r;
+  const auto m = static_cast<unsigned>(mask);
+  return tg_emu::shuffle(v, [m](unsigned tid) { return (tid & ~31u) | ((tid & 31u) ^ m); });
 }
 
 /// The value of lane `lane` of the calling thread's warp.
 template <class T>
 T __shfl_sync(unsigned, T v, int lane) {
-  static_assert(sizeof(T) <= 8, "8-byte shuffle slots");
-  const unsigned tid = threadIdx.y * blockDim.x + threadIdx.x;
-  std::memcpy(&tg_emu::shuffle_slots[tid], &v, sizeof(T));
-  __syncthreads();
-  T r = v;
-  const unsigned src = (tid & ~31u) | static_cast<unsigned>(lane & 31);
-  if (src < tg_emu::shuffle_slots.size()) std::memcpy(&r, &tg_emu::shuffle_slots[src], sizeof(T));
-  __syncthreads();
-  return r;
+  const auto l = static_cast<unsigned>(lane & 31);
+  return tg_emu::shuffle(v, [l](unsigned tid) { return (tid & ~31u) | l; });
 }
