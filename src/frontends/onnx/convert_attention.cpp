@@ -37,7 +37,7 @@ Tensor attention_bias(NodeContext& c, Tensor q, int64_t sq, int64_t skv, int64_t
   Tensor bias = fill(g, {sq, skv}, 0.0, dt);
   if (c.has_input(3)) {
     Tensor m = c.input(3);
-    int64_t w = m.shape().back();
+    const int64_t w = m.rank() > 0 ? m.shape().back() : -1;  // a 0-d mask broadcasts as it is
     if (w >= 0 && w < skv) {
       PadDesc p{.before = std::vector<int64_t>(static_cast<size_t>(m.rank()), 0),
                 .after = std::vector<int64_t>(static_cast<size_t>(m.rank()), 0),
