@@ -1,10 +1,40 @@
 #include "core/env.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <set>
+#include <string>
 #include <string_view>
 
 namespace tg::env {
+namespace {
+
+// The whole number `name` holds, clamped to [lo, hi]; `fallback` when unset or empty. A value that
+// is not a whole number is reported once on stderr and gives `fallback` (it was read as 0 before:
+// TG_SPECIALIZATIONS=abc silently became 1).
+long long whole_number(const char* name, long long fallback, long long lo, long long hi) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const long long n = std::strtoll(v, &end, 10);
+  if (end == v || *end != '\0' || errno == ERANGE) {
+    static std::mutex mu;
+    static std::set<std::string> told;
+    std::lock_guard lock(mu);
+    if (told.insert(name).second) {
+      std::fprintf(stderr, "[tg] %s=%s is not a whole number; using %lld\n", name, v, fallback);
+    }
+    return fallback;
+  }
+  return std::clamp(n, lo, hi);
+}
+
+}  // namespace
 
 std::optional<std::string> device_override() {
   const char* v = std::getenv("TG_DEVICE");
@@ -45,17 +75,12 @@ bool dependent_launch() {
 }
 
 int loop_unroll() {
-  const char* v = std::getenv("TG_LOOP_UNROLL");
-  if (v == nullptr || *v == 0) return 32;
-  const int k = std::atoi(v);
-  return k < 1 ? 1 : k > 32 ? 32 : k;  // 32: the select kernel's cap (cuda/kernels/control.h)
+  // 32: the select kernel's cap (cuda/kernels/control.h)
+  return static_cast<int>(whole_number("TG_LOOP_UNROLL", 32, 1, 32));
 }
 
 int condition_streams() {
-  const char* v = std::getenv("TG_CONDITION_STREAMS");
-  if (v == nullptr || *v == 0) return 6;
-  const int n = std::atoi(v);
-  return n < 0 ? 0 : n > 8 ? 8 : n;
+  return static_cast<int>(whole_number("TG_CONDITION_STREAMS", 6, 0, 8));
 }
 
 bool branch_select() {
@@ -64,10 +89,7 @@ bool branch_select() {
 }
 
 int64_t unroll_limit() {
-  const char* v = std::getenv("TG_UNROLL_LIMIT");
-  if (v == nullptr || *v == 0) return 8192;
-  const long long n = std::atoll(v);
-  return n < 0 ? 0 : n;
+  return whole_number("TG_UNROLL_LIMIT", 8192, 0, INT64_MAX);
 }
 
 bool cudnn_graph_enabled() {
@@ -108,10 +130,7 @@ bool deterministic() {
 }
 
 int specialization_cache_size() {
-  const char* s = std::getenv("TG_SPECIALIZATIONS");
-  if (s == nullptr || *s == '\0') return 16;
-  const long v = std::strtol(s, nullptr, 10);
-  return static_cast<int>(std::clamp<long>(v, 1, 4096));
+  return static_cast<int>(whole_number("TG_SPECIALIZATIONS", 16, 1, 4096));
 }
 
 std::array<int, 10> stencil_tile_override() {
