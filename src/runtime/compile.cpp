@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 #include "backends/backend.h"
 #include "core/env.h"
@@ -162,6 +163,17 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
   // fed dims: sizes, or with disable_type_inference symbols (symbols.h).
   std::vector<TensorType> declared, fed;
   std::vector<std::string> fed_names;
+  std::set<int64_t> user_symbols;  // declared by the placeholders or the feed types
+  for (const auto& [t, type] : feed_types) {
+    for (int64_t d : type.shape) {
+      if (is_symbolic_dim(d)) user_symbols.insert(d);
+    }
+    if (t.valid() && t.graph_impl() == graph && t.node_id() >= 0 && t.node_id() < g->size()) {
+      for (int64_t d : g->node(t.node_id()).outputs.at(0).shape) {
+        if (is_symbolic_dim(d)) user_symbols.insert(d);
+      }
+    }
+  }
   for (const auto& [t, type] : feed_types) {
     check_owner(graph, t.graph_impl(), t.valid(), "a feed");
     check_ref(*g, t.node_id(), t.index(), "a feed");
@@ -177,7 +189,7 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     declared.push_back(ph.outputs[0]);
     // Compile once: each -1 becomes the declared symbol, or one named after the placeholder and
     // axis (symbols.h).
-    ph.outputs[0] = options.disable_type_inference ? name_varying_dims(type, ph.name, ph.outputs[0], ph.id) : type;
+    ph.outputs[0] = options.disable_type_inference ? name_varying_dims(type, ph.name, ph.outputs[0], ph.id, user_symbols) : type;
     fed.push_back(ph.outputs[0]);
     fed_names.push_back(ph.name);
     feeds.push_back(t.node_id());

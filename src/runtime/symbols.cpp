@@ -1,5 +1,7 @@
 #include "runtime/symbols.h"
 
+#include <set>
+
 #include <type_traits>
 #include <variant>
 
@@ -80,14 +82,22 @@ std::string symbol_safe(const std::string& name) {
 }  // namespace
 
 TensorType name_varying_dims(const TensorType& type, const std::string& placeholder, const TensorType& declared,
-                             int node) {
+                             int node, const std::set<int64_t>& user_symbols) {
   TensorType out = type;
   std::string base = symbol_safe(placeholder);
   if (base != placeholder) base.append(1, ':').append(std::to_string(node));  // "a b" and "a_b" stay apart
   for (size_t i = 0; i < out.shape.size(); ++i) {
     if (out.shape[i] != -1) continue;
     const bool named = i < declared.shape.size() && is_symbolic_dim(declared.shape[i]);
-    out.shape[i] = named ? declared.shape[i] : symbolic_dim(base + "." + std::to_string(i));
+    if (named) {
+      out.shape[i] = declared.shape[i];
+      continue;
+    }
+    // A user's symbol of the same name ("d.0" declared for another input) is another size.
+    std::string name = base + "." + std::to_string(i);
+    int64_t symbol = symbolic_dim(name);
+    while (user_symbols.count(symbol) > 0) symbol = symbolic_dim(name += "_");
+    out.shape[i] = symbol;
   }
   return out;
 }

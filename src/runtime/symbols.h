@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,9 +25,10 @@ using SymbolAliases = std::map<int64_t, int64_t>;
 /// `type` with each -1 dim replaced by `declared`'s symbol at that dim when it has one, else by
 /// the symbol "<placeholder>.<axis>" (the name's characters outside symbolic_dim's set become
 /// '_', at most 48 of them kept).
-/// `node` (the placeholder's id) keeps names apart when sanitizing or cutting changed them.
+/// `node` (the placeholder's id) keeps names apart when sanitizing or cutting changed them; a name
+/// that is one of `user_symbols` (declared by the feeds) gets '_' appended until it is not.
 TensorType name_varying_dims(const TensorType& type, const std::string& placeholder, const TensorType& declared,
-                             int node);
+                             int node, const std::set<int64_t>& user_symbols);
 
 /// Infers `g`'s types (passes::infer_types) for its symbolic feeds, unifying the symbols that
 /// inference finds must be equal: the feed nodes' types are rewritten to their classes'

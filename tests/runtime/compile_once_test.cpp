@@ -260,3 +260,25 @@ TEST(CompileOnce, ModelFitOverAPartialLastBatchCompilesTheStepOnce) {
 
 }  // namespace
 }  // namespace tg
+
+namespace tg {
+namespace {
+
+// A user's symbol named like an automatic one ("d.0" is what d's varying dim 0 would be called)
+// stays another size: the automatic name moves aside ("d.0_").
+TEST(CompileOnce, AUserSymbolNamedLikeAnAutomaticOneIsAnotherSize) {
+  Graph g;
+  Tensor d = g.placeholder({-1, 3}, DType::f32, "d");
+  Tensor f = g.placeholder({symbolic_dim("d.0"), 3}, DType::f32, "f");
+  Executable exe = g.compile(Device::cpu(), {{d, {{-1, 3}, DType::f32}}, {f, {{symbolic_dim("d.0"), 3}, DType::f32}}},
+                             {d * 2.0, f + 1.0}, {}, kOnce);
+  std::vector<TensorData> out = exe.run({TensorData::full({2, 3}, DType::f32, 1.0),
+                                         TensorData::full({5, 3}, DType::f32, 1.0)});
+  EXPECT_EQ(out[0].shape(), (Shape{2, 3}));
+  EXPECT_EQ(out[1].shape(), (Shape{5, 3}));
+  EXPECT_EQ(out[0].to_vector<float>(), std::vector<float>(6, 2.f));
+  EXPECT_EQ(out[1].to_vector<float>(), std::vector<float>(15, 2.f));
+}
+
+}  // namespace
+}  // namespace tg
