@@ -71,6 +71,7 @@ TEST_F(TgCliErrors, CommandsOptionsAndValues) {
       {"train --data-dir /nonexistent-mnist", 2, {"--data-dir: no such directory '/nonexistent-mnist'"}},
       {"train --devices 0", 2, {"tg train: --devices must be >= 1, got 0"}},
       {"train --limit 0", 2, {"--limit 0 leaves no examples: give -1 (all) or a count >= 1"}},
+      {"train --save ''", 2, {"--save: an empty path"}},
       {"train extra", 2, {"unexpected argument 'extra' ('tg train' takes options only)"}},
       {"eval", 2, {"--load is required"}},
       {"eval --load /nonexistent/x.safetensors", 2, {"--load: no such file '/nonexistent/x.safetensors'"}},

@@ -199,7 +199,13 @@ void add_train_command(CLI::App& app) {
                   "Where rank 0 writes the NCCL id for the others (a path every rank can read, new for "
                   "each launch); needed when torchrun, mpirun or srun starts the ranks")
       ->type_name("FILE");
-  cmd->callback([args] { run_train(*args); });
+  cmd->callback([args, cmd] {
+    for (const char* flag : {"--save", "--log-dir"}) {  // given, but empty: not "no checkpoint"
+      const CLI::Option* o = cmd->get_option(flag);
+      if (o->count() > 0 && o->as<std::string>().empty()) throw UsageError(fmt::format("{}: an empty path", flag));
+    }
+    run_train(*args);
+  });
 }
 
 }  // namespace tg::cli
