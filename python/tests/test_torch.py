@@ -467,3 +467,17 @@ def test_size_inputs_recompile_per_shape():
     assert len(c.fn.cache) == 1
     got, _ = c(torch.ones(7, 4), 7)
     assert len(c.fn.cache) == 2 and torch.equal(got, torch.full((14, 2), 3.0))
+
+
+def test_empty_batch_runs_like_eager():
+    # A batch of 0 after compiling for 2: the module's result (eager), not a crash; the compiled
+    # path still serves batch 2.
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+                            torch.nn.Flatten(), torch.nn.Linear(4 * 8 * 8, 5)).eval()
+    x = torch.randn(2, 3, 8, 8)
+    fast = tgt.compile_module(m, (x,))
+    y0 = fast(torch.randn(0, 3, 8, 8))
+    assert tuple(y0.shape) == (0, 5)
+    with torch.no_grad():
+        torch.testing.assert_close(fast(x), m(x), rtol=1e-4, atol=1e-4)

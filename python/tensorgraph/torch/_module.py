@@ -67,6 +67,13 @@ def compile_module(torch, model, example_inputs, device, precision, memory_budge
                 self._guard = Guard(self._guard.objs)
 
         def forward(self, *args):
+            if any(isinstance(a, torch.Tensor) and a.numel() == 0 for a in args):
+                # An empty batch runs in PyTorch: learning a new shape replays the traced ATen
+                # graph eagerly (_lower.example_values), and torch 1.13's CPU native_batch_norm
+                # divides by zero on an empty input there (SIGFPE), where the module's own forward
+                # returns an empty result.
+                with torch.no_grad():
+                    return model(*args)
             if self._guard is not None and not self._guard.holds():
                 self._refresh()
             with torch.no_grad():
