@@ -198,9 +198,22 @@ tg::TensorData to_tensor_data(py::handle h, std::optional<tg::DType> dtype) {
   if (dtype) {
     // Converted from numpy's own reading of the values, which must survive into an integer or
     // bool dtype exactly: [2**40] into i32 wrapped to 0 and [1.7] truncated to 1 before.
-    py::object natural = np.attr("asarray")(h);
-    arr = natural.attr("astype")(numpy_name(*dtype));
+    py::object natural;
+    try {
+      natural = np.attr("asarray")(h);
+    } catch (const py::error_already_set& e) {
+      if (!e.matches(PyExc_OverflowError)) throw;
+      natural = np.attr("asarray")(h, "object");  // ints beyond 64 bits: refused below
+    }
     const std::string kind = py::str(natural.attr("dtype").attr("kind")).cast<std::string>();
+    if (kind == "O" || kind == "U" || kind == "S") {  // None, strings, ints beyond 64 bits
+      std::string shown = py::repr(h).cast<std::string>();
+      if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
+      throw tg::Error(tg::ErrorCode::invalid_argument,
+                      "[feed] " + shown + " is not an array of numbers that fit " +
+                          std::string(tg::dtype_name(*dtype)));
+    }
+    arr = natural.attr("astype")(numpy_name(*dtype));
     const bool exact_target = tg::is_integer(*dtype) || *dtype == tg::DType::bool_;
     if (exact_target && kind.size() == 1 && std::string("iufb").find(kind[0]) != std::string::npos &&
         !np.attr("array_equal")(arr, natural).cast<bool>()) {

@@ -16,6 +16,11 @@ tg::Tensor as_tensor(py::handle h, const tg::Tensor& like) {
                       "[constant] " + py::repr(h).cast<std::string>() + " is not an integer, as a tensor of " +
                           numpy_name(like.dtype()) + " needs (cast the tensor first)");
     }
+    if ((tg::is_integer(like.dtype()) || like.dtype() == tg::DType::bool_) && !py::isinstance<py::float_>(h)) {
+      // Exactly or not at all: through numpy's reading of the int (200 against an int8 tensor
+      // was clamped to 127, 2**53 + 1 rounded through double).
+      return g.constant(to_tensor_data(h, like.dtype()));
+    }
     return g.constant(v, like.dtype());
   }
   if (py::isinstance<py::array>(h) || py::isinstance<tg::TensorData>(h)) return g.constant(to_tensor_data(h));
@@ -101,8 +106,15 @@ tg::Tensor getitem(const tg::Tensor& x, py::handle key) {
       d.strides.push_back(st);
       d.begin.push_back(start.is_none() ? (st > 0 ? 0 : tg::kSliceEnd) : start.cast<int64_t>());
       d.end.push_back(stop.is_none() ? tg::kSliceEnd : stop.cast<int64_t>());
-    } else if (py::isinstance<py::int_>(it)) {
-      int64_t i = it.cast<int64_t>();
+    } else if (!py::isinstance<py::bool_>(it) && PyIndex_Check(it.ptr())) {  // int, np.int64, ...
+      const py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(it.ptr()));
+      if (!index) throw py::error_already_set();
+      int64_t i = 0;
+      try {
+        i = index.cast<int64_t>();
+      } catch (const py::cast_error&) {
+        throw py::index_error("[getitem] index " + py::repr(it).cast<std::string>() + " is out of range");
+      }
       const int64_t n = x.shape()[static_cast<size_t>(axis)];
       if (n >= 0 && (i < -n || i >= n)) {  // IndexError: also what ends iteration of a sequence
         throw py::index_error("[getitem] index " + std::to_string(i) + " is out of range for axis " +
@@ -164,6 +176,12 @@ void bind_graph(py::module_& m) {
   // numpy's binary operators return NotImplemented for a Tensor operand, so ndarray + Tensor calls
   // Tensor.__radd__ (a constant) instead of building an object array of Tensors element by element.
   t.attr("__array_ufunc__") = py::none();
+  // np.asarray(tensor) would otherwise index it element by element into an object array of
+  // Tensors (each a new node): a symbolic tensor has no values until it runs.
+  t.def("__array__", [](const tg::Tensor& x, py::args, py::kwargs) -> py::object {
+    throw py::type_error("a symbolic tg.Tensor " + x.type().to_string() +
+                         " has no values until it runs: run the graph (Graph.run) and convert its result");
+  });
   t.def_property_readonly("shape", [](const tg::Tensor& x) { return shape_tuple(x.shape()); },
                           "Dims as a tuple: ints (-1 for a dim unknown until run time), and for a\n"
                           "symbolic dim (a placeholder dim given as a str, e.g. 'seq') its name.")

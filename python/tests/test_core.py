@@ -63,6 +63,22 @@ def test_python_sequences_convert_exactly_or_raise():
         assert e.value.code == "invalid_argument"
     with pytest.raises(tg.Error, match="None is not a value"):
         g.run({i: None}, i, device="cpu")
+    b = g.placeholder([2], tg.bool_ if hasattr(tg, "bool_") else tg.bool, "b")
+    for bad, p in (([None, 1.0], f), (["7", "8"], i), ([2**70, 1], i), ([-2**63 - 1, 0], i), ([0, 2**64], b)):
+        with pytest.raises(tg.Error) as e:  # None/str/huge ints: object or str arrays before
+            g.run({p: bad}, p, device="cpu")
+        assert e.value.code == "invalid_argument", bad
+
+
+def test_python_int_operands_are_exact():
+    g = tg.Graph()
+    x8 = g.placeholder([2], tg.int8, "x8")
+    x64 = g.placeholder([1], tg.int64, "x64")
+    with pytest.raises(tg.Error, match="does not fit i8 exactly"):
+        tg.equal(x8, 200)  # was clamped to 127: [127, 1] == 200 gave [True, False]
+    got = g.run({x64: np.array([0], np.int64)}, x64 + (2**53 + 1), device="cpu")
+    assert np.asarray(got).tolist() == [2**53 + 1]  # not rounded through double
+    assert np.asarray(g.run({x8: np.int8([3, 4])}, x8 * 2, device="cpu")).tolist() == [6, 8]
 
 
 def test_bfloat16_values_round_to_nearest_even():

@@ -117,6 +117,14 @@ def test_len_iteration_and_index_bounds():
         len(d)
     with pytest.raises(TypeError, match="0-d"):
         len(g.constant(1.0))
+    # numpy integers index like ints; bools are not indices; np.asarray of a symbolic tensor refuses.
+    np.testing.assert_array_equal(np.asarray(g.run({p: x}, p[np.int64(1)], device="cpu")), x[1])
+    with pytest.raises(IndexError):
+        p[2**70]
+    with pytest.raises(tg.Error, match="not an int"):
+        p[True]
+    with pytest.raises(TypeError, match="has no values until it runs"):
+        np.asarray(p)
 
 
 def test_select_clamp_cast():

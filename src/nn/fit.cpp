@@ -158,7 +158,8 @@ TensorData convert(const TensorData& v, DType dtype) {
 }
 
 // Checks y against the labels the loss wants and converts it to the labels placeholder's dtype.
-TensorData prepare_labels(const ModelState& s, const TensorData& y, int64_t n, std::string_view op) {
+TensorData prepare_labels(const ModelState& s, const TensorData& y, int64_t n, std::string_view op,
+                          bool validation = false) {
   if (y.empty()) fail(ErrorCode::invalid_argument, op, "y is empty");
   Shape want = s.labels.shape();
   want[0] = n;
@@ -178,11 +179,13 @@ TensorData prepare_labels(const ModelState& s, const TensorData& y, int64_t n, s
     // would name a position inside one batch).
     const int64_t per_example = n > 0 ? labels.num_elements() / n : 0;
     for (int64_t i = 0; i < labels.num_elements(); ++i) {
-      const double l = load_as_double(labels.dtype(), labels.raw_data(), i);
-      if (l < 0 || l >= static_cast<double>(classes)) {
+      // The labels placeholder is i64 (converted above): read exactly, not through double.
+      const int64_t l = labels.dtype() == DType::i64 ? labels.data<int64_t>()[i]
+                                                     : static_cast<int64_t>(load_as_double(labels.dtype(), labels.raw_data(), i));
+      if (l < 0 || l >= classes) {
         fail(ErrorCode::out_of_range, op,
-             "label {} of example {} is outside [0, {}): {} with outputs {} takes class indices",
-             static_cast<int64_t>(l), per_example > 0 ? i / per_example : i, classes,
+             "label {} of example {}{} is outside [0, {}): {} with outputs {} takes class indices", l,
+             per_example > 0 ? i / per_example : i, validation ? " of the validation data" : "", classes,
              loss_name(s.loss), str(s.output.shape()));
       }
     }
@@ -302,7 +305,7 @@ Split split_data(ModelState& s, const TensorData& x, const TensorData& y, const 
   TensorData labels = prepare_labels(s, y, n, "fit");
   if (!o.validation_x.empty() || !o.validation_y.empty()) {
     int64_t nv = check_x(s, o.validation_x, "fit");
-    return {x, labels, o.validation_x, prepare_labels(s, o.validation_y, nv, "fit")};
+    return {x, labels, o.validation_x, prepare_labels(s, o.validation_y, nv, "fit", true)};
   }
   if (!(o.validation_split >= 0 && o.validation_split < 1)) {
     fail(ErrorCode::invalid_argument, "fit", "validation_split = {} must be in [0, 1)", o.validation_split);

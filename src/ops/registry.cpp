@@ -1,5 +1,7 @@
 #include "ops/registry.h"
 
+#include <algorithm>
+
 #include "core/error_util.h"
 
 namespace tg::ops {
@@ -29,6 +31,7 @@ void check_size_fits(const TensorType& type, std::string_view op, size_t output)
   // The byte count of every static shape must fit in int64: num_elements() and every offset
   // computation in the backends multiply sizes in int64 (an overflow there is undefined behaviour
   // and gave wrapped, finite results: sum of broadcast_to(1, [3, 6148914691236517206]) was 2).
+  if (std::find(type.shape.begin(), type.shape.end(), 0) != type.shape.end()) return;  // empty
   int64_t bytes = static_cast<int64_t>(dtype_size(type.dtype));
   for (int64_t d : type.shape) {
     if (d < 0) continue;  // dynamic or symbolic: checked against the run's sizes

@@ -1,5 +1,6 @@
 // Tests of the Keras-like model API (include/tg/model.h): layer shapes and values on
 // hand-computed inputs, training, save/load, callbacks, progress output, errors.
+#include <limits>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -512,6 +513,16 @@ TEST(ModelErrors, ModelApiErrors) {
   labels[6] = -1;
   EXPECT_TG_ERROR(m.fit(x, TensorData::from_vector<int32_t>(labels, {10}), {.verbose = 0}),
                   ErrorCode::out_of_range, "[fit] label -1 of example 6 is outside [0, ");
+  EXPECT_TG_ERROR(m.train_on_batch(f32({1, 2}, {1, 2}),
+                                   TensorData::from_vector<int64_t>({std::numeric_limits<int64_t>::max()}, {1})),
+                  ErrorCode::out_of_range, "label 9223372036854775807 of example 0");
+  labels[6] = 0;
+  std::vector<int32_t> bad_val(10, 0);
+  bad_val[3] = 5;
+  EXPECT_TG_ERROR(m.fit(x, TensorData::from_vector<int32_t>(labels, {10}),
+                        {.validation_x = x, .validation_y = TensorData::from_vector<int32_t>(bad_val, {10}),
+                         .verbose = 0}),
+                  ErrorCode::out_of_range, "label 5 of example 3 of the validation data");
   EXPECT_EQ(m.get_weights()[0].second.to_vector<float>(), before);
   SymbolicTensor r = Input({2});
   Model reg(r, Dense(1)(r));

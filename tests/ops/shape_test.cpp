@@ -77,8 +77,9 @@ TEST(ShapeOps, BroadcastToErrors) {
                   "2^63-1 bytes");
   EXPECT_TG_ERROR(g.placeholder({int64_t{1} << 62, 4}, DType::f32, "huge"), ErrorCode::invalid_argument,
                   "[placeholder] output 0");
-  // A size-0 dim makes any shape empty: accepted.
+  // A size-0 dim makes any shape empty: accepted, wherever it stands.
   EXPECT_EQ(broadcast_to(one, {0, int64_t{1} << 62, 4}).shape(), (Shape{0, int64_t{1} << 62, 4}));
+  EXPECT_EQ(broadcast_to(one, {int64_t{1} << 62, 8, 0}).shape(), (Shape{int64_t{1} << 62, 8, 0}));
 }
 
 // ---- reshape -----------------------------------------------------------------------------------
