@@ -562,5 +562,20 @@ TEST(SavedExecutableBadFile, AFailedSaveKeepsTheExistingFile) {
   fs::remove_all(dir);
 }
 
+TEST(SavedExecutable, SavingToADeviceWritesIntoIt) {
+  // /dev/null stays the device: a temporary renamed over it made it a regular file (and every
+  // later `> /dev/null` of the machine wrote into that file).
+  if (!fs::is_character_file("/dev/null")) GTEST_SKIP() << "no /dev/null device here";
+  Mlp m;
+  Executable exe = m.g.compile(Device::cpu(), {{m.x, {{2, 3}, DType::f32}}}, {m.y});
+  exe.save("/dev/null");
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  ErrorCode code{};
+  const fs::path dir = fs::temp_directory_path();
+  const std::string msg = error_of([&] { exe.save(dir.string()); }, &code);
+  EXPECT_EQ(code, ErrorCode::io_error) << msg;
+  EXPECT_TRUE(fs::is_directory(dir));
+}
+
 }  // namespace
 }  // namespace tg
