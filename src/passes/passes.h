@@ -45,7 +45,7 @@ bool simplify(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& 
               const ScalarEvaluator& eval);
 
 /// Constant folding (passes/fold_constants.cpp) of casts and transposes of constants (results up
-/// to 1 GiB), integer/bool elementwise ops, slices, reshapes and broadcasts of constants (up to 1 MiB) and gathers of
+/// to 1 GiB; a constant in device memory is copied to the host for them), integer/bool elementwise ops, slices, reshapes and broadcasts of constants (up to 1 MiB) and gathers of
 /// constants by constant or uniform (fill) indices (up to 16 MiB): each becomes a constant holding
 /// its value, computed by `eval` (left alone where it cannot: an index out of range raises at run time);
 /// then dead-code elimination. Remaps `roots`, `root_ops`, `keep`; true when it folded anything.

@@ -49,5 +49,53 @@ TEST(FoldConstants, ValuesComputedPerRunStayInTheGraph) {
                         {2, 2});
 }
 
+
+// Weights that live on the GPU (tensorgraph.torch's frozen parameters, shared with PyTorch through
+// DLPack) are folded too: their transposes (ONNX Gemm's transB, the layout pass's OIHW -> HWIO)
+// and autocast's casts are computed once at compile time, not by a kernel in every run.
+TEST(FoldConstants, WeightsOnTheGpuAreCastAndTransposedAtCompileTime) {
+  if (Device::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU usable here (or a build without CUDA)";
+  const Device gpu = Device::cuda(0);
+  Graph g;
+  Tensor x = g.placeholder({2, 3}, DType::f32, "x");
+  TensorData wv = TensorData::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {4, 3});
+  Tensor w = g.constant(wv.to(gpu), "w");
+  Tensor y = matmul(x, transpose(w, {1, 0}));
+  TensorData xv = TensorData::from_vector<float>({1, 0.5f, -1, 2, 0, 0.25f}, {2, 3});
+  for (const ComputePrecision p : {ComputePrecision::f32, ComputePrecision::bf16}) {
+    SCOPED_TRACE(p == ComputePrecision::f32 ? "f32" : "bf16");
+    Executable exe = g.compile(gpu, {{x, xv.type()}}, {y}, {}, {.precision = p});
+    const std::string text = exe.to_string();
+    EXPECT_EQ(count_occurrences(text, "= transpose("), 0) << text;
+    EXPECT_NE(text.find(p == ComputePrecision::f32 ? "constant() {value=f32[3,4]" : "constant() {value=bf16[3,4]"),
+              std::string::npos)
+        << text;
+    for (int run = 0; run < 2; ++run) {  // the second run replays the recorded CUDA graph
+      testing::expect_close(exe.run({xv.to(gpu)})[0].to(Device::cpu()), {-1, 0.5, 2, 3.5, 2.75, 9.5, 16.25, 23}, {2, 4});
+    }
+  }
+  // An NCHW convolution under the layout pass (TG_CHANNELS_LAST=1): the weight's OIHW -> HWIO
+  // transpose is folded; the data's NCHW -> NHWC and back stay. Values: the CPU's NCHW convolution.
+  setenv("TG_CHANNELS_LAST", "1", 1);
+  Graph cg;
+  TensorData xs = TensorData::random_uniform({1, 4, 9, 7}, -1, 1, 3);
+  TensorData ks = TensorData::random_uniform({8, 4, 3, 3}, -1, 1, 4);
+  Tensor cx = cg.placeholder(xs.shape(), DType::f32, "x");
+  Tensor conv_gpu = conv2d(cx, cg.constant(ks.to(gpu), "k"), {.padding = Padding::explicit_padding, .explicit_padding = {1, 1, 1, 1}, .data_layout = Layout::nchw, .weights_layout = Layout::oihw});
+  Executable exe = cg.compile(gpu, {{cx, xs.type()}}, {conv_gpu}, {}, {.precision = ComputePrecision::f32});
+  unsetenv("TG_CHANNELS_LAST");
+  const std::string text = exe.to_string();
+  EXPECT_EQ(count_occurrences(text, "= transpose("), 2) << text;
+  EXPECT_NE(text.find("constant() {value=f32[3,3,4,8]"), std::string::npos) << text;
+  Graph ref;
+  Tensor rx = ref.placeholder(xs.shape(), DType::f32, "x");
+  Tensor conv_cpu = conv2d(rx, ref.constant(ks, "k"), {.padding = Padding::explicit_padding, .explicit_padding = {1, 1, 1, 1}, .data_layout = Layout::nchw, .weights_layout = Layout::oihw});
+  TensorData want = ref.compile(Device::cpu(), {{rx, xs.type()}}, {conv_cpu}).run({xs})[0];
+  const std::vector<double> expected(want.data<float>(), want.data<float>() + want.num_elements());
+  for (int run = 0; run < 2; ++run) {
+    testing::expect_close(exe.run({xs.to(gpu)})[0].to(Device::cpu()), expected, {1, 8, 9, 7}, 1e-4, 1e-5);
+  }
+}
+
 }  // namespace
 }  // namespace tg
