@@ -1,4 +1,4 @@
-// Convolution and pooling ops (NHWC or NCHW data, HWIO or OIHW weights). Part of the op API of
+// Convolution and pooling ops (NHWC or NCHW data, HWIO, OIHW or OHWI weights). Part of the op API of
 // include/tg/ops.h (included from there); semantics in detail: docs/ops.md (conv, pool).
 #pragma once
 #include <cstdint>
@@ -10,9 +10,10 @@
 namespace tg {
 
 /// Memory layouts. Data: nhwc ([N, H, W, C], channels last) or nchw ([N, C, H, W]). Weights:
-/// hwio ([kH, kW, C_in/groups, C_out], TensorFlow) or oihw ([C_out, C_in/groups, kH, kW],
-/// PyTorch/ONNX).
-enum class Layout { nhwc, nchw, hwio, oihw };
+/// hwio ([kH, kW, C_in/groups, C_out], TensorFlow), oihw ([C_out, C_in/groups, kH, kW],
+/// PyTorch/ONNX) or ohwi ([C_out, kH, kW, C_in/groups]: cuDNN's KRSC filters for NHWC data, the
+/// memory order of PyTorch's channels_last weights; the CUDA backend reads it without a permute).
+enum class Layout { nhwc, nchw, hwio, oihw, ohwi };
 
 /// How the spatial padding of conv and pooling is chosen.
 ///  - explicit_padding: the `explicit_padding` field, {top, bottom, left, right};
@@ -33,11 +34,12 @@ struct Conv2dDesc {
   std::vector<int64_t> explicit_padding = {0, 0, 0, 0};  ///< {top, bottom, left, right}, >= 0
   int64_t groups = 1;  ///< C_in and C_out divisible by groups; groups == C_in is depthwise
   Layout data_layout = Layout::nhwc;     ///< nhwc or nchw (x, y and their gradients)
-  Layout weights_layout = Layout::hwio;  ///< hwio or oihw
+  Layout weights_layout = Layout::hwio;  ///< hwio, oihw or ohwi
 };
 
 /// y = conv2d(x, w): x [N, H, W, C_in] (nhwc) or [N, C_in, H, W] (nchw); w [kH, kW, C_in/groups,
-/// C_out] (hwio) or [C_out, C_in/groups, kH, kW] (oihw); y [N, H_out, W_out, C_out] (or nchw).
+/// C_out] (hwio), [C_out, C_in/groups, kH, kW] (oihw) or [C_out, kH, kW, C_in/groups] (ohwi);
+/// y [N, H_out, W_out, C_out] (or nchw).
 /// x and w share one floating dtype (f32 runs on oneDNN; f16/bf16 computed in f32; f64 on a plain
 /// reference loop). Dims may be -1 (dynamic) except the weights' and the channel dims.
 /// Errors (at build time, tg::Error naming "[conv2d]" and both shapes): rank != 4, channel

@@ -121,7 +121,8 @@ std::vector<int64_t> to_axes(py::handle h) {
 tg::Layout to_layout(const std::string& s) {
   return parse_enum<tg::Layout>("layout", s,
                                 {{"nhwc", tg::Layout::nhwc}, {"nchw", tg::Layout::nchw},
-                                 {"hwio", tg::Layout::hwio}, {"oihw", tg::Layout::oihw}});
+                                 {"hwio", tg::Layout::hwio}, {"oihw", tg::Layout::oihw},
+                                 {"ohwi", tg::Layout::ohwi}});
 }
 tg::Padding to_padding(const std::string& s, py::handle explicit_padding) {
   if (!explicit_padding.is_none() && s == "valid") return tg::Padding::explicit_padding;

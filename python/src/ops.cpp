@@ -292,7 +292,7 @@ void bind_ops(py::module_& m) {
         py::arg("explicit_padding") = py::none(), py::arg("groups") = 1,
         py::arg("data_layout") = "nhwc", py::arg("weights_layout") = "hwio",
         "2-D convolution (cross-correlation): x [N,H,W,C] (nhwc) or [N,C,H,W] (nchw), w [kH,kW,Cin/g,Cout]\n"
-        "(hwio) or [Cout,Cin/g,kH,kW] (oihw). padding: 'valid', 'same', 'same_lower' or 'explicit'\n"
+        "(hwio), [Cout,Cin/g,kH,kW] (oihw) or [Cout,kH,kW,Cin/g] (ohwi). padding: 'valid', 'same', 'same_lower' or 'explicit'\n"
         "(explicit_padding = (top, bottom, left, right)).");
   m.def("conv2d_backward_data", [](const tg::Tensor& dy, const tg::Tensor& w, py::handle input_shape,
                                    py::handle strides, py::handle dilations, const std::string& padding,

@@ -5,6 +5,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -49,6 +50,12 @@ class Backend {
   /// True when compile should run the elementwise fusion pass for this backend (TG_FUSION=0/1
   /// overrides).
   virtual bool fuses_elementwise() const { return false; }
+  /// The weights layout this backend's conv2d reads without permuting them, for a convolution
+  /// `desc` on tensors of `dtype`; nullopt when it reads every layout alike. Compile stores
+  /// constant weights in it (passes::pack_conv_weights).
+  virtual std::optional<Layout> packed_conv_weights(const Conv2dDesc& desc, DType dtype) const {
+    return std::nullopt;
+  }
   /// True when output 0 of `node` may take the memory of its input `input` (of type `type`, the
   /// same byte size, read last by this node): the kernel reads each element of that input before
   /// it writes the same element of the output, and nothing else in between.

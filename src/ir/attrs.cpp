@@ -14,6 +14,7 @@ const char* layout_name(Layout l) {
     case Layout::nchw: return "nchw";
     case Layout::hwio: return "hwio";
     case Layout::oihw: return "oihw";
+    case Layout::ohwi: return "ohwi";
   }
   return "?";
 }

@@ -23,6 +23,7 @@ std::string layout_name(Layout l) {
     case Layout::nchw: return "nchw";
     case Layout::hwio: return "hwio";
     case Layout::oihw: return "oihw";
+    case Layout::ohwi: return "ohwi";
   }
   return "?";
 }

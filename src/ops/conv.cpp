@@ -51,7 +51,7 @@ void check_desc(const Conv2dDesc& d, const Where& at) {
             layout_name(d.data_layout));
   }
   if (!ops::is_weights_layout(d.weights_layout)) {
-    fail_at(ErrorCode::invalid_argument, at, "weights_layout must be hwio or oihw, got {}",
+    fail_at(ErrorCode::invalid_argument, at, "weights_layout must be hwio, oihw or ohwi, got {}",
             layout_name(d.weights_layout));
   }
   check_pair(d.strides, "strides", at);

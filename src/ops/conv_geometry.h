@@ -21,7 +21,7 @@ struct WeightDims {
 };
 
 inline bool is_data_layout(Layout l) { return l == Layout::nhwc || l == Layout::nchw; }
-inline bool is_weights_layout(Layout l) { return l == Layout::hwio || l == Layout::oihw; }
+inline bool is_weights_layout(Layout l) { return l == Layout::hwio || l == Layout::oihw || l == Layout::ohwi; }
 
 inline const char* layout_name(Layout l) {
   switch (l) {
@@ -33,6 +33,8 @@ inline const char* layout_name(Layout l) {
       return "hwio";
     case Layout::oihw:
       return "oihw";
+    case Layout::ohwi:
+      return "ohwi";
   }
   return "?";
 }
@@ -53,10 +55,12 @@ inline Shape data_shape(const DataDims& d, Layout l) {
 /// s must have rank 4.
 inline WeightDims weight_dims(const Shape& s, Layout l) {
   if (l == Layout::oihw) return {s[0], s[1], s[2], s[3]};
+  if (l == Layout::ohwi) return {s[0], s[3], s[1], s[2]};
   return {s[3], s[2], s[0], s[1]};
 }
 inline Shape weight_shape(const WeightDims& d, Layout l) {
   if (l == Layout::oihw) return {d.o, d.i, d.kh, d.kw};
+  if (l == Layout::ohwi) return {d.o, d.kh, d.kw, d.i};
   return {d.kh, d.kw, d.i, d.o};
 }
 
@@ -68,6 +72,7 @@ inline std::array<int64_t, 4> data_strides(const DataDims& d, Layout l) {
 /// Element strides of a contiguous weights tensor, in logical (o, i, kh, kw) order.
 inline std::array<int64_t, 4> weight_strides(const WeightDims& d, Layout l) {
   if (l == Layout::oihw) return {d.i * d.kh * d.kw, d.kh * d.kw, d.kw, 1};
+  if (l == Layout::ohwi) return {d.kh * d.kw * d.i, 1, d.kw * d.i, d.i};
   return {1, d.o, d.kw * d.i * d.o, d.i * d.o};
 }
 

@@ -1,6 +1,7 @@
 // Graph passes. Each is a small unit returning whether it changed the graph.
 #pragma once
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -51,6 +52,17 @@ bool simplify(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& 
 /// then dead-code elimination. Remaps `roots`, `root_ops`, `keep`; true when it folded anything.
 bool fold_constants(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops, std::vector<int>& keep,
                     const ScalarEvaluator& eval);
+
+/// The weights layout a backend's conv2d reads in place for a convolution `desc` on tensors of
+/// `dtype`, or nullopt when every layout costs the same (backends::Backend::packed_conv_weights).
+using ConvWeightsLayout = std::function<std::optional<Layout>(const Conv2dDesc& desc, DType dtype)>;
+
+/// Packing of constant conv2d weights (passes/conv_weights.cpp), after the layout pass: a constant
+/// read only as conv2d weights is stored in the layout `preferred` names (permuted by `eval`'s
+/// transpose, on a host copy of device memory) and the convolutions' weights_layout set to it, so
+/// no run permutes it (CUDA: OHWI filters for NHWC data). True when it packed anything.
+bool pack_conv_weights(ir::Graph& g, const std::vector<ir::ValueRef>& roots, const ConvWeightsLayout& preferred,
+                       const ScalarEvaluator& eval);
 
 /// Inlines every if_else whose predicate is a bool constant (passes/inline_branches.cpp): the
 /// taken branch's nodes replace it; then dead-code elimination. Remaps `roots`, `root_ops`, `keep`.

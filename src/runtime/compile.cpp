@@ -92,6 +92,8 @@ void check_supported(const backends::Backend& backend, Device device, const ir::
   }
 }
 
+}  // namespace
+
 // Constant folding evaluates elementwise ops with the CPU backend's kernels (through the backend
 // contract: passes include no backend).
 bool evaluate_on_cpu(const ir::Node& n, std::span<const TensorData> args, TensorData& out) {
@@ -107,8 +109,6 @@ bool evaluate_on_cpu(const ir::Node& n, std::span<const TensorData> args, Tensor
   out = outs[0];
   return true;
 }
-
-}  // namespace
 
 // Issue 15, deliverable 7: the layout pass runs "where that is faster". TG_CHANNELS_LAST=1 / 0
 // forces it. Otherwise, where measured faster (docs/cuda.md): on the CPU for any graph with an
@@ -235,6 +235,9 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
   if (layout_pass_pays(*g, device) && passes::convert_to_channels_last(*g, roots, root_ops, feeds)) {
     passes::infer_types(*g);  // checks the rewritten ops' types
   }
+  passes::pack_conv_weights(
+      *g, roots, [&backend](const Conv2dDesc& d, DType dt) { return backend.packed_conv_weights(d, dt); },
+      evaluate_on_cpu);
   if (fuse) {
     if (options.precision == ComputePrecision::bf16 || options.precision == ComputePrecision::f16) {
       const DType low = options.precision == ComputePrecision::bf16 ? DType::bf16 : DType::f16;

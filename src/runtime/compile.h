@@ -2,6 +2,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,11 @@ std::shared_ptr<CompiledProgram> specialize_later(std::shared_ptr<ir::Graph> g, 
                                                   const std::vector<int>& root_ops, Device device,
                                                   const CompileOptions& options, std::shared_ptr<SharedArena> shared,
                                                   std::map<int64_t, int64_t> aliases = {});
+
+/// Evaluates node `n` on host tensors `args` into `out` with the CPU backend's kernel of its kind
+/// (passes::ScalarEvaluator: constant folding, packed conv weights); false when the kind has no
+/// CPU kernel or the kernel raises.
+bool evaluate_on_cpu(const ir::Node& n, std::span<const TensorData> args, TensorData& out);
 
 /// Whether compile runs the channels-last layout pass (passes::convert_to_channels_last) on `g`
 /// (typed with the feeds' shapes) for `device`: TG_CHANNELS_LAST=1 / 0 forces it; otherwise

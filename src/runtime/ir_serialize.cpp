@@ -158,13 +158,13 @@ template <typename A> void fields(A& a, StencilDesc& x) {
       a.en(x.boundary_mode, 5), a(x.padding_constant);
 }
 template <typename A> void fields(A& a, Conv2dDesc& x) {
-  a(x.strides), a(x.dilations), a.en(x.padding, 3), a(x.explicit_padding), a(x.groups), a.en(x.data_layout, 3),
-      a.en(x.weights_layout, 3);
+  a(x.strides), a(x.dilations), a.en(x.padding, 3), a(x.explicit_padding), a(x.groups), a.en(x.data_layout, 4),
+      a.en(x.weights_layout, 4);
 }
 template <typename A> void fields(A& a, ir::ConvBackwardAttrs& x) { fields(a, x.conv), a(x.shape); }
 template <typename A> void fields(A& a, Pool2dDesc& x) {
   a(x.kernel_size), a(x.strides), a(x.dilations), a.en(x.padding, 3), a(x.explicit_padding), a(x.ceil_mode),
-      a(x.count_include_pad), a.en(x.data_layout, 3);
+      a(x.count_include_pad), a.en(x.data_layout, 4);
 }
 template <typename A> void fields(A& a, ir::RandomLikeAttrs& x) { a(x.low), a(x.high), a(x.seed); }
 template <typename A> void fields(A& a, ir::LoopAttrs& x) { a(x.num_carried), a(x.max_iterations); }

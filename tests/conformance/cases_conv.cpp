@@ -58,7 +58,8 @@ OpCase transposed(std::string name, Shape x, Shape w, tg::ConvTranspose2dDesc d)
                     });
 }
 
-constexpr Layout nhwc = Layout::nhwc, nchw = Layout::nchw, hwio = Layout::hwio, oihw = Layout::oihw;
+constexpr Layout nhwc = Layout::nhwc, nchw = Layout::nchw, hwio = Layout::hwio, oihw = Layout::oihw,
+                 ohwi = Layout::ohwi;
 
 }  // namespace
 
@@ -98,6 +99,15 @@ TG_CONFORMANCE_CASES(conv) {
   cases.push_back(conv("conv2d_large_pad", {1, 3, 4, 2}, {2, 2, 2, 2},
                        {.padding = Padding::explicit_padding, .explicit_padding = {3, 3, 0, 2}}));
   cases.push_back(conv("conv2d_empty_batch", {0, 5, 5, 3}, {3, 3, 3, 2}, {}));
+  // OHWI weights (cuDNN's KRSC: read in place with NHWC data on CUDA), with both data layouts.
+  cases.push_back(conv("conv2d_nhwc_ohwi_same_stride2", {2, 9, 8, 3}, {5, 3, 3, 3},
+                       {.strides = {2, 2}, .padding = Padding::same, .data_layout = nhwc,
+                        .weights_layout = ohwi}));
+  cases.push_back(conv("conv2d_nchw_ohwi_groups", {1, 6, 5, 5}, {4, 3, 2, 3},
+                       {.padding = Padding::explicit_padding, .explicit_padding = {1, 0, 0, 1},
+                        .groups = 2, .data_layout = nchw, .weights_layout = ohwi}));
+  cases.push_back(conv("conv2d_nhwc_ohwi_depthwise", {1, 5, 5, 3}, {3, 3, 3, 1},
+                       {.padding = Padding::same, .groups = 3, .weights_layout = ohwi}));
 
   // ---- backward data ----
   cases.push_back(backward_data("conv2d_backward_data_same_stride2", {2, 5, 4, 5}, {3, 3, 3, 5},
@@ -114,6 +124,9 @@ TG_CONFORMANCE_CASES(conv) {
                                 {1, 3, 5, 6},
                                 {.strides = {1, 2}, .padding = Padding::same_lower,
                                  .data_layout = nchw, .weights_layout = hwio}));
+  cases.push_back(backward_data("conv2d_backward_data_nhwc_ohwi", {2, 5, 4, 5}, {5, 3, 3, 3},
+                                {2, 9, 8, 3},
+                                {.strides = {2, 2}, .padding = Padding::same, .weights_layout = ohwi}));
   OpCase bd_empty = backward_data("conv2d_backward_data_empty_batch", {0, 3, 3, 2}, {3, 3, 3, 2},
                                   {0, 5, 5, 3}, {});
   cases.push_back(bd_empty);
@@ -137,6 +150,9 @@ TG_CONFORMANCE_CASES(conv) {
   cases.push_back(backward_weights("conv2d_backward_weights_groups_nchw_hwio", {1, 4, 3, 3},
                                    {1, 6, 5, 5}, {3, 3, 3, 4},
                                    {.groups = 2, .data_layout = nchw, .weights_layout = hwio}));
+  cases.push_back(backward_weights("conv2d_backward_weights_nhwc_ohwi_groups", {1, 5, 5, 4},
+                                   {1, 5, 5, 6}, {4, 3, 3, 3},
+                                   {.padding = Padding::same, .groups = 2, .weights_layout = ohwi}));
   OpCase bw_empty = backward_weights("conv2d_backward_weights_empty_batch", {0, 3, 3, 2},
                                      {0, 5, 5, 3}, {3, 3, 3, 2}, {});
   bw_empty.expected = {std::vector<double>(54, 0.0)};  // an empty sum

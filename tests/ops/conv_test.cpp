@@ -48,7 +48,9 @@ struct Problem {
   }
   Shape x_shape() const { return dl == L::nchw ? Shape{n, c, h, w} : Shape{n, h, w, c}; }
   Shape w_shape() const {
-    return wl == L::oihw ? Shape{o, c / desc.groups, kh, kw} : Shape{kh, kw, c / desc.groups, o};
+    if (wl == L::oihw) return {o, c / desc.groups, kh, kw};
+    if (wl == L::ohwi) return {o, kh, kw, c / desc.groups};
+    return {kh, kw, c / desc.groups, o};
   }
 };
 
@@ -71,7 +73,9 @@ int64_t data_index(L l, int64_t n, int64_t c, int64_t h, int64_t w, int64_t C, i
 }
 int64_t weight_index(L l, int64_t o, int64_t i, int64_t kh, int64_t kw, int64_t O, int64_t I,
                      int64_t KH, int64_t KW) {
-  return l == L::oihw ? ((o * I + i) * KH + kh) * KW + kw : ((kh * KW + kw) * I + i) * O + o;
+  if (l == L::oihw) return ((o * I + i) * KH + kh) * KW + kw;
+  if (l == L::ohwi) return ((o * KH + kh) * KW + kw) * I + i;
+  return ((kh * KW + kw) * I + i) * O + o;
 }
 
 // The forward output's shape, from the documented size formula.
@@ -197,6 +201,12 @@ std::vector<Problem> problems() {
   // a 7x7 stride-2 stem on 3 channels
   add(L::nhwc, L::hwio, {1, 3, 16, 16, 16, 7, 7},
       {.strides = {2, 2}, .padding = P::explicit_padding, .explicit_padding = {3, 3, 3, 3}});
+  // OHWI weights (cuDNN's KRSC), with both data layouts, groups and depthwise
+  add(L::nhwc, L::ohwi, {2, 3, 7, 6, 4, 3, 2},
+      {.strides = {2, 1}, .padding = P::explicit_padding, .explicit_padding = {1, 0, 2, 1}});
+  add(L::nchw, L::ohwi, {1, 4, 8, 8, 6, 3, 3}, {.strides = {2, 2}, .padding = P::same, .groups = 2});
+  add(L::nhwc, L::ohwi, {2, 16, 9, 9, 16, 3, 3}, {.padding = P::same, .groups = 16});
+  add(L::nhwc, L::ohwi, {2, 16, 9, 9, 32, 1, 1}, {.strides = {2, 2}});
   // large enough (> 2e7 flops) for the oneDNN path to time its format candidates
   add(L::nhwc, L::hwio, {2, 32, 24, 24, 32, 3, 3}, {.padding = P::same});
   return v;
@@ -221,7 +231,7 @@ TEST(Conv, F64MatchesReference) {
 // Each of the f32 path's format candidates (see conv_onednn.cpp), called directly.
 TEST(Conv, OneDnnEveryFormatCandidate) {
   const std::vector<Problem> all = problems();
-  for (size_t k : {1, 5, 7, 11, 12, 15}) {
+  for (size_t k : {1, 5, 7, 11, 12, 15, 16, 17, 19}) {
     const Problem& p = all[k];
     cpu::ConvProblem cp;
     cp.g = ops::conv_geometry(p.x_shape(), p.w_shape(), p.full_desc());
@@ -552,7 +562,7 @@ TEST(ConvErrors, Attributes) {
   expect_bad({.padding = static_cast<Padding>(9)}, "unknown padding style");
   expect_bad({.groups = 0}, "groups 0 must be >= 1");
   expect_bad({.data_layout = L::hwio}, "data_layout must be nhwc or nchw, got hwio");
-  expect_bad({.weights_layout = L::nchw}, "weights_layout must be hwio or oihw, got nchw");
+  expect_bad({.weights_layout = L::nchw}, "weights_layout must be hwio, oihw or ohwi, got nchw");
 }
 
 TG_COVERS(error, conv2d_backward_data);

@@ -74,8 +74,9 @@ TEST(FoldConstants, WeightsOnTheGpuAreCastAndTransposedAtCompileTime) {
       testing::expect_close(exe.run({xv.to(gpu)})[0].to(Device::cpu()), {-1, 0.5, 2, 3.5, 2.75, 9.5, 16.25, 23}, {2, 4});
     }
   }
-  // An NCHW convolution under the layout pass (TG_CHANNELS_LAST=1): the weight's OIHW -> HWIO
-  // transpose is folded; the data's NCHW -> NHWC and back stay. Values: the CPU's NCHW convolution.
+  // An NCHW convolution under the layout pass (TG_CHANNELS_LAST=1): its OIHW weights are stored
+  // OHWI at compile time (passes::pack_conv_weights; cuDNN reads NHWC data with OHWI filters), so
+  // no run permutes them; the data's NCHW -> NHWC and back stay. Values: the CPU's NCHW convolution.
   setenv("TG_CHANNELS_LAST", "1", 1);
   Graph cg;
   TensorData xs = TensorData::random_uniform({1, 4, 9, 7}, -1, 1, 3);
@@ -86,7 +87,8 @@ TEST(FoldConstants, WeightsOnTheGpuAreCastAndTransposedAtCompileTime) {
   unsetenv("TG_CHANNELS_LAST");
   const std::string text = exe.to_string();
   EXPECT_EQ(count_occurrences(text, "= transpose("), 2) << text;
-  EXPECT_NE(text.find("constant() {value=f32[3,3,4,8]"), std::string::npos) << text;
+  EXPECT_NE(text.find("constant() {value=f32[8,3,3,4]"), std::string::npos) << text;
+  EXPECT_NE(text.find("weights_layout=ohwi"), std::string::npos) << text;
   Graph ref;
   Tensor rx = ref.placeholder(xs.shape(), DType::f32, "x");
   Tensor conv_cpu = conv2d(rx, ref.constant(ks, "k"), {.padding = Padding::explicit_padding, .explicit_padding = {1, 1, 1, 1}, .data_layout = Layout::nchw, .weights_layout = Layout::oihw});

@@ -7,7 +7,7 @@
 // Algorithm:
 //  - Physical layout: NHWC data with KRSC (OHWI) filters when the data is nhwc, NCHW with KCRS
 //    (OIHW) otherwise; f64 always runs NCHW. Data in the other layout is permuted into it (and
-//    results back); HWIO weights are permuted into OHWI/OIHW (and weight gradients back) by
+//    results back); other weights layouts are permuted into OHWI/OIHW (and weight gradients back) by
 //    kernels/conv_layout.cu. When cuDNN has no algorithm in the chosen layout, the other one is
 //    tried (the negative answer is cached).
 //  - Padding: cuDNN pads symmetrically. Asymmetric pads (same with an odd total, explicit) use
@@ -511,7 +511,7 @@ void conv_kernel(KernelContext& ctx) {
   if (dt == DType::f32 && ctx.precision == ComputePrecision::f16) s.rdt = DType::f16;
   s.cast = s.rdt != dt;
   s.user_nhwc = pr.d.data_layout == Layout::nhwc;
-  s.user_w = pr.d.weights_layout == Layout::oihw ? kOIHW : kHWIO;
+  s.user_w = pr.d.weights_layout == Layout::oihw ? kOIHW : pr.d.weights_layout == Layout::ohwi ? kOHWI : kHWIO;
   s.nhwc = s.user_nhwc && s.rdt != DType::f64;
   if (P == Pass::forward && first_run_conv(ctx, dc.device, pr, s)) return;
   phases::Scope wait_time("cudnn_handle_wait");

@@ -73,6 +73,11 @@ class CudaBackend final : public backends::Backend {
   Device device() const override { return Device::cuda(device_); }
   const KernelTable& kernels() const override { return kernel_table(); }
   bool fuses_elementwise() const override { return true; }
+  // cuDNN reads NHWC data with KRSC (OHWI) filters and NCHW data (and every f64 convolution,
+  // run NCHW) with KCRS (OIHW) ones; conv.cpp permutes other weights in every run.
+  std::optional<Layout> packed_conv_weights(const Conv2dDesc& d, DType dtype) const override {
+    return d.data_layout == Layout::nhwc && dtype != DType::f64 ? Layout::ohwi : Layout::oihw;
+  }
   // The generated elementwise kernels (elementwise_codegen.h) read an input of the output's shape
   // at the index they write, and a single output has no other store in between.
   bool writes_in_place(const ir::Node& n, int input, const TensorType& type) const override {
