@@ -145,6 +145,8 @@ int main(int argc, char** argv) {
             {1, 3, 11, 11}, {8, 3, 7, 7}, desc({2, 2}, {1, 1}, Padding::explicit_padding, {3, 3, 3, 3}, 1));
   conv_case(dir, "f32 nhwc 3x3 64 channels groups 2 (split K)", DType::f32, Round::none, Layout::nhwc, Layout::hwio,
             {1, 3, 3, 64}, {3, 3, 32, 10}, desc({1, 1}, {1, 1}, Padding::same, {0, 0, 0, 0}, 2));
+  conv_case(dir, "f32 nhwc/ohwi 3x3 stride 2 groups 2", DType::f32, Round::none, Layout::nhwc, Layout::ohwi,
+            {1, 7, 8, 6}, {4, 3, 3, 3}, desc({2, 2}, {1, 1}, Padding::same, {0, 0, 0, 0}, 2));
   std::printf("wrote %d first-run kernels to %s\n", written, dir.c_str());
   return 0;
 }
