@@ -10,19 +10,27 @@
 #include <string>
 #include <string_view>
 
+#include "core/error_util.h"
+
 namespace tg::env {
 namespace {
 
-// The whole number `name` holds, clamped to [lo, hi]; `fallback` when unset or empty. A value that
-// is not a whole number is reported once on stderr and gives `fallback` (it was read as 0 before:
-// TG_SPECIALIZATIONS=abc silently became 1).
+// The whole number `name` holds, in [lo, hi]; `fallback` when unset or empty. A value that is not
+// a whole number is reported once on stderr and gives `fallback` (it was read as 0 before:
+// TG_SPECIALIZATIONS=abc silently became 1). A whole number outside [lo, hi], one beyond int64
+// included, raises invalid_argument naming the variable, the value and the range (it was clamped
+// without a word, or, beyond int64, called "not a whole number").
 long long whole_number(const char* name, long long fallback, long long lo, long long hi) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return fallback;
   char* end = nullptr;
   errno = 0;
   const long long n = std::strtoll(v, &end, 10);
-  if (end == v || *end != '\0' || errno == ERANGE) {
+  if (end != v && *end == '\0' && (errno == ERANGE || n < lo || n > hi)) {
+    fail(ErrorCode::invalid_argument, "env", "{}={} is outside the range [{}, {}] it takes", name,
+         v, lo, hi);
+  }
+  if (end == v || *end != '\0') {
     static std::mutex mu;
     static std::set<std::string> told;
     std::lock_guard lock(mu);
@@ -31,7 +39,7 @@ long long whole_number(const char* name, long long fallback, long long lo, long 
     }
     return fallback;
   }
-  return std::clamp(n, lo, hi);
+  return n;
 }
 
 }  // namespace

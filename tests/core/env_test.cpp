@@ -1,11 +1,13 @@
-// core/env.h: the integer TG_* variables read as whole numbers, clamped to their ranges; a value
-// that is not a whole number gives the default (it was read as 0, i.e. the range's low end).
+// core/env.h: the integer TG_* variables read as whole numbers in their ranges; a value that is not
+// a whole number gives the default (it was read as 0, i.e. the range's low end), one outside the
+// range (beyond int64 included) raises invalid_argument naming the variable, value and range.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <string>
 
 #include "core/env.h"
+#include "test_util.h"
 
 namespace tg {
 namespace {
@@ -41,21 +43,42 @@ TEST(Env, IntegerVariablesAreWholeNumbersInTheirRanges) {
     ScopedEnv e("TG_SPECIALIZATIONS", "7");
     EXPECT_EQ(env::specialization_cache_size(), 7);
   }
-  {
+  {  // out of range: raised, not clamped to 4096 without a word
     ScopedEnv e("TG_SPECIALIZATIONS", "100000");
+    EXPECT_TG_ERROR(env::specialization_cache_size(), ErrorCode::invalid_argument,
+                    "TG_SPECIALIZATIONS=100000 is outside the range [1, 4096]");
+  }
+  {
+    ScopedEnv e("TG_SPECIALIZATIONS", "0");
+    EXPECT_TG_ERROR(env::specialization_cache_size(), ErrorCode::invalid_argument, "[1, 4096]");
+  }
+  {
+    ScopedEnv e("TG_SPECIALIZATIONS", "4096");
     EXPECT_EQ(env::specialization_cache_size(), 4096);
   }
   {
     ScopedEnv e("TG_LOOP_UNROLL", "0");
-    EXPECT_EQ(env::loop_unroll(), 1);
+    EXPECT_TG_ERROR(env::loop_unroll(), ErrorCode::invalid_argument,
+                    "TG_LOOP_UNROLL=0 is outside the range [1, 32]");
+  }
+  {  // beyond int64: out of range too, not "not a whole number"
+    ScopedEnv e("TG_LOOP_UNROLL", "99999999999999999999999");
+    EXPECT_TG_ERROR(env::loop_unroll(), ErrorCode::invalid_argument,
+                    "TG_LOOP_UNROLL=99999999999999999999999 is outside the range [1, 32]");
   }
   {
-    ScopedEnv e("TG_LOOP_UNROLL", "99999999999999999999999");
-    EXPECT_EQ(env::loop_unroll(), 32);  // out of range for int64: the default
+    ScopedEnv e("TG_UNROLL_LIMIT", "-99999999999999999999999");
+    EXPECT_TG_ERROR(env::unroll_limit(), ErrorCode::invalid_argument,
+                    "is outside the range [0, 9223372036854775807]");
   }
   {
     ScopedEnv e("TG_CONDITION_STREAMS", "-3");
-    EXPECT_EQ(env::condition_streams(), 0);
+    EXPECT_TG_ERROR(env::condition_streams(), ErrorCode::invalid_argument,
+                    "TG_CONDITION_STREAMS=-3 is outside the range [0, 8]");
+  }
+  {
+    ScopedEnv e("TG_CONDITION_STREAMS", "8");
+    EXPECT_EQ(env::condition_streams(), 8);
   }
   {
     ScopedEnv e("TG_UNROLL_LIMIT", "");
