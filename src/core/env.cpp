@@ -15,7 +15,8 @@
 namespace tg::env {
 namespace {
 
-// The whole number `name` holds, in [lo, hi]; `fallback` when unset or empty. A value that is not
+// The whole number `name` holds, in [lo, hi]; `fallback` (which may lie outside the range, to
+// stand for "unset") when unset or empty. A value that is not
 // a whole number is reported once on stderr and gives `fallback` (it was read as 0 before:
 // TG_SPECIALIZATIONS=abc silently became 1). A whole number outside [lo, hi], one beyond int64
 // included, raises invalid_argument naming the variable, the value and the range (it was clamped
@@ -35,7 +36,11 @@ long long whole_number(const char* name, long long fallback, long long lo, long 
     static std::set<std::string> told;
     std::lock_guard lock(mu);
     if (told.insert(name).second) {
-      std::fprintf(stderr, "[tg] %s=%s is not a whole number; using %lld\n", name, v, fallback);
+      if (fallback >= lo && fallback <= hi) {
+        std::fprintf(stderr, "[tg] %s=%s is not a whole number; using %lld\n", name, v, fallback);
+      } else {  // a fallback outside the range stands for "unset" (prepare_delay_ms)
+        std::fprintf(stderr, "[tg] %s=%s is not a whole number; using the default\n", name, v);
+      }
     }
     return fallback;
   }
@@ -139,6 +144,16 @@ bool deterministic() {
 
 int specialization_cache_size() {
   return static_cast<int>(whole_number("TG_SPECIALIZATIONS", 16, 1, 4096));
+}
+
+int prepare_threads() {
+  return static_cast<int>(whole_number("TG_PREPARE_THREADS", 4, 1, 16));
+}
+
+std::optional<int> prepare_delay_ms() {
+  const long long ms = whole_number("TG_PREPARE_DELAY_MS", -1, 0, INT32_MAX);
+  if (ms < 0) return std::nullopt;
+  return static_cast<int>(ms);
 }
 
 std::array<int, 10> stencil_tile_override() {

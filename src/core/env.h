@@ -1,4 +1,8 @@
 // Every TG_* environment variable the library reads, in one place.
+//
+// Integer variables are whole numbers: a value that is not one (TG_SPECIALIZATIONS=abc) is
+// reported once on stderr and gives the default; a whole number outside the variable's range
+// raises tg::Error(invalid_argument) naming the variable, the value and the range.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -47,6 +51,13 @@ int64_t unroll_limit();
 /// an if_else of a few elementwise ops a branch and a bool predicate becomes a select of both
 /// sides: passes::select_cheap_branches). Read at every compile.
 bool branch_select();
+
+/// TG_PREPARE_THREADS: the background workers that prepare a loaded executable's stored library
+/// choices (backends/cuda/algo_choices.h), 1..16, default 4. Read at every load.
+int prepare_threads();
+/// TG_PREPARE_DELAY_MS: how long those workers wait after the load before their first choice,
+/// 0..2147483647 ms; unset or empty: nullopt (the backend's default). Read at every load.
+std::optional<int> prepare_delay_ms();
 
 /// TG_PDL: "1" launches the generated elementwise and reduction kernels as programmatic dependent
 /// launches on devices of compute capability 9.0 and later (a kernel's blocks are scheduled while

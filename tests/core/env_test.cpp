@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "core/env.h"
@@ -83,6 +84,56 @@ TEST(Env, IntegerVariablesAreWholeNumbersInTheirRanges) {
   {
     ScopedEnv e("TG_UNROLL_LIMIT", "");
     EXPECT_EQ(env::unroll_limit(), 8192);
+  }
+}
+
+// TG_PREPARE_THREADS and TG_PREPARE_DELAY_MS (the CUDA backend's preparation of stored choices)
+// through the same reader: they were atoi'd ("abc" was 0 threads, clamped to 1 without a word; a
+// negative delay became 0).
+TEST(Env, PrepareThreadsAndDelayAreWholeNumbersInTheirRanges) {
+  EXPECT_EQ(env::prepare_threads(), 4);
+  EXPECT_EQ(env::prepare_delay_ms(), std::nullopt);
+  {
+    ScopedEnv e("TG_PREPARE_THREADS", "abc");
+    EXPECT_EQ(env::prepare_threads(), 4);
+  }
+  {
+    ScopedEnv e("TG_PREPARE_THREADS", "16");
+    EXPECT_EQ(env::prepare_threads(), 16);
+  }
+  {
+    ScopedEnv e("TG_PREPARE_THREADS", "0");
+    EXPECT_TG_ERROR(env::prepare_threads(), ErrorCode::invalid_argument,
+                    "TG_PREPARE_THREADS=0 is outside the range [1, 16]");
+  }
+  {
+    ScopedEnv e("TG_PREPARE_THREADS", "17");
+    EXPECT_TG_ERROR(env::prepare_threads(), ErrorCode::invalid_argument, "[1, 16]");
+  }
+  {
+    ScopedEnv e("TG_PREPARE_DELAY_MS", "0");
+    EXPECT_EQ(env::prepare_delay_ms(), 0);
+  }
+  {
+    ScopedEnv e("TG_PREPARE_DELAY_MS", "3000");
+    EXPECT_EQ(env::prepare_delay_ms(), 3000);
+  }
+  {
+    ScopedEnv e("TG_PREPARE_DELAY_MS", "");
+    EXPECT_EQ(env::prepare_delay_ms(), std::nullopt);
+  }
+  {
+    ScopedEnv e("TG_PREPARE_DELAY_MS", "15O");  // a letter O
+    EXPECT_EQ(env::prepare_delay_ms(), std::nullopt);
+  }
+  {
+    ScopedEnv e("TG_PREPARE_DELAY_MS", "-5");
+    EXPECT_TG_ERROR(env::prepare_delay_ms(), ErrorCode::invalid_argument,
+                    "TG_PREPARE_DELAY_MS=-5 is outside the range [0, 2147483647]");
+  }
+  {
+    ScopedEnv e("TG_PREPARE_DELAY_MS", "3000000000");
+    EXPECT_TG_ERROR(env::prepare_delay_ms(), ErrorCode::invalid_argument, "[0, 2147483647]");
   }
 }
 
