@@ -146,6 +146,40 @@ int specialization_cache_size() {
   return static_cast<int>(whole_number("TG_SPECIALIZATIONS", 16, 1, 4096));
 }
 
+bool dependent_launch_disabled() {
+  static const bool off = [] {
+    const char* v = std::getenv("TG_PDL");
+    return v != nullptr && std::string_view(v) == "0";
+  }();
+  return off;
+}
+
+bool code_sink_dedup() {
+  static const bool dedup = [] {
+    const char* v = std::getenv("TG_CODE_SINK_DEDUP");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return dedup;
+}
+
+bool nccl_overlap() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("TG_NCCL_OVERLAP");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return enabled;
+}
+
+std::string preload_modules() {
+  const char* v = std::getenv("TG_PRELOAD_MODULES");
+  return v != nullptr ? v : "0";
+}
+
+bool prepare_choices() {
+  const char* v = std::getenv("TG_PREPARE_CHOICES");
+  return !(v != nullptr && std::string_view(v) == "0");
+}
+
 int prepare_threads() {
   return static_cast<int>(whole_number("TG_PREPARE_THREADS", 4, 1, 16));
 }
@@ -154,6 +188,43 @@ std::optional<int> prepare_delay_ms() {
   const long long ms = whole_number("TG_PREPARE_DELAY_MS", -1, 0, INT32_MAX);
   if (ms < 0) return std::nullopt;
   return static_cast<int>(ms);
+}
+
+bool prefetch_constants() {
+  const char* v = std::getenv("TG_PREFETCH_CONSTANTS");
+  return v != nullptr && std::string_view(v) == "1";
+}
+
+bool cudnn_plan_json() {
+  const char* v = std::getenv("TG_CUDNN_PLAN_JSON");
+  return v != nullptr && std::string_view(v) == "1";
+}
+
+bool trust_stored_algos() {
+  const char* v = std::getenv("TG_TRUST_STORED_ALGOS");
+  return !(v != nullptr && std::string_view(v) == "0");
+}
+
+std::optional<bool> first_run_kernels_override() {
+  const char* v = std::getenv("TG_FIRST_RUN_KERNELS");
+  if (v == nullptr) return std::nullopt;
+  return std::string_view(v) == "1";
+}
+
+std::string stream_upload() {
+  const char* v = std::getenv("TG_STREAM_UPLOAD");
+  return v != nullptr ? v : "1";
+}
+
+int upload_streams() {
+  const char* v = std::getenv("TG_UPLOAD_STREAMS");
+  if (v == nullptr || *v == '\0') return 1;
+  return std::clamp(std::atoi(v), 1, 16);
+}
+
+bool staging_early() {
+  const char* v = std::getenv("TG_STAGING_EARLY");
+  return v != nullptr && std::string_view(v) == "1";
 }
 
 std::array<int, 10> stencil_tile_override() {

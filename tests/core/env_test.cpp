@@ -137,5 +137,40 @@ TEST(Env, PrepareThreadsAndDelayAreWholeNumbersInTheirRanges) {
   }
 }
 
+// The CUDA backend's other variables, read here now as they were there.
+TEST(Env, CudaBackendVariablesReadAsBefore) {
+  EXPECT_EQ(env::first_run_kernels_override(), std::nullopt);
+  EXPECT_TRUE(env::trust_stored_algos());
+  EXPECT_TRUE(env::prepare_choices());
+  EXPECT_FALSE(env::prefetch_constants());
+  EXPECT_FALSE(env::cudnn_plan_json());
+  EXPECT_FALSE(env::staging_early());
+  EXPECT_EQ(env::stream_upload(), "1");
+  EXPECT_EQ(env::preload_modules(), "0");
+  EXPECT_EQ(env::upload_streams(), 1);
+  {
+    ScopedEnv a("TG_FIRST_RUN_KERNELS", "1"), b("TG_TRUST_STORED_ALGOS", "0"),
+        c("TG_PREPARE_CHOICES", "0"), d("TG_PREFETCH_CONSTANTS", "1"),
+        e("TG_CUDNN_PLAN_JSON", "1"), f("TG_STAGING_EARLY", "1"), g("TG_STREAM_UPLOAD", "pinned"),
+        h("TG_PRELOAD_MODULES", "early"), i("TG_UPLOAD_STREAMS", "99");
+    EXPECT_EQ(env::first_run_kernels_override(), true);
+    EXPECT_FALSE(env::trust_stored_algos());
+    EXPECT_FALSE(env::prepare_choices());
+    EXPECT_TRUE(env::prefetch_constants());
+    EXPECT_TRUE(env::cudnn_plan_json());
+    EXPECT_TRUE(env::staging_early());
+    EXPECT_EQ(env::stream_upload(), "pinned");
+    EXPECT_EQ(env::preload_modules(), "early");
+    EXPECT_EQ(env::upload_streams(), 16);  // atoi clamped to 1..16, as before
+  }
+  {
+    ScopedEnv a("TG_FIRST_RUN_KERNELS", "0"), b("TG_TRUST_STORED_ALGOS", "1"),
+        c("TG_PREFETCH_CONSTANTS", "yes");
+    EXPECT_EQ(env::first_run_kernels_override(), false);
+    EXPECT_TRUE(env::trust_stored_algos());
+    EXPECT_FALSE(env::prefetch_constants());
+  }
+}
+
 }  // namespace
 }  // namespace tg

@@ -146,8 +146,7 @@ int worker_count() { return env::prepare_threads(); }
 }  // namespace
 
 std::shared_ptr<void> prepare_async(int device, std::vector<backends::CodeObject> choices, bool first_run_kernels) {
-  const char* env = std::getenv("TG_PREPARE_CHOICES");
-  if (env && std::strcmp(env, "0") == 0) return nullptr;
+  if (!env::prepare_choices()) return nullptr;
   Preparers& p = preparers();
   {
     std::lock_guard lock(p.mu);
