@@ -170,6 +170,11 @@ TEST_F(TgCliErrors, RunNamesTheFileAndTheInput) {
       {"run " + quote(model) + " --random --shape x=2", 2, {"--shape x=2: the model declares input 'x' as f32[2,3]"}},
       {"run " + quote(model) + " " + quote(good) + " " + quote(good), 2,
        {"2 input files given for " + model + ", which has 1 input ('x')"}},
+      // An input given twice: a usage error naming it (the last file won silently).
+      {"run " + quote(model) + " " + quote("x=" + good) + " " + quote("x=" + wrong), 2,
+       {"x=" + wrong + ": input 'x' is given twice (first by x=" + good + ")"}},
+      {"run " + quote(model) + " " + quote(good) + " " + quote("x=" + good), 2,
+       {"input 'x' is given twice (first by " + good + ")"}},
       {"run " + quote(model), 2, {"no value for input 'x' (f32[2,3])", "or --random"}},
       {"run " + quote(loop), 2, {"no value for input 'n' (i64[])", "give a file for each input in order"}},
       {"run " + quote((d / "missing.onnx").string()), 2, {"tg run: no such model file"}},

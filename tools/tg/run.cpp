@@ -192,10 +192,12 @@ std::map<std::string, Shape> parse_shapes(const RunArgs& a,
 }
 
 // The input files of the command line by input name ("path" in the model's input order, or
-// "name=path"), each checked against the input's declared dtype and shape.
+// "name=path"), each checked against the input's declared dtype and shape. An input given twice
+// (x=a.npy x=b.npy, or a.npy x=b.npy) is a usage error naming it (the last one won silently).
 std::map<std::string, TensorData> read_inputs(const RunArgs& a,
                                               const std::vector<tg::onnx::InputInfo>& inputs) {
   std::map<std::string, TensorData> data;
+  std::map<std::string, std::string> given;  // input name -> the argument that gave it
   size_t position = 0;
   for (const std::string& spec : a.inputs) {
     const size_t eq = spec.find('=');
@@ -216,6 +218,10 @@ std::map<std::string, TensorData> read_inputs(const RunArgs& a,
             a.model, tg::cli::count(static_cast<int64_t>(inputs.size()), "input"), names_of(inputs)));
       }
       in = &inputs[position++];
+    }
+    if (auto [it, first] = given.emplace(in->name, spec); !first) {
+      throw tg::cli::UsageError(fmt::format("{}: input '{}' is given twice (first by {}); give each "
+                                            "input once", spec, in->name, it->second));
     }
     if (!fs::is_regular_file(path)) {
       throw tg::cli::UsageError(fmt::format("input file '{}' (for input '{}'): {}", path.string(),
