@@ -4,7 +4,9 @@
 //   std::vector<tg::TensorData> y = m.graph.run(m.feeds({image}), m.targets());
 //
 // Each graph input that no initializer provides becomes a placeholder (named as in the model;
-// unknown or symbolic dims become -1), each initializer a constant (or a variable, on request),
+// unknown or symbolic dims become -1), each initializer a constant (or a variable, on request;
+// an initializer that is also a graph input is that input's default value, which
+// ImportOptions::initializer_values replaces),
 // and the graph outputs become the targets, in the model's order. Nodes are lowered one by one
 // through converters keyed by (domain, op type, opset range) onto the public op API; the
 // supported ops are listed by supported_ops() and in docs/onnx.md.
@@ -56,6 +58,14 @@ struct ImportOptions {
   /// the value to make that input a constant of it, or nullopt to fail the import
   /// (tg::Error(unsupported) naming the node). Unset: such models fail to import.
   std::function<std::optional<TensorData>(const std::string& name)> input_values = {};
+  /// Values replacing the defaults of graph inputs that an initializer provides, by input name.
+  /// ONNX lets a feed override such an input (IR < 4 models list every initializer among the
+  /// graph inputs; the spec: "an initializer with the same name as a graph input specifies a
+  /// default value for that input"). The value becomes the constant (or variable) in place of
+  /// the initializer's. Each must have the initializer's dtype (tg::Error(dtype_mismatch)) and a
+  /// shape the input's declaration accepts (tg::Error(shape_mismatch)); a name that is not a graph
+  /// input with an initializer raises tg::Error(not_found).
+  std::map<std::string, TensorData> initializer_values = {};
   /// Directory that external-data file names are relative to (default: the model file's
   /// directory; required for external data when importing from bytes).
   std::filesystem::path external_data_dir = {};
@@ -98,15 +108,19 @@ struct InputInfo {
   /// The declared dims, -1 for a symbolic or unknown dim; nullopt when the model does not declare
   /// the input's rank.
   std::optional<Shape> shape = std::nullopt;
+  /// An initializer provides the input's default value (ImportOptions::initializer_values may
+  /// replace it); listed only by model_inputs(path, true).
+  bool has_default = false;
 };
 
 /// The graph inputs of the model file at `path` that no initializer provides, in the model's
 /// order, as declared (nothing is imported: the nodes are not read, so a model whose shapes depend
-/// on an input's value still lists that input). Lets a caller learn what to feed before choosing
-/// ImportOptions. Raises tg::Error(not_found) for a missing file, tg::Error(io_error) for one that
-/// is not a valid ONNX model, and tg::Error(unsupported) "[onnx] graph input 'x': ..." for an input
-/// that is not a tensor or has an element type TensorGraph lacks (e.g. uint16, string).
-TG_API std::vector<InputInfo> model_inputs(const std::filesystem::path& path);
+/// on an input's value still lists that input); with `with_defaults`, also those an initializer
+/// provides (has_default). Lets a caller learn what to feed before choosing ImportOptions. Raises
+/// tg::Error(not_found) for a missing file, tg::Error(io_error) for one that is not a valid ONNX
+/// model, and tg::Error(unsupported) "[onnx] graph input 'x': ..." for an input that is not a
+/// tensor or has an element type TensorGraph lacks (e.g. uint16, string).
+TG_API std::vector<InputInfo> model_inputs(const std::filesystem::path& path, bool with_defaults = false);
 
 /// Imports the model file at `path` (external data relative to its directory). Raises tg::Error
 /// (not_found) for a missing file, else as described at the top of this header.

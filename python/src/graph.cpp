@@ -283,10 +283,23 @@ void bind_graph(py::module_& m) {
                                "[run] Executable.run takes a list of inputs in feed order (the compiled "
                                "placeholders' order), not a dict; Graph.run takes {placeholder: value}");
              }
-             std::vector<tg::TensorData> in;
              auto types = e.input_types();
+             // One array (numpy, TensorData, DLPack) where the list of feeds belongs: iterating it
+             // fed its rows as the inputs. It is the one feed of a one-feed executable, else an
+             // error.
+             const bool one_array = !py::isinstance<py::list>(inputs) && !py::isinstance<py::tuple>(inputs) &&
+                                    (py::isinstance<tg::TensorData>(inputs) || py::hasattr(inputs, "__array__") ||
+                                     py::hasattr(inputs, "__dlpack__"));
+             if (one_array && types.size() != 1) {
+               throw py::type_error("Executable.run takes a list of inputs in feed order; one array was given, "
+                                    "but the executable has " + std::to_string(types.size()) +
+                                    " feeds: pass run([x0, x1, ...])");
+             }
+             py::list wrapped;
+             if (one_array) wrapped.append(inputs);
+             std::vector<tg::TensorData> in;
              size_t i = 0;
-             for (py::handle h : inputs) {
+             for (py::handle h : one_array ? py::handle(wrapped) : inputs) {
                std::optional<tg::DType> dt;
                if (i < types.size()) dt = types[i].dtype;
                in.push_back(to_tensor_data(h, dt));
@@ -301,7 +314,8 @@ void bind_graph(py::module_& m) {
              }
              return results(std::move(out), false);
            }, py::arg("inputs"), py::arg("cuda_stream") = 0,
-           "Runs with `inputs` in feed order (numpy arrays, TensorData, DLPack tensors) and returns\n"
+           "Runs with `inputs` in feed order (numpy arrays, TensorData, DLPack tensors; one array\n"
+           "alone is the feed of a one-feed executable, a TypeError for others) and returns\n"
            "the targets' values (TensorData, on the executable's device) in target order.\n"
            "cuda_stream: a cudaStream_t as int (e.g. torch.cuda.current_stream().cuda_stream) the\n"
            "run is ordered with. Raises tensorgraph.Error for a wrong input count, dtype or shape\n"

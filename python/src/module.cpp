@@ -28,6 +28,7 @@ std::string in_python_terms(std::string m) {
       {"WhileLoopOptions{.max_iterations = N}", "max_iterations=N"},
       {"ImportOptions::input_shapes", "tg.onnx.load(..., input_shapes={name: dims})"},
       {"ImportOptions::input_values", "tg.onnx.load(..., input_values={name: value})"},
+      {"ImportOptions::initializer_values", "tg.onnx.load(..., initializer_values={name: value})"},
       {"ImportOptions::", "tg.onnx.load's "}};
   for (const auto& [cpp, py] : kNames) {
     for (size_t at = m.find(cpp); at != std::string::npos; at = m.find(cpp, at + std::strlen(py))) {

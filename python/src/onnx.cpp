@@ -15,9 +15,15 @@ py::list named(const std::vector<onnx::NamedTensor>& v) {
   return l;
 }
 
-onnx::ImportOptions import_options(py::handle input_shapes, bool as_variables, py::handle input_values) {
+onnx::ImportOptions import_options(py::handle input_shapes, bool as_variables, py::handle input_values,
+                                   py::handle initializer_values) {
   onnx::ImportOptions o;
   o.initializers_as_variables = as_variables;
+  if (!initializer_values.is_none()) {
+    for (auto [k, v] : initializer_values.cast<py::dict>()) {
+      o.initializer_values[k.cast<std::string>()] = to_tensor_data(v);
+    }
+  }
   if (!input_shapes.is_none()) {
     for (auto [k, v] : input_shapes.cast<py::dict>()) o.input_shapes[k.cast<std::string>()] = to_shape(v);
   }
@@ -103,8 +109,9 @@ void bind_onnx(py::module_& m) {
            }, py::arg("inputs"), py::arg("device") = py::none(),
            "Runs the model on `inputs` (a list in input order, one value, or {name: value}) and returns\n"
            "the outputs (TensorData) in the model's order. device: None is the default device.");
-  m.def("load", [](py::handle source, py::handle input_shapes, bool as_variables, py::handle input_values) {
-          onnx::ImportOptions o = import_options(input_shapes, as_variables, input_values);
+  m.def("load", [](py::handle source, py::handle input_shapes, bool as_variables, py::handle input_values,
+                   py::handle initializer_values) {
+          onnx::ImportOptions o = import_options(input_shapes, as_variables, input_values, initializer_values);
           if (py::isinstance<py::bytes>(source)) {
             std::string b = source.cast<std::string>();
             return onnx::import(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(b.data()), b.size()), o);
@@ -112,21 +119,24 @@ void bind_onnx(py::module_& m) {
           std::string path = py::str(source).cast<std::string>();  // str or os.PathLike
           return onnx::import(std::filesystem::path(path), o);
         }, py::arg("model"), py::arg("input_shapes") = py::none(), py::arg("initializers_as_variables") = false,
-        py::arg("input_values") = py::none(),
+        py::arg("input_values") = py::none(), py::arg("initializer_values") = py::none(),
         "Imports an ONNX model from a path or from bytes (a serialized ModelProto).\n"
         "input_shapes: {input name: shape} fixing dynamic dims; initializers_as_variables: make\n"
         "initializers variables (to fine-tune); input_values: {name: value} or a function for inputs\n"
-        "that shapes depend on. Raises tensorgraph.Error naming the node for what it cannot import.");
-  m.def("model_inputs", [](const std::string& path) {
+        "that shapes depend on; initializer_values: {name: value} replacing the defaults of graph\n"
+        "inputs that an initializer provides (old models list every weight as such an input).\n"
+        "Raises tensorgraph.Error naming the node for what it cannot import.");
+  m.def("model_inputs", [](const std::string& path, bool with_defaults) {
           py::list l;
-          for (auto& i : onnx::model_inputs(path)) {
+          for (auto& i : onnx::model_inputs(path, with_defaults)) {
             py::object shape = i.shape ? py::object(shape_tuple(*i.shape)) : py::object(py::none());
             l.append(py::make_tuple(i.name, i.dtype, shape));
           }
           return l;
-        }, py::arg("path"),
+        }, py::arg("path"), py::arg("with_defaults") = false,
         "[(name, dtype, shape or None)] of the model's graph inputs, as declared: a dim_param is a\n"
-        "named symbol (its name, a str), other unknown dims -1.");
+        "named symbol (its name, a str), other unknown dims -1. Inputs an initializer provides (a\n"
+        "default, see load's initializer_values) are listed only with_defaults.");
   m.def("available", &onnx::available, "True when this build has the ONNX frontend.");
   m.def("supported_ops", []() {
           py::list l;

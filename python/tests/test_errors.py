@@ -63,3 +63,24 @@ def test_symbolic_tensor_has_no_truth_value():
     x = g.placeholder([], tg.float32)
     with pytest.raises(TypeError):
         bool(x > 0.0)
+
+
+def test_executable_run_of_one_array_is_its_one_feed():
+    # One array where the list of feeds belongs: it was iterated, its rows taken for the inputs
+    # (a [2, 3] array gave "2 inputs" or fed row 0 alone). It is the feed of a one-feed executable.
+    g = tg.Graph()
+    x = g.placeholder([2, 3], tg.float32, "x")
+    exe = g.compile({x: ([2, 3], tg.float32)}, [x * 2.0], device="cpu")
+    xv = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for one in (xv, tg.TensorData(xv)):
+        np.testing.assert_array_equal(np.asarray(exe.run(one)[0]), xv * 2)
+    np.testing.assert_array_equal(np.asarray(exe.run([xv])[0]), xv * 2)
+    np.testing.assert_array_equal(np.asarray(exe(xv)[0]), xv * 2)
+    # Two feeds: a TypeError saying how to pass them, not a run on the array's rows.
+    a = g.placeholder([3], tg.float32, "a")
+    b = g.placeholder([3], tg.float32, "b")
+    exe2 = g.compile({a: ([3], tg.float32), b: ([3], tg.float32)}, [a + b], device="cpu")
+    with pytest.raises(TypeError, match="one array was given, but the executable has 2 feeds"):
+        exe2.run(np.ones((2, 3), np.float32))
+    np.testing.assert_array_equal(np.asarray(exe2.run([np.ones(3, np.float32), np.ones(3, np.float32)])[0]),
+                                  [2, 2, 2])

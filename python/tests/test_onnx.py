@@ -39,6 +39,32 @@ def test_import_and_run_matches_torch(tmp_path):
     np.testing.assert_array_equal(np.asarray(again), np.asarray(probs))
 
 
+def test_initializer_values_replace_the_defaults_of_inputs(tmp_path):
+    # keep_initializers_as_inputs: the weights are graph inputs with defaults (IR < 4 style), which
+    # ONNX lets a feed replace: initializer_values does at import (it was impossible).
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2).eval()
+    buf = io.BytesIO()
+    torch.onnx.export(model, torch.randn(1, 3), buf, input_names=["x"], output_names=["y"],
+                      keep_initializers_as_inputs=True, opset_version=13)
+    path = tmp_path / "linear.onnx"
+    path.write_bytes(buf.getvalue())
+    assert [n for n, _, _ in tg.onnx.model_inputs(str(path))] == ["x"]
+    assert [n for n, _, _ in tg.onnx.model_inputs(str(path), with_defaults=True)] == ["x", "weight", "bias"]
+    x = np.float32([[1, 2, 3]])
+    with torch.no_grad():
+        want = model(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(np.asarray(tg.onnx.load(path).run([x], device="cpu")[0]), want, rtol=1e-6)
+    w = np.float32([[1, 0, 0], [0, 1, 1]])
+    m = tg.onnx.load(path, initializer_values={"weight": w, "bias": np.float32([10, 20])})
+    assert [n for n, _ in m.inputs] == ["x"]
+    np.testing.assert_array_equal(np.asarray(m.run([x], device="cpu")[0]), [[11, 25]])
+    with pytest.raises(tg.Error) as e:
+        tg.onnx.load(path, initializer_values={"x": x})
+    assert e.value.code == "not_found"
+    assert "tg.onnx.load(..., initializer_values={name: value}) names 'x'" in e.value.message
+
+
 def test_import_errors():
     with pytest.raises(tg.Error) as e:
         tg.onnx.load("/nonexistent/model.onnx")

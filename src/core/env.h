@@ -1,4 +1,10 @@
-// Every TG_* environment variable the library reads, in one place.
+// Every TG_* environment variable the library reads, in one place (runtime/compile.cpp still
+// reads TG_MERGE_PROJECTIONS and TG_DUMP_GRAPH itself, and runtime/crc32.cpp, core/communicator.cpp
+// and core/phase_times.cpp theirs).
+//
+// Integer variables are whole numbers: a value that is not one (TG_SPECIALIZATIONS=abc) is
+// reported once on stderr and gives the default; a whole number outside the variable's range
+// raises tg::Error(invalid_argument) naming the variable, the value and the range.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -47,6 +53,58 @@ int64_t unroll_limit();
 /// an if_else of a few elementwise ops a branch and a bool predicate becomes a select of both
 /// sides: passes::select_cheap_branches). Read at every compile.
 bool branch_select();
+
+/// TG_PDL=0 (read once): no dependent launches anywhere, not even inside recorded WHILE bodies.
+bool dependent_launch_disabled();
+/// TG_CODE_SINK_DEDUP=0: a first-run program's kernel image is copied into the code sink at every
+/// use, not once per key and run (backends/cuda/nvrtc/compiler.cpp; the cold-start A/B). Default
+/// on. Read once.
+bool code_sink_dedup();
+
+/// TG_NCCL_OVERLAP=0: CUDA collectives never run on NCCL's stream beside the run's next kernels
+/// (backends/cuda/side_work.h). Default on. Read once.
+bool nccl_overlap();
+
+/// TG_PRELOAD_MODULES: "1" or "early" (backends/cuda/module_preload.h); unset: "0". Read at every
+/// load.
+std::string preload_modules();
+
+/// TG_PREPARE_CHOICES=0: a loaded executable's stored library choices are not prepared on
+/// background threads (backends/cuda/algo_choices.h). Default on. Read at every load.
+bool prepare_choices();
+/// TG_PREPARE_THREADS: the background workers that prepare a loaded executable's stored library
+/// choices (backends/cuda/algo_choices.h), 1..16, default 4. Read at every load.
+int prepare_threads();
+/// TG_PREPARE_DELAY_MS: how long those workers wait after the load before their first choice,
+/// 0..2147483647 ms; unset or empty: nullopt (the backend's default). Read at every load.
+std::optional<int> prepare_delay_ms();
+
+/// TG_PREFETCH_CONSTANTS=1: a loaded executable's constants are copied to the device ahead of
+/// the first run (backends/cuda/runtime.cpp). Default off. Read at every load.
+bool prefetch_constants();
+
+/// TG_CUDNN_PLAN_JSON=1: cuDNN's serialized plans are stored in saved executables and used at
+/// load (backends/cuda/conv_plans.cpp). Default off. Read at every use.
+bool cudnn_plan_json();
+/// TG_TRUST_STORED_ALGOS=0: stored cuDNN / cuBLASLt choices of this library version are checked
+/// again (numerical notes, cublasLtMatmulAlgoCheck) before use. Default on (trusted). Read at
+/// every use.
+bool trust_stored_algos();
+
+/// TG_FIRST_RUN_KERNELS: set, "1" turns first-run kernels on and anything else off; unset:
+/// nullopt (the caller's choice). Read at every call (backends/cuda/first_run.h).
+std::optional<bool> first_run_kernels_override();
+
+/// TG_STREAM_UPLOAD: how a loaded file's pieces reach the device ("0": no streamed upload,
+/// "pinned", "register", otherwise pageable; backends/cuda/file_upload.cpp); unset: "1". Read at
+/// every load.
+std::string stream_upload();
+/// TG_UPLOAD_STREAMS: the streams a streamed upload spreads its copies over; read as atoi (a
+/// value that is not a number is 0) clamped to 1..16; unset or empty: 1. Read at every load.
+int upload_streams();
+/// TG_STAGING_EARLY=1: a streamed upload's thread makes its staging buffers during the read.
+/// Default off. Read at every load.
+bool staging_early();
 
 /// TG_PDL: "1" launches the generated elementwise and reduction kernels as programmatic dependent
 /// launches on devices of compute capability 9.0 and later (a kernel's blocks are scheduled while

@@ -275,6 +275,7 @@ Logs run_eval(ModelState& s, const TensorData& x_host, const TensorData& y_host,
     totals.add(outs, count, per_example);
     if (!totals.pending.empty() && (totals.due() || step + 1 == steps)) totals.read();
     if (totals.pending.empty()) progress.update(step + 1, totals.seen, totals.logs());
+    check_interrupt();  // e.g. Ctrl-C in Python: evaluate (or fit's validation) ends here
   }
   Logs logs = totals.logs(prefix);
   progress.finish(totals.seen, totals.logs());
@@ -433,6 +434,7 @@ TensorData Model::predict(const TensorData& x, int64_t batch_size) {
     }
     std::memcpy(static_cast<char*>(result.raw_data()) + offset, y.raw_data(), y.nbytes());
     offset += y.nbytes();
+    check_interrupt();  // e.g. Ctrl-C in Python: predict ends after this batch
   }
   return result;
 }

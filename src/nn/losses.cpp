@@ -98,16 +98,19 @@ Tensor dense_label_loss(const Tensor& lsm, const Tensor& labels, int64_t axis) {
 
 // -lsm[label] for integer class indices. A negative label l is moved to l - C, outside the
 // range gather_elements accepts, so it raises out_of_range (as PyTorch's cross_entropy) instead of
-// counting from the end (a silently trained wrong class).
+// counting from the end (a silently trained wrong class). A dynamic C is counted at run time, as
+// the sum over the class axis of a tensor of ones (as reduce_mean counts a dynamic dim).
 Tensor index_label_loss(const Tensor& lsm, const Tensor& labels, int64_t axis) {
-  Tensor index = labels;
-  const int64_t classes = lsm.shape()[axis];
-  if (classes >= 0) {
-    Graph g(lsm.graph_impl());
-    Tensor zero = g.constant(0.0, labels.dtype());
-    index = select(less(labels, zero),
-                   sub(labels, g.constant(static_cast<double>(classes), labels.dtype())), labels);
-  }
+  Graph g(lsm.graph_impl());
+  const DType ld = labels.dtype();
+  const int64_t static_classes = lsm.shape()[axis];
+  Tensor classes = static_classes >= 0
+                       ? g.constant(static_cast<double>(static_classes), ld)
+                       // is_nan is 0/1, so this is 1 everywhere, whatever lsm holds.
+                       : reduce_sum(add(mul(cast(is_nan(lsm), ld), g.constant(0.0, ld)),
+                                        g.constant(1.0, ld)),
+                                    {.axes = {axis}});
+  Tensor index = select(less(labels, g.constant(0.0, ld)), sub(labels, classes), labels);
   Tensor picked = gather_elements(lsm, expand_dims(index, axis), {.axis = axis});
   return neg(squeeze(picked, {axis}));
 }

@@ -220,6 +220,15 @@ Tensor batch_norm_impl(Tensor x, Tensor gamma, Tensor beta, Tensor running_mean,
     }
     Operation assign_mean = assign_variable(running_mean, new_mean);
     Operation assign_var = assign_variable(running_var, new_var);
+    // An empty batch (n = 0) has a NaN variance. y is empty either way, but gamma's gradient is
+    // a sum over no rows (0) times rsqrt(var + epsilon): the variance is taken as 0 there, so
+    // that gradient is 0, not NaN.
+    if (count) {
+      var = select(greater(*count, g.constant(0.0, count->dtype())), var,
+                   g.constant(0.0, var.dtype()));
+    } else if (static_count == 0) {
+      var = select(g.constant(0.0, DType::bool_), var, g.constant(0.0, var.dtype()));
+    }
     Tensor scaled = centered * (bc(gamma) * rsqrt(var + options.epsilon));
     // The last op of y is ordered after the assignments, which keeps them with y.
     return g.control_dependency({assign_mean, assign_var},

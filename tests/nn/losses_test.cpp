@@ -158,6 +158,27 @@ TEST(NnSoftmaxCrossEntropy, LabelOutOfRangeRaisesAtRunTime) {
                {}, 1e-12, 1e-12);
 }
 
+// With a dynamic class dim the shift uses C read at run time: -1 still raises (as -1 - C), it
+// does not count from the end; the gradient of a valid label stays softmax - onehot.
+TEST(NnSoftmaxCrossEntropy, NegativeLabelWithDynamicClassesRaises) {
+  Graph g;
+  Tensor logits = g.placeholder({-1, -1}, DType::f64, "logits");
+  Tensor idx = g.placeholder({-1}, DType::i64, "labels");
+  Tensor loss = softmax_cross_entropy(logits, idx, {.reduction = LossReduction::none});
+  Tensor grad = gradients(reduce_sum(loss), {logits})[0];
+  TensorData x = TensorData::from_vector<double>({1, 2, 3, 1, 1, 1}, {2, 3});
+  auto labels = [](std::vector<int64_t> v) { return TensorData::from_vector<int64_t>(v, {2}); };
+  EXPECT_TG_ERROR(run1(g, loss, {{logits, x}, {idx, labels({2, -1})}}), ErrorCode::out_of_range,
+                  "-4");
+  EXPECT_TG_ERROR(run1(g, loss, {{logits, x}, {idx, labels({-3, 0})}}), ErrorCode::out_of_range,
+                  "-6");
+  EXPECT_TG_ERROR(run1(g, loss, {{logits, x}, {idx, labels({3, 0})}}), ErrorCode::out_of_range, "");
+  expect_close(run1(g, loss, {{logits, x}, {idx, labels({2, 0})}}), {-kLsm2, kLog3}, {2}, 1e-9,
+               1e-12);
+  expect_close(run1(g, grad, {{logits, x}, {idx, labels({2, 0})}}),
+               {kSm0, kSm1, kSm2 - 1, 1.0 / 3 - 1, 1.0 / 3, 1.0 / 3}, {2, 3}, 1e-9, 1e-12);
+}
+
 TEST(NnSoftmaxCrossEntropy, DynamicBatch) {
   Graph g;
   Tensor logits = g.placeholder({-1, 3}, DType::f64, "logits");

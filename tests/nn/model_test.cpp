@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 #include "nn/init_random.h"
 #include "nn/progress.h"
 #include "test_util.h"
+#include "tg/interrupt.h"
 #include "tg/model.h"
 
 namespace tg::nn {
@@ -288,6 +290,53 @@ TEST(ModelTrain, ValidationSplitScheduleAndLazySequential) {
   Logs v = m.evaluate(f32(xv, {20, 2}), TensorData::from_vector<int32_t>(yv, {20}), {.batch_size = 7});
   EXPECT_NEAR(v.at("loss"), h["val_loss"].back(), 1e-6);
   EXPECT_DOUBLE_EQ(v.at("accuracy"), h["val_accuracy"].back());
+}
+
+// set_interrupt_check: evaluate, predict and fit's validation pass call the hook after each
+// batch (as fit's training steps do), so Ctrl-C ends them within a batch, not at the pass's end.
+struct Interrupted : std::runtime_error {
+  Interrupted() : std::runtime_error("interrupted") {}
+};
+int g_checks = 0, g_interrupt_at = 0;
+void interrupt_at_nth_check() {
+  if (++g_checks == g_interrupt_at) throw Interrupted();
+}
+struct InterruptHook {
+  explicit InterruptHook(int at) {
+    g_checks = 0;
+    g_interrupt_at = at;
+    set_interrupt_check(&interrupt_at_nth_check);
+  }
+  ~InterruptHook() { set_interrupt_check(nullptr); }
+};
+
+TEST(ModelTrain, InterruptCheckRunsPerBatchOfEvaluatePredictAndValidation) {
+  auto [x, y] = clusters(60, 3);
+  Model m = small_mlp();
+  m.compile(Optimizer::sgd(0.1));
+  {  // 60 examples in batches of 8: 8 batches, interrupted after the 3rd.
+    InterruptHook hook(3);
+    EXPECT_THROW(m.evaluate(x, y, {.batch_size = 8, .verbose = 0}), Interrupted);
+    EXPECT_EQ(g_checks, 3);
+  }
+  {
+    InterruptHook hook(2);
+    EXPECT_THROW(m.predict(x, 8), Interrupted);
+    EXPECT_EQ(g_checks, 2);
+  }
+  {  // 1 epoch: 48 training examples = 6 steps, then 12 validation examples = 2 batches.
+    InterruptHook hook(7);
+    EXPECT_THROW(m.fit(x, y, {.epochs = 1, .batch_size = 8, .validation_split = 0.2, .verbose = 0}),
+                 Interrupted);
+    EXPECT_EQ(g_checks, 7);
+    EXPECT_EQ(m.global_step(), 6);
+  }
+  {  // Without an interrupt, one check per batch.
+    InterruptHook hook(-1);
+    m.evaluate(x, y, {.batch_size = 8, .verbose = 0});
+    m.predict(x, 8);
+    EXPECT_EQ(g_checks, 16);
+  }
 }
 
 TEST(ModelTrain, TrainOnBatchChangesWeightsAndOtherLosses) {

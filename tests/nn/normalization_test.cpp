@@ -262,6 +262,32 @@ TEST(NnBatchNorm, DynamicBatchOfOneOrNoneKeepsTheRunningStatistics) {
   expect_close(g.variable_value(v), var3, {2}, 0, 0);
 }
 
+// An empty training batch (N = 0, dynamic or static) has a NaN mean and variance; y is empty,
+// and gamma's and beta's gradients are sums over no rows: 0, not 0 * rsqrt(NaN) = NaN.
+TEST(NnBatchNorm, EmptyTrainingBatchHasZeroParameterGradients) {
+  for (bool dynamic : {true, false}) {
+    SCOPED_TRACE(dynamic ? "dynamic N" : "static N = 0");
+    Graph g;
+    Tensor x = dynamic ? g.placeholder({-1, 2}, DType::f64, "x") : f64(g, {}, {0, 2});
+    Tensor gamma = f64(g, {1, 2}, {2}), beta = f64(g, {0, 1}, {2});
+    Tensor m = g.variable(f64_data({0, 0}, {2}), "m"), v = g.variable(f64_data({1, 1}, {2}), "v");
+    Tensor y = batch_norm(x, gamma, beta, m, v, g.constant(1.0, DType::bool_));
+    std::vector<Tensor> grads = gradients(reduce_sum(y * y), {gamma, beta});
+    Feeds feeds;
+    if (dynamic) feeds = {{x, f64_data({}, {0, 2})}};
+    expect_close(run1(g, grads[0], feeds), {0, 0}, {2}, 0, 0);
+    expect_close(run1(g, grads[1], feeds), {0, 0}, {2}, 0, 0);
+    expect_close(g.variable_value(v), {1, 1}, {2}, 0, 0);
+    if (!dynamic) continue;
+    // Rows 1, 2, 3 in both channels: xhat = [-1, 0, 1] * sqrt(1.5) (epsilon 1e-5 aside), and
+    // d sum(y^2) / d beta = 2 sum(y) = 2 * 3 * beta, d / d gamma = 2 sum(y * xhat) = 2 * gamma * 3.
+    TensorData x3 = f64_data({1, 1, 2, 2, 3, 3}, {3, 2});
+    const double r = (2.0 / 3) / (2.0 / 3 + 1e-5);  // sum(xhat^2) / 3
+    expect_close(run1(g, grads[0], {{x, x3}}), {2 * 1 * 3 * r, 2 * 2 * 3 * r}, {2}, 1e-12, 1e-12);
+    expect_close(run1(g, grads[1], {{x, x3}}), {0, 6}, {2}, 1e-12, 1e-12);
+  }
+}
+
 Tensor bn_for_grad(const std::vector<Tensor>& in, bool training, int64_t axis) {
   Graph g(in[0].graph_impl());
   const int64_t c = in[1].shape()[0];

@@ -92,6 +92,33 @@ TEST_F(OnnxCli, RunWritesOutputs) {
   EXPECT_EQ(npy_tail(dir_ / "out2" / "y.npy", 6), (std::vector<float>{3, 0, 7, 1, 1, 3}));
 }
 
+// An input an initializer provides (IR < 4 style) takes name=FILE, which replaces its default
+// (the feed was "has no input 'w'"); positional files still go to the inputs without defaults,
+// and the input file's type is checked against the declaration.
+TEST_F(OnnxCli, RunReplacesAnInputsInitializerDefault) {
+  Model m;
+  m.inputs = {value_info("x", kFloat, {2, 3}), value_info("w", kFloat, {3})};
+  m.outputs = {value_info("y", kFloat, {2, 3})};
+  m.initializers = {float_tensor("w", {3}, {1, -2, 3})};
+  m.nodes = {node("Add", {"x", "w"}, {"s"}, "add0"), node("Relu", {"s"}, {"y"}, "relu0")};
+  std::ofstream(dir_ / "defaults.onnx", std::ios::binary) << m.bytes();
+  std::ofstream(dir_ / "w.pb", std::ios::binary) << float_tensor("w", {3}, {10, 20, -30}).str();
+  std::ofstream(dir_ / "w2.pb", std::ios::binary) << float_tensor("w", {2}, {10, 20}).str();
+  Result r = run_tg("run " + path("defaults.onnx") + " " + path("x.pb") + " -o " + path("out") + " --device cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(npy_tail(dir_ / "out" / "y.npy", 6), (std::vector<float>{2, 0, 4, 0, 3, 0}));  // the default
+  r = run_tg("run " + path("defaults.onnx") + " " + path("x.pb") + " 'w=" + (dir_ / "w.pb").string() + "'" +
+             " -o " + path("out2") + " --device cpu");
+  ASSERT_EQ(r.status, 0) << r.out;
+  // relu(x + [10, 20, -30]) for x = [[1, 1, 1], [-5, 5, -5]].
+  EXPECT_EQ(npy_tail(dir_ / "out2" / "y.npy", 6), (std::vector<float>{11, 21, 0, 5, 25, 0}));
+  r = run_tg("run " + path("defaults.onnx") + " " + path("x.pb") + " 'w=" + (dir_ / "w2.pb").string() + "'" +
+             " --device cpu");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("holds f32[2], but"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("declares input 'w' as f32[3]"), std::string::npos) << r.out;
+}
+
 TEST_F(OnnxCli, RunRandomWithRepeat) {
   Result r = run_tg("run " + path("model.onnx") + " --random --repeat 3 --device cpu");
   ASSERT_EQ(r.status, 0) << r.out;

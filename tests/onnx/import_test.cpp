@@ -155,6 +155,61 @@ TEST(OnnxImport, ModelInputsAreTheDeclaredOnes) {
   std::filesystem::remove_all(dir);
 }
 
+// An initializer that is also a graph input (IR < 4 style: every weight listed as an input) is
+// that input's default; ImportOptions::initializer_values replaces it, as ONNX lets a feed do
+// (the default was the only value: a feed for it was "no input 'w'"). model_inputs lists such
+// inputs only when asked.
+TEST(OnnxImport, InitializerValuesReplaceTheDefaultsOfInputs) {
+  if (!available()) GTEST_SKIP();
+  Model m = add_relu_model();
+  m.inputs.push_back(value_info("w", kFloat, {3}));  // w: a graph input with a default
+  auto x = TensorData::from_vector<float>({1, 1, 1, -5, 5, -5}, {2, 3});
+  ImportResult plain = import_model(m);
+  ASSERT_EQ(plain.inputs.size(), 1u);  // w is not a placeholder: its default is used
+  expect_close(plain.graph.run(plain.feeds({x}), plain.targets(), {}, Device::cpu())[0],
+               {2, 0, 4, 0, 3, 0}, {2, 3});
+  ImportOptions o;
+  o.initializer_values["w"] = TensorData::from_vector<float>({10, 20, -30}, {3});
+  ImportResult given = import_model(m, o);
+  ASSERT_EQ(given.inputs.size(), 1u);
+  // relu(x + [10, 20, -30]): [11, 21, 0], [5, 25, 0].
+  expect_close(given.graph.run(given.feeds({x}), given.targets(), {}, Device::cpu())[0],
+               {11, 21, 0, 5, 25, 0}, {2, 3});
+  o.initializers_as_variables = true;  // the variable starts from the value given
+  ImportResult as_var = import_model(m, o);
+  ASSERT_EQ(as_var.variables.size(), 1u);
+  expect_close(as_var.graph.variable_value(as_var.variables[0].tensor), {10, 20, -30}, {3});
+
+  ImportOptions bad;
+  bad.initializer_values["w"] = TensorData::from_vector<double>({1, 2, 3}, {3});
+  EXPECT_TG_ERROR(import_model(m, bad), ErrorCode::dtype_mismatch,
+                  "graph input 'w' (an initializer's default): ImportOptions::initializer_values "
+                  "gives dtype f64, the initializer's is f32");
+  bad.initializer_values["w"] = TensorData::from_vector<float>({1, 2}, {2});
+  EXPECT_TG_ERROR(import_model(m, bad), ErrorCode::shape_mismatch, "gives shape [2], declared [3]");
+  bad.initializer_values = {{"x", x}};  // a graph input without a default
+  EXPECT_TG_ERROR(import_model(m, bad), ErrorCode::not_found,
+                  "initializer_values names 'x', which is not a graph input with an initializer "
+                  "(those: 'w')");
+  // A plain initializer (not an input) is a constant, not a default: it cannot be replaced.
+  bad.initializer_values = {{"w", TensorData::from_vector<float>({0, 0, 0}, {3})}};
+  EXPECT_TG_ERROR(import_model(add_relu_model(), bad), ErrorCode::not_found, "(those: none)");
+
+  auto dir = std::filesystem::temp_directory_path() / ("tg_onnx_defaults_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "m.onnx", std::ios::binary) << m.bytes();
+  std::vector<InputInfo> in = model_inputs(dir / "m.onnx");
+  ASSERT_EQ(in.size(), 1u);
+  EXPECT_EQ(in[0].name, "x");
+  EXPECT_FALSE(in[0].has_default);
+  in = model_inputs(dir / "m.onnx", true);
+  ASSERT_EQ(in.size(), 2u);
+  EXPECT_EQ(in[1].name, "w");
+  EXPECT_TRUE(in[1].has_default);
+  EXPECT_EQ(in[1].shape, (Shape{3}));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(OnnxImport, ExternalData) {
   if (!available()) GTEST_SKIP();
   auto dir = std::filesystem::temp_directory_path() / "tg_onnx_external_test";

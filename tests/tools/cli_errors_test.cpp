@@ -2,11 +2,15 @@
 // the message names the flag or file and the fix, then the usage follows) or 1 (a failed
 // command), and no message shows a C++ name (::, ImportOptions, TensorType, std::) or a run of
 // more than 20 digits.
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 
 #include "onnx/model_builder.h"
+#include "passes/fusion_test_util.h"
 #include "test_util.h"
 #include "tg/onnx.h"
 #include "tools/cli_util.h"
@@ -166,6 +170,11 @@ TEST_F(TgCliErrors, RunNamesTheFileAndTheInput) {
       {"run " + quote(model) + " --random --shape x=2", 2, {"--shape x=2: the model declares input 'x' as f32[2,3]"}},
       {"run " + quote(model) + " " + quote(good) + " " + quote(good), 2,
        {"2 input files given for " + model + ", which has 1 input ('x')"}},
+      // An input given twice: a usage error naming it (the last file won silently).
+      {"run " + quote(model) + " " + quote("x=" + good) + " " + quote("x=" + wrong), 2,
+       {"x=" + wrong + ": input 'x' is given twice (first by x=" + good + ")"}},
+      {"run " + quote(model) + " " + quote(good) + " " + quote("x=" + good), 2,
+       {"input 'x' is given twice (first by " + good + ")"}},
       {"run " + quote(model), 2, {"no value for input 'x' (f32[2,3])", "or --random"}},
       {"run " + quote(loop), 2, {"no value for input 'n' (i64[])", "give a file for each input in order"}},
       {"run " + quote((d / "missing.onnx").string()), 2, {"tg run: no such model file"}},
@@ -208,6 +217,39 @@ TEST_F(TgCliErrors, CheckpointOfTheOtherLayout) {
           "Evaluate it with --layout nhwc"}});
   CliResult eval = run_tg("eval " + data + " --layout nhwc --load " + quote(ckpt));
   EXPECT_EQ(eval.status, 0) << eval.err;
+}
+
+// --save through a file (afile/x) says the file is not a directory (it said "the directory does
+// not exist"), and a directory the user cannot write fails before training (it trained, then the
+// save failed). Writability is checked as the user: as root (whom access() lets write anywhere)
+// the command runs as nobody through setpriv, and the part is skipped without setpriv.
+TEST_F(TgCliErrors, SaveThroughAFileOrIntoAReadOnlyDirectory) {
+  const std::string file = dir_.file("afile");
+  std::ofstream(file) << "x";
+  const std::string train = "train --dataset synthetic --synthetic-examples 64 --model mlp --epochs 1 "
+                            "--verbose 0 --device cpu --save ";
+  check({train + quote(file + "/x.safetensors"), 2, {"'" + file + "' is a file, not a directory"}});
+  check({train + quote(file + "/sub/x.safetensors"), 2, {"'" + file + "' is a file, not a directory"}});
+
+  const std::string ro = dir_.file("ro");
+  fs::create_directory(ro);
+  fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                          fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  std::optional<testing::ScopedEnv> as_nobody;
+  if (::geteuid() == 0) {
+    if (!fs::exists("/usr/bin/setpriv")) GTEST_SKIP() << "root without setpriv: access() cannot refuse";
+    const std::string wrapper = dir_.file("as_nobody.sh");
+    std::ofstream(wrapper) << "#!/bin/sh\nexec /usr/bin/setpriv --reuid=65534 --regid=65534 "
+                              "--clear-groups '" << tg_binary() << "' \"$@\"\n";
+    fs::permissions(wrapper, fs::perms::owner_all);
+    as_nobody.emplace("TG_CLI", wrapper.c_str());
+  }
+  const std::string in_ro = ro + "/m.safetensors";
+  check({train + quote(in_ro), 2, {"--save " + in_ro + ": the directory '" + ro + "' is not writable"}});
+  EXPECT_FALSE(fs::exists(in_ro));
+  // A device is written in place: /dev/null passes although /dev is not writable to nobody.
+  CliResult null = run_tg(train + "/dev/null");
+  EXPECT_EQ(null.status, 0) << null.out << null.err;
 }
 
 }  // namespace

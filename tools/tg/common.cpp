@@ -10,6 +10,9 @@
 #include <fstream>
 #include <vector>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "options.h"
 
 namespace tg::cli {
@@ -69,7 +72,26 @@ void check_output_file(const std::string& path, std::string_view option) {
   }
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   if (!fs::is_directory(dir, ec)) {
+    // The nearest part of the path that exists: a file there is not a directory (afile/x).
+    for (fs::path a = dir; !a.empty(); a = a.parent_path()) {
+      if (fs::exists(a, ec)) {
+        if (!fs::is_directory(a, ec)) {
+          throw UsageError(fmt::format("{} {}: '{}' is a file, not a directory", option, path, a.string()));
+        }
+        break;
+      }
+      if (a == a.parent_path()) break;
+    }
     throw UsageError(fmt::format("{} {}: the directory '{}' does not exist", option, path, dir.string()));
+  }
+  // The save writes a temporary in the directory and renames it over the file; a device or FIFO
+  // that exists (/dev/null) is written in place (core/file_write.h): that is what must be writable.
+  struct stat st {};
+  const bool in_place = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+  const std::string target = in_place ? path : dir.string();
+  if (::access(target.c_str(), in_place ? W_OK : W_OK | X_OK) != 0) {
+    throw UsageError(fmt::format("{} {}: {} '{}' is not writable ({})", option, path,
+                                 in_place ? "the file" : "the directory", target, std::strerror(errno)));
   }
 }
 

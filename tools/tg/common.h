@@ -46,8 +46,10 @@ ComputePrecision parse_precision(const std::string& name);
 std::string arena_line(const Executable& exe);
 
 /// Checks, before any work, that a file can be written at `path` (given as `option`, e.g. "--save"):
-/// not empty, not a directory, and its directory exists. A UsageError saying why otherwise (so a
-/// training run is not lost to a typo found only when it saves).
+/// not empty, not a directory, its directory exists (no part of the path is a file) and is
+/// writable (access(2); for an existing device or FIFO, which is written in place: the file). A
+/// UsageError saying why otherwise (so a training run is not lost to a typo or a read-only
+/// directory found only when it saves).
 void check_output_file(const std::string& path, std::string_view option);
 /// Checks, before any work, that `path` (given as `option`, e.g. "-o") is a directory or can be
 /// created as one: it is not an existing file and no part of it is a file. A UsageError otherwise.

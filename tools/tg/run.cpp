@@ -192,10 +192,15 @@ std::map<std::string, Shape> parse_shapes(const RunArgs& a,
 }
 
 // The input files of the command line by input name ("path" in the model's input order, or
-// "name=path"), each checked against the input's declared dtype and shape.
+// "name=path"), each checked against the input's declared dtype and shape. An input given twice
+// (x=a.npy x=b.npy, or a.npy x=b.npy) is a usage error naming it (the last one won silently).
+// `defaults`: inputs an initializer provides, which only name=path replaces (ONNX: a feed
+// overrides such a default).
 std::map<std::string, TensorData> read_inputs(const RunArgs& a,
-                                              const std::vector<tg::onnx::InputInfo>& inputs) {
+                                              const std::vector<tg::onnx::InputInfo>& inputs,
+                                              const std::vector<tg::onnx::InputInfo>& defaults = {}) {
   std::map<std::string, TensorData> data;
+  std::map<std::string, std::string> given;  // input name -> the argument that gave it
   size_t position = 0;
   for (const std::string& spec : a.inputs) {
     const size_t eq = spec.find('=');
@@ -203,6 +208,7 @@ std::map<std::string, TensorData> read_inputs(const RunArgs& a,
     fs::path path = spec;
     if (eq != std::string::npos && !fs::exists(spec)) {
       in = find_input(inputs, spec.substr(0, eq));
+      if (!in) in = find_input(defaults, spec.substr(0, eq));
       if (!in) {
         throw tg::cli::UsageError(fmt::format("{}: {} has no input '{}' (its inputs: {})", spec,
                                               a.model, spec.substr(0, eq), names_of(inputs)));
@@ -216,6 +222,10 @@ std::map<std::string, TensorData> read_inputs(const RunArgs& a,
             a.model, tg::cli::count(static_cast<int64_t>(inputs.size()), "input"), names_of(inputs)));
       }
       in = &inputs[position++];
+    }
+    if (auto [it, first] = given.emplace(in->name, spec); !first) {
+      throw tg::cli::UsageError(fmt::format("{}: input '{}' is given twice (first by {}); give each "
+                                            "input once", spec, in->name, it->second));
     }
     if (!fs::is_regular_file(path)) {
       throw tg::cli::UsageError(fmt::format("input file '{}' (for input '{}'): {}", path.string(),
@@ -240,6 +250,7 @@ std::string in_cli_terms(std::string message) {
   static const std::pair<const char*, const char*> kTerms[] = {
       {"ImportOptions::input_shapes", "--shape NAME=d0,d1,..."},
       {"ImportOptions::input_values", "an input file"},
+      {"ImportOptions::initializer_values gives", "the input file holds"},
       {"ImportOptions::", "the import options "}};
   for (const auto& [api, cli] : kTerms) {
     for (size_t at = message.find(api); at != std::string::npos; at = message.find(api, at)) {
@@ -289,14 +300,24 @@ std::string precision_note(const std::string& precision, const tg::Device& devic
 
 void run_model(const RunArgs& a) {
   // The inputs as the file declares them: what the command line's files and shapes must fit.
-  std::vector<tg::onnx::InputInfo> inputs;
+  // `defaults`: inputs an initializer provides (a name=FILE argument replaces the default).
+  std::vector<tg::onnx::InputInfo> inputs, defaults;
   try {
-    inputs = tg::onnx::model_inputs(a.model);
+    for (tg::onnx::InputInfo& in : tg::onnx::model_inputs(a.model, true)) {
+      (in.has_default ? defaults : inputs).push_back(std::move(in));
+    }
   } catch (const tg::Error& e) {
     throw tg::Error(e.code(), fmt::format("[tg run] cannot read the model {}: {}", a.model, e.what()));
   }
   std::map<std::string, Shape> shapes = parse_shapes(a, inputs);
-  std::map<std::string, TensorData> data = read_inputs(a, inputs);
+  std::map<std::string, TensorData> data = read_inputs(a, inputs, defaults);
+  tg::onnx::ImportOptions opts;
+  for (const tg::onnx::InputInfo& in : defaults) {
+    auto it = data.find(in.name);
+    if (it == data.end()) continue;
+    opts.initializer_values[in.name] = it->second;
+    data.erase(it);
+  }
   for (const tg::onnx::InputInfo& in : inputs) {
     if (data.count(in.name)) continue;
     if (!a.random) {
@@ -310,7 +331,6 @@ void run_model(const RunArgs& a) {
     for (int64_t& d : s) d = d < 0 ? 1 : d;
     data[in.name] = random_input({s, in.dtype}, a.seed + data.size());
   }
-  tg::onnx::ImportOptions opts;
   for (const auto& [name, v] : data) opts.input_shapes[name] = v.shape();
   opts.input_values = [&](const std::string& name) -> std::optional<TensorData> {
     auto it = data.find(name);
@@ -587,7 +607,7 @@ void add_run_command(CLI::App& app) {
   existing_file(cmd->add_option("model", args->model, "The .onnx file, or a .tgx file written by tg compile")->required());
   cmd->add_option("inputs", args->inputs,
                   "Input values: .pb (TensorProto) or .npy files, in the model's input order, "
-                  "or name=file");
+                  "or name=file (which also replaces an input's initializer default)");
   cmd->add_flag("--random", args->random, "Random values for inputs not given (floats in [-1, 1), "
                 "integers 0; dynamic dims 1 unless --shape)");
   whole_number(cmd->add_option("--seed", args->seed, "Seed of the random inputs"), 0);

@@ -15,6 +15,7 @@
 
 #include "backends/cuda/context.h"
 #include "backends/cuda/first_run.h"
+#include "core/env.h"
 #include "core/error_util.h"
 #include "core/phase_times.h"
 
@@ -28,13 +29,12 @@ std::map<std::string, std::string, std::less<>>& store() {
 }
 
 // How long the workers wait before their first choice when the load asks for first-run kernels:
-// TG_PREPARE_DELAY_MS, else 150 ms (so that the first run's CUDA calls do not wait on the
-// libraries' initialization: measured on the H200, ResNet-50's first result 124-139 ms with the
-// workers starting at load, 55 ms with them 150 ms late, 54 ms without them); without first-run
-// kernels TG_PREPARE_DELAY_MS, else 0.
+// TG_PREPARE_DELAY_MS (core/env.h), else 150 ms (so that the first run's CUDA calls do not wait on
+// the libraries' initialization: measured on the H200, ResNet-50's first result 124-139 ms with
+// the workers starting at load, 55 ms with them 150 ms late, 54 ms without them); without
+// first-run kernels TG_PREPARE_DELAY_MS, else 0.
 int start_delay_ms(bool first_run_kernels) {
-  if (const char* d = std::getenv("TG_PREPARE_DELAY_MS")) return std::max(0, std::atoi(d));
-  return first_run_kernels ? 150 : 0;
+  return env::prepare_delay_ms().value_or(first_run_kernels ? 150 : 0);
 }
 
 using Clock = std::chrono::steady_clock;
@@ -140,17 +140,13 @@ Preparers& preparers() {
   return *p;
 }
 
-int worker_count() {
-  const char* env = std::getenv("TG_PREPARE_THREADS");
-  const int n = env ? std::atoi(env) : 4;
-  return std::clamp(n, 1, 16);
-}
+// TG_PREPARE_THREADS (core/env.h).
+int worker_count() { return env::prepare_threads(); }
 
 }  // namespace
 
 std::shared_ptr<void> prepare_async(int device, std::vector<backends::CodeObject> choices, bool first_run_kernels) {
-  const char* env = std::getenv("TG_PREPARE_CHOICES");
-  if (env && std::strcmp(env, "0") == 0) return nullptr;
+  if (!env::prepare_choices()) return nullptr;
   Preparers& p = preparers();
   {
     std::lock_guard lock(p.mu);

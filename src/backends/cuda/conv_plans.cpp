@@ -11,6 +11,7 @@
 
 #include "backends/cuda/algo_choices.h"
 #include "backends/cuda/context.h"
+#include "core/env.h"
 #include "core/error_util.h"
 #include "core/phase_times.h"
 
@@ -60,17 +61,11 @@ bool legacy_workspace(cudnnHandle_t h, const Plan& p, Pass pass, int algo, size_
 // rebuilt them, but deserializing paid the same one-time cost inside cuDNN as building from the
 // engine configuration (23 plans: 520-611 ms of worker time against 514; first result 198-231 ms
 // against 191), so it is off.
-bool plan_json_enabled() {
-  const char* env = std::getenv("TG_CUDNN_PLAN_JSON");
-  return env && std::strcmp(env, "1") == 0;
-}
+bool plan_json_enabled() { return env::cudnn_plan_json(); }
 
 // Whether stored choices of this cuDNN version skip the numerical-notes check
 // (TG_TRUST_STORED_ALGOS=0: never; A/B).
-bool trust_stored() {
-  const char* env = std::getenv("TG_TRUST_STORED_ALGOS");
-  return !(env && std::strcmp(env, "0") == 0);
-}
+bool trust_stored() { return env::trust_stored_algos(); }
 
 }  // namespace
 

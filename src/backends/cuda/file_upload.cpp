@@ -19,6 +19,7 @@
 
 #include "backends/cuda/context.h"
 #include "backends/cuda/module_preload.h"
+#include "core/env.h"
 #include "core/error_util.h"
 #include "core/phase_times.h"
 
@@ -99,12 +100,6 @@ Slot wait_slot(Slots& s) {
 // the upload (cudaHostRegister of the piece's whole pages; no staging copy).
 enum class Mode { pageable, pinned, registered };
 
-int env_int(const char* name, int fallback, int lo, int hi) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == 0) return fallback;
-  return std::clamp(std::atoi(v), lo, hi);
-}
-
 class CudaFileUpload {
  public:
   CudaFileUpload(int device, size_t bytes, Mode mode)
@@ -119,15 +114,14 @@ class CudaFileUpload {
       mirror_ = device_allocate(device_, bytes_);
     }
     // TG_UPLOAD_STREAMS: the reading threads' copies spread over this many streams (default 1).
-    streams_.resize(static_cast<size_t>(pinned_ ? 1 : env_int("TG_UPLOAD_STREAMS", 1, 1, 16)));
+    streams_.resize(static_cast<size_t>(pinned_ ? 1 : env::upload_streams()));
     for (cudaStream_t& st : streams_) {
       check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "load", "cudaStreamCreate");
     }
     stream_ = streams_[0];
     // TG_STAGING_EARLY=1: the upload's thread also makes the staging buffers during the read (the
     // default of session 22; they are made at the first copy that needs them now).
-    const char* early = std::getenv("TG_STAGING_EARLY");
-    staging_early_ = early != nullptr && std::string_view(early) == "1";
+    staging_early_ = env::staging_early();
     if (pinned_ || staging_early_) helper_ = std::thread([this] { helper(); });
     // TG_PRELOAD_MODULES (module_preload.h): the precompiled kernels' modules loaded by a thread
     // of the load, from now on (`early`) or once the file is read (1; pieces_done).
@@ -455,8 +449,7 @@ class Handle final : public backends::FileUpload {
 
 std::unique_ptr<backends::FileUpload> start_file_upload(int device, size_t bytes) {
   if (bytes < (size_t{1} << 20)) return nullptr;
-  const char* env = std::getenv("TG_STREAM_UPLOAD");
-  const std::string_view mode = env ? env : "1";
+  const std::string mode = env::stream_upload();
   if (mode == "0") return nullptr;
   try {
     auto u = std::make_shared<CudaFileUpload>(device, bytes, mode == "pinned"       ? Mode::pinned

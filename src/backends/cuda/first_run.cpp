@@ -12,6 +12,7 @@
 
 #include "backends/cuda/context.h"
 #include "backends/cuda/nvrtc/compiler.h"
+#include "core/env.h"
 #include "core/error_util.h"
 #include "core/phase_times.h"
 
@@ -77,8 +78,7 @@ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 }  // namespace
 
 bool enabled(bool asked) {
-  const char* v = std::getenv("TG_FIRST_RUN_KERNELS");
-  return v != nullptr ? std::strcmp(v, "1") == 0 : asked;
+  return env::first_run_kernels_override().value_or(asked);
 }
 
 bool rounding_of(DType dt, ComputePrecision precision, Round* r) {

@@ -43,6 +43,7 @@
 #include "backends/cuda/kernels/lowp_cast.h"
 #include "backends/cuda/nvrtc/compiler.h"
 #include "backends/cuda/kernels/matmul.h"
+#include "core/env.h"
 #include "core/error_util.h"
 #include "core/phase_times.h"
 
@@ -262,10 +263,7 @@ bool decode_choice(const std::string& s, StoredAlgo* out) {
 
 // Whether stored choices written by this cuBLASLt version are used without
 // cublasLtMatmulAlgoCheck (TG_TRUST_STORED_ALGOS=0: never; measured A/B).
-bool trust_stored() {
-  const char* env = std::getenv("TG_TRUST_STORED_ALGOS");
-  return !(env && std::strcmp(env, "0") == 0);
-}
+bool trust_stored() { return env::trust_stored_algos(); }
 
 void destroy(LtPlan& p) {
   if (p.la) cublasLtMatrixLayoutDestroy(p.la);

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "backends/cuda/kernels/module_anchors.h"
+#include "core/env.h"
 #include "core/phase_times.h"
 
 namespace tg::cuda {
@@ -43,8 +44,7 @@ void preload_modules(int device) noexcept {
 }
 
 PreloadModules preload_modules_mode() noexcept {
-  const char* v = std::getenv("TG_PRELOAD_MODULES");
-  const std::string_view mode = v != nullptr ? v : "0";
+  const std::string mode = env::preload_modules();
   return mode == "1" ? PreloadModules::after_read : mode == "early" ? PreloadModules::early : PreloadModules::off;
 }
 

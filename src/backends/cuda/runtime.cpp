@@ -15,6 +15,7 @@
 #include "backends/cuda/context.h"
 #include "backends/cuda/file_upload.h"
 #include "backends/cuda/kernels/status.h"
+#include "core/env.h"
 #include "core/error_util.h"
 #include "core/parallel.h"
 #include "core/phase_times.h"
@@ -405,7 +406,7 @@ void adopt_uploads(std::span<const TensorData> hosts, std::span<const TensorData
 std::shared_ptr<void> prefetch_constants(std::span<const TensorData> hosts, int device) {
   // Opt-in until it has run on a GPU (written in session 21 when no device time was left):
   // TG_PREFETCH_CONSTANTS=1 turns it on.
-  if (const char* env = std::getenv("TG_PREFETCH_CONSTANTS"); env == nullptr || std::strcmp(env, "1") != 0) return nullptr;
+  if (!env::prefetch_constants()) return nullptr;
   phases::Scope timed("constant_prefetch_start");
   DeviceContext& c = activate(device);
   // One device block for all (each 256-byte aligned), the constants packed in order.

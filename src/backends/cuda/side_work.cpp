@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/cuda/context.h"
+#include "core/env.h"
 
 namespace tg::cuda {
 namespace {
@@ -34,11 +35,7 @@ void join(SideWork& w) {
 }  // namespace
 
 bool side_work_allowed() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("TG_NCCL_OVERLAP");
-    return v == nullptr || std::string_view(v) != "0";
-  }();
-  return enabled && t_body_depth == 0;
+  return env::nccl_overlap() && t_body_depth == 0;
 }
 
 void add_side_work(SideWork work) { t_pending.push_back(std::move(work)); }

@@ -234,6 +234,9 @@ std::vector<Tensor> Importer::import_subgraph(const NodeContext& ctx, const pb::
 }
 
 void Importer::add_initializers(ImportResult& result) {
+  std::map<std::string, const pb::ValueInfoProto*> graph_inputs;
+  for (const pb::ValueInfoProto& in : model_.graph().input()) graph_inputs.emplace(in.name(), &in);
+  std::set<std::string> defaults;  // initializers that are graph inputs
   for (const pb::TensorProto& init : model_.graph().initializer()) {
     TensorData data;
     try {
@@ -243,6 +246,34 @@ void Importer::add_initializers(ImportResult& result) {
     }
     Value v;
     v.producer = fmt::format("initializer '{}'", init.name());
+    auto input = graph_inputs.find(init.name());
+    if (input != graph_inputs.end()) defaults.insert(init.name());
+    auto given = options_.initializer_values.find(init.name());
+    if (given != options_.initializer_values.end() && input != graph_inputs.end()) {
+      // The input's default replaced, as a feed replaces it (ImportOptions::initializer_values).
+      const TensorData& value = given->second;
+      auto fail_value = [&](ErrorCode code, const std::string& why) {
+        throw Error(code, fmt::format("{}graph input '{}' (an initializer's default): "
+                                      "ImportOptions::initializer_values gives {}",
+                                      kPrefix, init.name(), why));
+      };
+      if (value.dtype() != data.dtype()) {
+        fail_value(ErrorCode::dtype_mismatch, fmt::format("dtype {}, the initializer's is {}",
+                                                          dtype_name(value.dtype()), dtype_name(data.dtype())));
+      }
+      const pb::ValueInfoProto& declared = *input->second;
+      std::optional<Shape> shape;
+      if (declared.type().has_tensor_type()) shape = declared_shape(declared.type().tensor_type());
+      if (!shape) shape = data.shape();  // no declaration: the default's shape
+      bool fits = shape->size() == value.shape().size();
+      for (size_t d = 0; fits && d < shape->size(); ++d) fits = (*shape)[d] < 0 || (*shape)[d] == value.shape()[d];
+      if (!fits) {
+        fail_value(ErrorCode::shape_mismatch,
+                   fmt::format("shape {}, declared {}", str(value.shape()), str(*shape)));
+      }
+      data = value.device().is_cpu() ? value : value.to(Device::cpu());
+      v.producer = fmt::format("graph input '{}' (its default replaced)", init.name());
+    }
     if (options_.initializers_as_variables && is_floating(data.dtype())) {
       v.tensor = graph_.variable(data, init.name());
       v.variable_dep = true;
@@ -252,6 +283,16 @@ void Importer::add_initializers(ImportResult& result) {
       v.known = data;
     }
     values_[init.name()] = std::move(v);
+  }
+  for (const auto& [name, value] : options_.initializer_values) {
+    if (!defaults.count(name)) {
+      std::vector<std::string> names;
+      for (const std::string& d : defaults) names.push_back("'" + d + "'");
+      throw Error(ErrorCode::not_found,
+                  fmt::format("{}ImportOptions::initializer_values names '{}', which is not a graph "
+                              "input with an initializer (those: {})",
+                              kPrefix, name, names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
+    }
   }
   if (model_.graph().sparse_initializer_size() > 0) {
     throw Error(ErrorCode::unsupported,
@@ -595,7 +636,7 @@ ImportResult import(const std::filesystem::path& path, const ImportOptions& opti
   return import_bytes(bytes.data(), bytes.size(), fmt::format("'{}'", path.string()), options, dir);
 }
 
-std::vector<InputInfo> model_inputs(const std::filesystem::path& path) {
+std::vector<InputInfo> model_inputs(const std::filesystem::path& path, bool with_defaults) {
   const std::string bytes = read_model_file(path);
   pb::ModelProto model;
   parse_model(model, bytes.data(), bytes.size(), fmt::format("'{}'", path.string()));
@@ -603,13 +644,15 @@ std::vector<InputInfo> model_inputs(const std::filesystem::path& path) {
   for (const pb::TensorProto& init : model.graph().initializer()) initialized.insert(init.name());
   std::vector<InputInfo> inputs;
   for (const pb::ValueInfoProto& in : model.graph().input()) {
-    if (initialized.count(in.name())) continue;
+    const bool has_default = initialized.count(in.name()) > 0;
+    if (has_default && !with_defaults) continue;
     if (!in.type().has_tensor_type()) {
       throw Error(ErrorCode::unsupported,
                   fmt::format("{}graph input '{}': {} type is not supported", kPrefix, in.name(),
                               value_kind(in.type())));
     }
-    InputInfo info{.name = in.name(), .shape = declared_shape(in.type().tensor_type())};
+    InputInfo info{.name = in.name(), .shape = declared_shape(in.type().tensor_type()),
+                   .has_default = has_default};
     try {
       info.dtype = require_dtype(in.type().tensor_type().elem_type());
     } catch (const Error& e) {

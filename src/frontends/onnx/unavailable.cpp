@@ -16,7 +16,7 @@ namespace {
 bool available() { return false; }
 ImportResult import(const std::filesystem::path&, const ImportOptions&) { unavailable(); }
 ImportResult import(std::span<const uint8_t>, const ImportOptions&) { unavailable(); }
-std::vector<InputInfo> model_inputs(const std::filesystem::path&) { unavailable(); }
+std::vector<InputInfo> model_inputs(const std::filesystem::path&, bool) { unavailable(); }
 TensorData read_tensor_proto(const std::filesystem::path&, std::string*) { unavailable(); }
 TensorData parse_tensor_proto(std::span<const uint8_t>, std::string*) { unavailable(); }
 std::vector<OpSupport> supported_ops() { return {}; }

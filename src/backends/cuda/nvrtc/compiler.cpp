@@ -73,11 +73,7 @@ thread_local std::vector<backends::CodeObject>* t_sink = nullptr;
 // the first of a key anyway).
 // (TG_CODE_SINK_DEDUP=0: a copy at every use, as before session 23; for the cold-start A/B.)
 bool in_sink(const std::string& key) {
-  static const bool dedup = [] {
-    const char* v = std::getenv("TG_CODE_SINK_DEDUP");
-    return v == nullptr || std::string_view(v) != "0";
-  }();
-  if (!dedup) return false;
+  if (!env::code_sink_dedup()) return false;
   for (const backends::CodeObject& c : *t_sink) {
     if (c.key == key) return true;
   }
@@ -446,13 +442,7 @@ namespace {
 thread_local bool t_loop_body = false;  // inside a DependentLaunchScope(true)
 
 // TG_PDL=0: no dependent launches, not even in loop bodies (read once).
-bool dependent_launch_off() {
-  static const bool off = [] {
-    const char* v = std::getenv("TG_PDL");
-    return v != nullptr && std::string_view(v) == "0";
-  }();
-  return off;
-}
+bool dependent_launch_off() { return env::dependent_launch_disabled(); }
 }  // namespace
 
 DependentLaunchScope::DependentLaunchScope(bool on) : saved_(t_loop_body) { t_loop_body = on; }
