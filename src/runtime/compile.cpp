@@ -113,10 +113,13 @@ bool evaluate_on_cpu(const ir::Node& n, std::span<const TensorData> args, Tensor
 // Issue 15, deliverable 7: the layout pass runs "where that is faster". TG_CHANNELS_LAST=1 / 0
 // forces it. Otherwise, where measured faster (docs/cuda.md): on the CPU for any graph with an
 // NCHW convolution (oneDNN; torchvision's ResNet-50 batch 1: 260 ms NCHW vs 67 ms converted,
-// MobileNetV3-Large 25.6 vs 19.5 ms); on CUDA only when every NCHW convolution is dense
-// (groups 1), not float64, with a static batch of at least 32 (H200, ResNet-50 TF32 batch 32:
-// 3.44 vs 2.95 ms, batch 128: 12.15 vs 9.21, bf16 9.14 vs 5.96; but batch 1: 0.677 vs 0.816,
-// and MobileNetV3-Large's depthwise convolutions: batch 32 1.53 vs 3.46 ms).
+// MobileNetV3-Large 25.6 vs 19.5 ms); on CUDA when every NCHW convolution is dense (groups 1),
+// not float64, and either has constant weights (an imported or frozen model's: stored OHWI once by
+// passes::pack_conv_weights; torchvision's ResNet-50 from ONNX, batch 1 TF32: 0.685 ms NCHW vs
+// 0.527 converted, session 24) or a static batch of at least 32 (weights fed or variables, which
+// are permuted in every run; ResNet-50 TF32 batch 32: 3.44 vs 2.95 ms, batch 128: 12.15 vs 9.21,
+// bf16 9.14 vs 5.96). MobileNetV3-Large's depthwise convolutions ran slower NHWC (batch 32: 1.53
+// vs 3.46 ms).
 bool layout_pass_pays(const ir::Graph& g, Device device) {
   if (const std::optional<bool> forced = env::channels_last_override()) return *forced;
   constexpr int64_t kMinCudaBatch = 32;
@@ -134,7 +137,9 @@ bool layout_pass_pays(const ir::Graph& g, Device device) {
     if (device.is_cpu()) break;
     const TensorType& x = g.type(n.inputs[0]);
     // float64 convolutions run NCHW in cuDNN's legacy API anyway (an NHWC one is transposed back).
-    if (d->groups != 1 || x.shape.empty() || x.shape[0] < kMinCudaBatch || x.dtype == DType::f64) return false;
+    if (d->groups != 1 || x.shape.empty() || x.dtype == DType::f64) return false;
+    const bool constant_weights = n.kind == ir::OpKind::conv2d && g.node(n.inputs[1].node).kind == ir::OpKind::constant;
+    if (!constant_weights && x.shape[0] < kMinCudaBatch) return false;
   }
   return any;
 }

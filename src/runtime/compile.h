@@ -77,8 +77,8 @@ bool evaluate_on_cpu(const ir::Node& n, std::span<const TensorData> args, Tensor
 /// Whether compile runs the channels-last layout pass (passes::convert_to_channels_last) on `g`
 /// (typed with the feeds' shapes) for `device`: TG_CHANNELS_LAST=1 / 0 forces it; otherwise
 /// where it was measured faster: on the CPU when `g` has an NCHW conv2d; on CUDA when every
-/// NCHW conv2d is dense (groups 1), not float64, with a static batch of at least 32
-/// (docs/cuda.md).
+/// NCHW convolution is dense (groups 1), not float64, and has constant weights or a static batch
+/// of at least 32 (docs/cuda.md).
 bool layout_pass_pays(const ir::Graph& g, Device device);
 
 }  // namespace runtime

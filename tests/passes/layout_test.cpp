@@ -20,18 +20,21 @@ using testing::ScopedEnv;
 // A ResNet-like NCHW block as an ONNX import builds it: conv, per-channel scale and shift (ranks 4
 // and 3), relu, max pool, a 1x1 conv with a residual add, then global sums (with and without
 // keep_dims, the first flattened), an average pool, and the user's own NCHW -> NHWC transpose.
-// `groups` 2 makes the 1x1 conv grouped.
+// `groups` 2 makes the 1x1 conv grouped; `constant_weights` makes the weights constants (an imported
+// or frozen model) instead of variables.
 struct NchwNet {
   Graph g;
   Tensor x;
   std::vector<Tensor> targets;
-  explicit NchwNet(int64_t batch = 2, int64_t groups = 1) {
+  explicit NchwNet(int64_t batch = 2, int64_t groups = 1, bool constant_weights = false) {
     x = g.placeholder({batch, 3, 8, 8}, DType::f32, "x");
     const Conv2dDesc conv{.padding = Padding::same, .data_layout = Layout::nchw, .weights_layout = Layout::oihw};
     Conv2dDesc conv2 = conv;
     conv2.groups = groups;
-    Tensor w1 = g.variable(TensorData::random_normal({4, 3, 3, 3}, 0.f, 0.5f, 1), "w1");
-    Tensor w2 = g.variable(TensorData::random_normal({4, 4 / groups, 1, 1}, 0.f, 0.5f, 2), "w2");
+    TensorData w1v = TensorData::random_normal({4, 3, 3, 3}, 0.f, 0.5f, 1);
+    TensorData w2v = TensorData::random_normal({4, 4 / groups, 1, 1}, 0.f, 0.5f, 2);
+    Tensor w1 = constant_weights ? g.constant(w1v, "w1") : g.variable(w1v, "w1");
+    Tensor w2 = constant_weights ? g.constant(w2v, "w2") : g.variable(w2v, "w2");
     Tensor scale = g.constant(TensorData::random_normal({1, 4, 1, 1}, 1.f, 0.2f, 3), "scale");
     Tensor shift = g.constant(TensorData::random_normal({4, 1, 1}, 0.f, 0.2f, 4), "shift");
     Tensor b = relu(conv2d(x, w1, conv) * scale + shift);
@@ -83,8 +86,8 @@ TEST(ChannelsLast, DefaultRunsWhereMeasuredFaster) {
     EXPECT_EQ(count(exe.to_string(), "data_layout=nchw"), 0) << exe.to_string();
     EXPECT_EQ(count(exe.to_string(), "data_layout=nhwc"), 4) << exe.to_string();
   }
-  auto pays = [](int64_t batch, int64_t groups, Device d) {
-    NchwNet net(batch, groups);
+  auto pays = [](int64_t batch, int64_t groups, Device d, bool constant_weights = false) {
+    NchwNet net(batch, groups, constant_weights);
     return runtime::layout_pass_pays(*net.x.graph_impl(), d);
   };
   EXPECT_TRUE(pays(2, 1, Device::cpu()));
@@ -94,6 +97,11 @@ TEST(ChannelsLast, DefaultRunsWhereMeasuredFaster) {
   EXPECT_TRUE(pays(32, 1, Device::cuda(0)));
   EXPECT_TRUE(pays(128, 1, Device::cuda(0)));
   EXPECT_FALSE(pays(32, 2, Device::cuda(0)));
+  // Constant weights are stored OHWI once (passes::pack_conv_weights): converted at any batch on
+  // CUDA, but not with a grouped convolution.
+  EXPECT_TRUE(pays(1, 1, Device::cuda(0), true));
+  EXPECT_TRUE(pays(31, 1, Device::cuda(0), true));
+  EXPECT_FALSE(pays(1, 2, Device::cuda(0), true));
   {
     Graph g;  // no NCHW convolution: nothing to convert on any device
     Tensor x = g.placeholder({64, 3, 8, 8}, DType::f32, "x");
