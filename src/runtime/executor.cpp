@@ -146,6 +146,9 @@ std::vector<TensorData> Program::run(std::span<const TensorData> feeds, const Ru
       rec.set_sticky_record();
     }
     phases::Scope timed("run_record_cuda_graph");
+    // The variables control flow reads while it is recorded: a bad value raises here, to the
+    // caller, instead of passing for a failed capture below.
+    (void)env::loop_unroll(), (void)env::condition_streams(), (void)env::unroll_limit();
     try {
       inst.recorded = backend_.record([&](void* s) {
         rec.set_stream(s);

@@ -181,6 +181,27 @@ TEST(CudaControlFlow, ForLoopTripCountFedOnTheDevice) {
   expect_on_device(expect_gpu_matches_cpu(build, feeds, 6), 6);
 }
 
+// A TG_* loop variable out of range raises invalid_argument, on the GPU too: it is read while a
+// run is recorded into a CUDA graph, where the error was taken for a capture failure (one log
+// line, and the runs walked the nodes with the default).
+TEST(CudaControlFlow, AnOutOfRangeLoopVariableRaises) {
+  REQUIRE_GPU();
+  Graph g;
+  Tensor n = g.placeholder({}, DType::i32, "n");
+  Tensor y = g.placeholder({16}, DType::f32, "y");
+  Tensor r = for_loop(n, {y}, [&](Tensor i, std::span<const Tensor> v) {
+    return std::vector{v[0] * 0.5f + cast(i, DType::f32)};
+  })[0];
+  const std::vector<TensorData> feeds{TensorData::scalar<int32_t>(5), TensorData::random_uniform({16}, -1.f, 1.f, 3)};
+  Env bad("TG_LOOP_UNROLL", "0");
+  EXPECT_TG_ERROR(
+      {
+        Executable exe = g.compile(Device::cuda(0), {{n, feeds[0].type()}, {y, feeds[1].type()}}, {r});
+        for (int k = 0; k < 4; ++k) exe.run(feeds);  // the first runs walk; then one is recorded
+      },
+      ErrorCode::invalid_argument, "TG_LOOP_UNROLL=0");
+}
+
 // The while loop, small: halve-and-add until the mean falls under a fed threshold.
 Builder mean_while(std::optional<int64_t> max_iterations) {
   return [max_iterations](Graph& g) {
