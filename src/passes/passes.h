@@ -64,6 +64,12 @@ using ConvWeightsLayout = std::function<std::optional<Layout>(const Conv2dDesc& 
 bool pack_conv_weights(ir::Graph& g, const std::vector<ir::ValueRef>& roots, const ConvWeightsLayout& preferred,
                        const ScalarEvaluator& eval);
 
+/// Constant matmul weights stored transposed (passes/matmul_weights.cpp): a 2-D floating constant
+/// read only as the b operand of matmuls without transpose_b becomes its transpose, and those
+/// matmuls read it with transpose_b (PyTorch's "TN" GEMM of nn.Linear). True when it changed any.
+bool store_matmul_weights_transposed(ir::Graph& g, const std::vector<ir::ValueRef>& roots,
+                                     const ScalarEvaluator& eval);
+
 /// Inlines every if_else whose predicate is a bool constant (passes/inline_branches.cpp): the
 /// taken branch's nodes replace it; then dead-code elimination. Remaps `roots`, `root_ops`, `keep`.
 bool inline_constant_branches(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,

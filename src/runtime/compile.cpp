@@ -254,6 +254,9 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     if (env_on("TG_PROJECT_HEADS")) passes::project_heads(*g, roots, root_ops, feeds);
     if (env_on("TG_MATMUL_FOLDS")) passes::fold_into_matmul(*g, roots, root_ops, feeds);
     passes::eliminate_common_subexpressions(*g, roots, root_ops, feeds);
+    if (const char* v = std::getenv("TG_MATMUL_WEIGHTS_TN"); v != nullptr && std::strcmp(v, "1") == 0) {
+      passes::store_matmul_weights_transposed(*g, roots, evaluate_on_cpu);  // opt-in while measured
+    }
     if (const char* v = std::getenv("TG_MERGE_PROJECTIONS"); v != nullptr && std::strcmp(v, "1") == 0) {
       passes::merge_projections(*g, roots, root_ops, feeds);  // opt-in: not measured yet (after CSE: one X)
     }

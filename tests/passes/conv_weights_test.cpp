@@ -1,6 +1,7 @@
-// Packing of constant convolution weights (passes/conv_weights.cpp): a constant read only as conv2d
-// weights is stored in the layout the backend reads in place (CUDA: OHWI for NHWC data), once, at
-// compile time. The pass is run here directly with a chosen preference, and each rewritten
+// Packing of constant weights: a constant read only as conv2d weights is stored in the layout the
+// backend reads in place (passes/conv_weights.cpp; CUDA: OHWI for NHWC data), once, at compile
+// time; a constant read only as matmuls' b operand is stored transposed, read with transpose_b
+// (passes/matmul_weights.cpp, opt-in TG_MATMUL_WEIGHTS_TN=1). The pass is run here directly with a chosen preference, and each rewritten
 // convolution is evaluated with the CPU backend's kernel against the original one.
 #include <gtest/gtest.h>
 
@@ -80,6 +81,31 @@ TEST(PackConvWeights, ConstantWeightsAreStoredInTheBackendsLayout) {
   ir::Graph again(before);
   EXPECT_FALSE(passes::pack_conv_weights(again, roots, [](const Conv2dDesc&, DType) { return std::optional<Layout>{}; },
                                          runtime::evaluate_on_cpu));
+}
+
+
+TEST(StoreMatmulWeightsTransposed, ConstantBOperandsAreReadWithTransposeB) {
+  Graph g;
+  TensorData xv = TensorData::random_uniform({3, 5}, -1, 1, 1);
+  Tensor x = g.placeholder(xv.shape(), DType::f32, "x");
+  TensorData wv = TensorData::random_uniform({5, 4}, -1, 1, 2);
+  Tensor w = g.constant(wv, "w");                                          // two matmuls read it
+  Tensor u = g.constant(TensorData::random_uniform({5, 4}, -1, 1, 3), "u");  // also a result
+  std::vector<Tensor> ys{matmul(x, w), matmul(x * 2.0f, w), matmul(x, u), u};
+  ir::Graph ir_graph(*x.graph_impl());
+  passes::infer_types(ir_graph);
+  std::vector<ir::ValueRef> roots;
+  for (const Tensor& y : ys) roots.push_back({y.node_id(), y.index()});
+  const ir::Graph before(ir_graph);
+  ASSERT_TRUE(passes::store_matmul_weights_transposed(ir_graph, roots, runtime::evaluate_on_cpu));
+  for (int k = 0; k < 3; ++k) {
+    const ir::Node& n = ir_graph.node(ys[static_cast<size_t>(k)].node_id());
+    const bool packed = k < 2;  // u is read by the result too: left alone
+    EXPECT_EQ(std::get<MatmulDesc>(n.attrs).transpose_b, packed) << k;
+    EXPECT_EQ(ir_graph.type(n.inputs[1]).shape, packed ? Shape({4, 5}) : Shape({5, 4})) << k;
+  }
+  const ir::Node& m = ir_graph.node(ys[0].node_id());
+  expect_same(evaluate(ir_graph, m.id, xv), evaluate(before, m.id, xv));
 }
 
 }  // namespace
