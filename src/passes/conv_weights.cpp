@@ -9,6 +9,7 @@
 
 #include "passes/passes.h"
 #include "passes/readers.h"
+#include "passes/transposed_constant.h"
 
 namespace tg::passes {
 namespace {
@@ -71,23 +72,10 @@ bool pack_conv_weights(ir::Graph& g, const std::vector<ir::ValueRef>& roots, con
              preferred(d, g.type(n.inputs[0]).dtype) == want;
     }
     if (!same) continue;
-    // The permuted value, computed by the evaluator's transpose (on a host copy of a weight that
-    // lives on the device).
-    ir::Node t;
-    t.kind = K::transpose;
-    t.name = c->name;
-    const std::vector<int64_t> perm = perm_between(first.weights_layout, *want);
-    const TensorType& ct = c->outputs[0];
-    Shape shape(4);
-    for (size_t j = 0; j < 4; ++j) shape[j] = ct.shape[static_cast<size_t>(perm[j])];
-    t.attrs = ir::TransposeAttrs{perm};
-    t.outputs = {TensorType{shape, ct.dtype}};
-    const TensorData& value = std::get<ir::ConstantAttrs>(c->attrs).value;
-    std::vector<TensorData> args{value.device().is_cpu() ? value : value.to(Device::cpu())};
-    TensorData out(shape, ct.dtype);
-    if (!eval(t, args, out)) continue;
-    c->attrs = ir::ConstantAttrs{out};
-    c->outputs[0] = t.outputs[0];
+    std::optional<TensorData> out = transposed_constant(*c, perm_between(first.weights_layout, *want), eval);
+    if (!out) continue;
+    c->outputs[0] = out->type();
+    c->attrs = ir::ConstantAttrs{*std::move(out)};
     for (int id : convs) std::get<Conv2dDesc>(g.node(id).attrs).weights_layout = *want;
     changed = true;
   }

@@ -8,6 +8,7 @@
 
 #include "passes/passes.h"
 #include "passes/readers.h"
+#include "passes/transposed_constant.h"
 
 namespace tg::passes {
 
@@ -32,16 +33,10 @@ bool store_matmul_weights_transposed(ir::Graph& g, const std::vector<ir::ValueRe
     bool ok = true;
     for (int m : matmuls) ok = ok && g.node(m).inputs[0].node != id;
     if (!ok) continue;
-    ir::Node t;
-    t.kind = ir::OpKind::transpose;
-    t.attrs = ir::TransposeAttrs{{1, 0}};
-    t.outputs = {TensorType{{ct.shape[1], ct.shape[0]}, ct.dtype}};
-    const TensorData& value = std::get<ir::ConstantAttrs>(c.attrs).value;
-    std::vector<TensorData> args{value.device().is_cpu() ? value : value.to(Device::cpu())};
-    TensorData out(t.outputs[0].shape, ct.dtype);
-    if (!eval(t, args, out)) continue;
-    c.attrs = ir::ConstantAttrs{out};
-    c.outputs[0] = t.outputs[0];
+    std::optional<TensorData> out = transposed_constant(c, {1, 0}, eval);
+    if (!out) continue;
+    c.outputs[0] = out->type();
+    c.attrs = ir::ConstantAttrs{*std::move(out)};
     for (int m : matmuls) std::get<MatmulDesc>(g.node(m).attrs).transpose_b = true;
     changed = true;
   }
