@@ -168,6 +168,9 @@ TEST_F(TgCliErrors, RunNamesTheFileAndTheInput) {
        {"--shape x=1,1,abc: 'abc' is not a dimension; give whole numbers >= 1", "e.g. --shape x=1,3,224,224"}},
       {"run " + quote(model) + " --random --shape y=2,3", 2, {"--shape y=2,3: ", "has no input or dim named 'y' (its inputs: 'x')"}},
       {"run " + quote(model) + " --random --shape x=2", 2, {"--shape x=2: the model declares input 'x' as f32[2,3]"}},
+      // A shape given twice: a usage error (the last one won silently).
+      {"run " + quote(model) + " --random --shape x=2,3 --shape x=2,3", 2,
+       {"--shape x=2,3: 'x' is given twice (first by --shape x=2,3); give each once"}},
       {"run " + quote(model) + " " + quote(good) + " " + quote(good), 2,
        {"2 input files given for " + model + ", which has 1 input ('x')"}},
       // An input given twice: a usage error naming it (the last file won silently).

@@ -134,6 +134,7 @@ std::map<std::string, Shape> parse_shapes(const RunArgs& a,
                                           const std::vector<tg::onnx::InputInfo>& inputs) {
   std::map<std::string, Shape> shapes;
   std::map<std::string, int64_t> symbols;
+  std::map<std::string, std::string> given;  // name -> the --shape that gave it
   for (const std::string& spec : a.shapes) {
     const size_t eq = spec.find('=');
     const std::string example = fmt::format("e.g. --shape {}=1,3,224,224",
@@ -147,6 +148,10 @@ std::map<std::string, Shape> parse_shapes(const RunArgs& a,
     if (!in && !symbol) {
       throw tg::cli::UsageError(fmt::format("--shape {}: {} has no input or dim named '{}' (its inputs: {})", spec,
                                             a.model, name, names_of(inputs)));
+    }
+    if (auto [it, first] = given.emplace(name, spec); !first) {  // the last one won silently
+      throw tg::cli::UsageError(fmt::format("--shape {}: '{}' is given twice (first by --shape {}); give each "
+                                            "once", spec, name, it->second));
     }
     Shape shape;
     std::stringstream ss(spec.substr(eq + 1));
