@@ -47,6 +47,24 @@ long long whole_number(const char* name, long long fallback, long long lo, long 
   return n;
 }
 
+// Switches: on unless `name` is "0" (unset, empty or anything else is on).
+bool unless_zero(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || std::string_view(v) != "0";
+}
+
+// True when `name` is set to exactly `value`.
+bool set_to(const char* name, std::string_view value) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::string_view(v) == value;
+}
+
+// Opt-in switches: on when `name` is set, not empty and not "0".
+bool set_not_zero(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+}
+
 }  // namespace
 
 std::optional<std::string> device_override() {
@@ -97,8 +115,7 @@ int condition_streams() {
 }
 
 bool branch_select() {
-  const char* v = std::getenv("TG_BRANCH_SELECT");
-  return v == nullptr || std::string_view(v) != "0";
+  return unless_zero("TG_BRANCH_SELECT");
 }
 
 int64_t unroll_limit() {
@@ -106,40 +123,27 @@ int64_t unroll_limit() {
 }
 
 bool cudnn_graph_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("TG_CUDNN_GRAPH");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool on = unless_zero("TG_CUDNN_GRAPH");
   return on;
 }
 
 bool profile() {
-  static const bool on = [] {
-    const char* v = std::getenv("TG_PROFILE");
-    return v != nullptr && *v != '\0' && std::string(v) != "0";
-  }();
+  static const bool on = set_not_zero("TG_PROFILE");
   return on;
 }
 
 bool trace() {
-  static const bool on = [] {
-    const char* v = std::getenv("TG_TRACE");
-    return v != nullptr && *v != '\0' && std::string(v) != "0";
-  }();
+  static const bool on = set_not_zero("TG_TRACE");
   return on;
 }
 
 bool profile_shapes() {
-  static const bool on = [] {
-    const char* v = std::getenv("TG_PROFILE");
-    return v != nullptr && std::string(v) == "shapes";
-  }();
+  static const bool on = set_to("TG_PROFILE", "shapes");
   return on;
 }
 
 bool deterministic() {
-  const char* v = std::getenv("TG_DETERMINISTIC");
-  return v && std::string(v) == "1";
+  return set_to("TG_DETERMINISTIC", "1");
 }
 
 int specialization_cache_size() {
@@ -147,26 +151,17 @@ int specialization_cache_size() {
 }
 
 bool dependent_launch_disabled() {
-  static const bool off = [] {
-    const char* v = std::getenv("TG_PDL");
-    return v != nullptr && std::string_view(v) == "0";
-  }();
+  static const bool off = set_to("TG_PDL", "0");
   return off;
 }
 
 bool code_sink_dedup() {
-  static const bool dedup = [] {
-    const char* v = std::getenv("TG_CODE_SINK_DEDUP");
-    return v == nullptr || std::string_view(v) != "0";
-  }();
+  static const bool dedup = unless_zero("TG_CODE_SINK_DEDUP");
   return dedup;
 }
 
 bool nccl_overlap() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("TG_NCCL_OVERLAP");
-    return v == nullptr || std::string_view(v) != "0";
-  }();
+  static const bool enabled = unless_zero("TG_NCCL_OVERLAP");
   return enabled;
 }
 
@@ -176,8 +171,7 @@ std::string preload_modules() {
 }
 
 bool prepare_choices() {
-  const char* v = std::getenv("TG_PREPARE_CHOICES");
-  return !(v != nullptr && std::string_view(v) == "0");
+  return unless_zero("TG_PREPARE_CHOICES");
 }
 
 int prepare_threads() {
@@ -191,18 +185,15 @@ std::optional<int> prepare_delay_ms() {
 }
 
 bool prefetch_constants() {
-  const char* v = std::getenv("TG_PREFETCH_CONSTANTS");
-  return v != nullptr && std::string_view(v) == "1";
+  return set_to("TG_PREFETCH_CONSTANTS", "1");
 }
 
 bool cudnn_plan_json() {
-  const char* v = std::getenv("TG_CUDNN_PLAN_JSON");
-  return v != nullptr && std::string_view(v) == "1";
+  return set_to("TG_CUDNN_PLAN_JSON", "1");
 }
 
 bool trust_stored_algos() {
-  const char* v = std::getenv("TG_TRUST_STORED_ALGOS");
-  return !(v != nullptr && std::string_view(v) == "0");
+  return unless_zero("TG_TRUST_STORED_ALGOS");
 }
 
 std::optional<bool> first_run_kernels_override() {
@@ -223,8 +214,7 @@ int upload_streams() {
 }
 
 bool staging_early() {
-  const char* v = std::getenv("TG_STAGING_EARLY");
-  return v != nullptr && std::string_view(v) == "1";
+  return set_to("TG_STAGING_EARLY", "1");
 }
 
 std::array<int, 10> stencil_tile_override() {

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/env.h"
 #include "test_util.h"
@@ -31,110 +33,76 @@ class ScopedEnv {
   bool had_ = false;
 };
 
+// One setting of a variable and what its reader gives: `want`, or an invalid_argument error whose
+// message holds `error`.
+struct IntegerCase {
+  const char* name;
+  const char* value;
+  std::function<long long()> read;
+  std::optional<long long> want;
+  const char* error;
+};
+
+long long delay_or_minus_one() { return env::prepare_delay_ms().value_or(-1); }
+
+void check_cases(const std::vector<IntegerCase>& cases) {
+  for (const IntegerCase& c : cases) {
+    SCOPED_TRACE(std::string(c.name) + "=" + c.value);
+    ScopedEnv e(c.name, c.value);
+    if (c.error != nullptr) {
+      EXPECT_TG_ERROR(c.read(), ErrorCode::invalid_argument, c.error);
+    } else {
+      EXPECT_EQ(c.read(), *c.want);
+    }
+  }
+}
+
 TEST(Env, IntegerVariablesAreWholeNumbersInTheirRanges) {
-  {
-    ScopedEnv e("TG_SPECIALIZATIONS", "abc");
-    EXPECT_EQ(env::specialization_cache_size(), 16);  // the default, not 1
-  }
-  {
-    ScopedEnv e("TG_SPECIALIZATIONS", "7x");
-    EXPECT_EQ(env::specialization_cache_size(), 16);
-  }
-  {
-    ScopedEnv e("TG_SPECIALIZATIONS", "7");
-    EXPECT_EQ(env::specialization_cache_size(), 7);
-  }
-  {  // out of range: raised, not clamped to 4096 without a word
-    ScopedEnv e("TG_SPECIALIZATIONS", "100000");
-    EXPECT_TG_ERROR(env::specialization_cache_size(), ErrorCode::invalid_argument,
-                    "TG_SPECIALIZATIONS=100000 is outside the range [1, 4096]");
-  }
-  {
-    ScopedEnv e("TG_SPECIALIZATIONS", "0");
-    EXPECT_TG_ERROR(env::specialization_cache_size(), ErrorCode::invalid_argument, "[1, 4096]");
-  }
-  {
-    ScopedEnv e("TG_SPECIALIZATIONS", "4096");
-    EXPECT_EQ(env::specialization_cache_size(), 4096);
-  }
-  {
-    ScopedEnv e("TG_LOOP_UNROLL", "0");
-    EXPECT_TG_ERROR(env::loop_unroll(), ErrorCode::invalid_argument,
-                    "TG_LOOP_UNROLL=0 is outside the range [1, 32]");
-  }
-  {  // beyond int64: out of range too, not "not a whole number"
-    ScopedEnv e("TG_LOOP_UNROLL", "99999999999999999999999");
-    EXPECT_TG_ERROR(env::loop_unroll(), ErrorCode::invalid_argument,
-                    "TG_LOOP_UNROLL=99999999999999999999999 is outside the range [1, 32]");
-  }
-  {
-    ScopedEnv e("TG_UNROLL_LIMIT", "-99999999999999999999999");
-    EXPECT_TG_ERROR(env::unroll_limit(), ErrorCode::invalid_argument,
-                    "is outside the range [0, 9223372036854775807]");
-  }
-  {
-    ScopedEnv e("TG_CONDITION_STREAMS", "-3");
-    EXPECT_TG_ERROR(env::condition_streams(), ErrorCode::invalid_argument,
-                    "TG_CONDITION_STREAMS=-3 is outside the range [0, 8]");
-  }
-  {
-    ScopedEnv e("TG_CONDITION_STREAMS", "8");
-    EXPECT_EQ(env::condition_streams(), 8);
-  }
-  {
-    ScopedEnv e("TG_UNROLL_LIMIT", "");
-    EXPECT_EQ(env::unroll_limit(), 8192);
-  }
+  check_cases({
+      // not a whole number: the default, not 1
+      {"TG_SPECIALIZATIONS", "abc", env::specialization_cache_size, 16, nullptr},
+      {"TG_SPECIALIZATIONS", "7x", env::specialization_cache_size, 16, nullptr},
+      {"TG_SPECIALIZATIONS", "7", env::specialization_cache_size, 7, nullptr},
+      // out of range: raised, not clamped to 4096 without a word
+      {"TG_SPECIALIZATIONS", "100000", env::specialization_cache_size, std::nullopt,
+       "TG_SPECIALIZATIONS=100000 is outside the range [1, 4096]"},
+      {"TG_SPECIALIZATIONS", "0", env::specialization_cache_size, std::nullopt, "[1, 4096]"},
+      {"TG_SPECIALIZATIONS", "4096", env::specialization_cache_size, 4096, nullptr},
+      {"TG_LOOP_UNROLL", "0", env::loop_unroll, std::nullopt,
+       "TG_LOOP_UNROLL=0 is outside the range [1, 32]"},
+      // beyond int64: out of range too, not "not a whole number"
+      {"TG_LOOP_UNROLL", "99999999999999999999999", env::loop_unroll, std::nullopt,
+       "TG_LOOP_UNROLL=99999999999999999999999 is outside the range [1, 32]"},
+      {"TG_UNROLL_LIMIT", "-99999999999999999999999", env::unroll_limit, std::nullopt,
+       "is outside the range [0, 9223372036854775807]"},
+      {"TG_CONDITION_STREAMS", "-3", env::condition_streams, std::nullopt,
+       "TG_CONDITION_STREAMS=-3 is outside the range [0, 8]"},
+      {"TG_CONDITION_STREAMS", "8", env::condition_streams, 8, nullptr},
+      {"TG_UNROLL_LIMIT", "", env::unroll_limit, 8192, nullptr},
+  });
 }
 
 // TG_PREPARE_THREADS and TG_PREPARE_DELAY_MS (the CUDA backend's preparation of stored choices)
 // through the same reader: they were atoi'd ("abc" was 0 threads, clamped to 1 without a word; a
-// negative delay became 0).
+// negative delay became 0). An unset or non-numeric delay is "none" (-1 here).
 TEST(Env, PrepareThreadsAndDelayAreWholeNumbersInTheirRanges) {
   EXPECT_EQ(env::prepare_threads(), 4);
   EXPECT_EQ(env::prepare_delay_ms(), std::nullopt);
-  {
-    ScopedEnv e("TG_PREPARE_THREADS", "abc");
-    EXPECT_EQ(env::prepare_threads(), 4);
-  }
-  {
-    ScopedEnv e("TG_PREPARE_THREADS", "16");
-    EXPECT_EQ(env::prepare_threads(), 16);
-  }
-  {
-    ScopedEnv e("TG_PREPARE_THREADS", "0");
-    EXPECT_TG_ERROR(env::prepare_threads(), ErrorCode::invalid_argument,
-                    "TG_PREPARE_THREADS=0 is outside the range [1, 16]");
-  }
-  {
-    ScopedEnv e("TG_PREPARE_THREADS", "17");
-    EXPECT_TG_ERROR(env::prepare_threads(), ErrorCode::invalid_argument, "[1, 16]");
-  }
-  {
-    ScopedEnv e("TG_PREPARE_DELAY_MS", "0");
-    EXPECT_EQ(env::prepare_delay_ms(), 0);
-  }
-  {
-    ScopedEnv e("TG_PREPARE_DELAY_MS", "3000");
-    EXPECT_EQ(env::prepare_delay_ms(), 3000);
-  }
-  {
-    ScopedEnv e("TG_PREPARE_DELAY_MS", "");
-    EXPECT_EQ(env::prepare_delay_ms(), std::nullopt);
-  }
-  {
-    ScopedEnv e("TG_PREPARE_DELAY_MS", "15O");  // a letter O
-    EXPECT_EQ(env::prepare_delay_ms(), std::nullopt);
-  }
-  {
-    ScopedEnv e("TG_PREPARE_DELAY_MS", "-5");
-    EXPECT_TG_ERROR(env::prepare_delay_ms(), ErrorCode::invalid_argument,
-                    "TG_PREPARE_DELAY_MS=-5 is outside the range [0, 2147483647]");
-  }
-  {
-    ScopedEnv e("TG_PREPARE_DELAY_MS", "3000000000");
-    EXPECT_TG_ERROR(env::prepare_delay_ms(), ErrorCode::invalid_argument, "[0, 2147483647]");
-  }
+  check_cases({
+      // atoi read it as 0, clamped to 1
+      {"TG_PREPARE_THREADS", "abc", env::prepare_threads, 4, nullptr},
+      {"TG_PREPARE_THREADS", "16", env::prepare_threads, 16, nullptr},
+      {"TG_PREPARE_THREADS", "0", env::prepare_threads, std::nullopt,
+       "TG_PREPARE_THREADS=0 is outside the range [1, 16]"},
+      {"TG_PREPARE_THREADS", "17", env::prepare_threads, std::nullopt, "[1, 16]"},
+      {"TG_PREPARE_DELAY_MS", "0", delay_or_minus_one, 0, nullptr},
+      {"TG_PREPARE_DELAY_MS", "3000", delay_or_minus_one, 3000, nullptr},
+      {"TG_PREPARE_DELAY_MS", "", delay_or_minus_one, -1, nullptr},
+      {"TG_PREPARE_DELAY_MS", "15O", delay_or_minus_one, -1, nullptr},  // a letter O
+      {"TG_PREPARE_DELAY_MS", "-5", delay_or_minus_one, std::nullopt,
+       "TG_PREPARE_DELAY_MS=-5 is outside the range [0, 2147483647]"},
+      {"TG_PREPARE_DELAY_MS", "3000000000", delay_or_minus_one, std::nullopt, "[0, 2147483647]"},
+  });
 }
 
 // The CUDA backend's other variables, read here now as they were there.
