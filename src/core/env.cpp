@@ -192,6 +192,10 @@ bool cudnn_plan_json() {
   return set_to("TG_CUDNN_PLAN_JSON", "1");
 }
 
+bool matmul_autotune() {
+  return set_to("TG_MATMUL_AUTOTUNE", "1");
+}
+
 bool trust_stored_algos() {
   return unless_zero("TG_TRUST_STORED_ALGOS");
 }

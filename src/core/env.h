@@ -1,5 +1,5 @@
 // Every TG_* environment variable the library reads, in one place (runtime/compile.cpp still
-// reads TG_MERGE_PROJECTIONS and TG_DUMP_GRAPH itself, and runtime/crc32.cpp, core/communicator.cpp
+// reads its rewrite switches and TG_DUMP_GRAPH itself, and runtime/crc32.cpp, core/communicator.cpp
 // and core/phase_times.cpp theirs).
 //
 // Integer variables are whole numbers: a value that is not one (TG_SPECIALIZATIONS=abc) is
@@ -86,6 +86,11 @@ bool prefetch_constants();
 /// TG_CUDNN_PLAN_JSON=1: cuDNN's serialized plans are stored in saved executables and used at
 /// load (backends/cuda/conv_plans.cpp). Default off. Read at every use.
 bool cudnn_plan_json();
+/// TG_MATMUL_AUTOTUNE=1: a new cuBLASLt plan takes the fastest of the heuristics' first 8
+/// algorithms, timed on the call's operands (backends/cuda/autotune.h), instead of their first.
+/// Default off: on the H200 it took no kernel time off BERT-base or ResNet-50 at batch 1
+/// (docs/torch.md, session 25). Never under CompileOptions::deterministic. Read at every plan.
+bool matmul_autotune();
 /// TG_TRUST_STORED_ALGOS=0: stored cuDNN / cuBLASLt choices of this library version are checked
 /// again (numerical notes, cublasLtMatmulAlgoCheck) before use. Default on (trusted). Read at
 /// every use.

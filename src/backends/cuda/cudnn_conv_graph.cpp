@@ -6,6 +6,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backends/cuda/autotune.h"
 #include "backends/cuda/context.h"
 #include "core/phase_times.h"
 #include "tg/error.h"
@@ -256,42 +257,20 @@ std::shared_ptr<ConvPlan> make_conv_plan(cudnnHandle_t handle, cudaStream_t stre
   }
   if (plans.empty()) return nullptr;
   if (!measure || plans.size() == 1) return plans.front();
-  phases::Scope timing("cudnn_autotune_timing");
-
-  // Time each candidate (one warm-up run, then the best of two) on the real buffers.
-  struct Event {
-    cudaEvent_t e = nullptr;
-    explicit Event(const char* op) { check(cudaEventCreate(&e), op, "cudaEventCreate"); }
-    ~Event() { cudaEventDestroy(e); }
-  } start_event(op), stop_event(op);
-  cudaEvent_t start = start_event.e, stop = stop_event.e;
-  std::shared_ptr<ConvPlan> best;
-  float best_ms = std::numeric_limits<float>::max();
-  for (const auto& p : plans) {
-    void* ws = p->workspace > 0 ? workspace(p->workspace) : nullptr;
-    float ms = std::numeric_limits<float>::max();
-    bool ok = true;
-    for (int rep = 0; rep < 3 && ok; ++rep) {
-      check(cudaEventRecord(start, stream), op, "cudaEventRecord");
-      try {
-        execute(handle, *p, a, b, out, ws, op);
-      } catch (const Error&) {
-        ok = false;  // an engine that fails at run time is not a candidate
-        cudaGetLastError();
-        break;
-      }
-      check(cudaEventRecord(stop, stream), op, "cudaEventRecord");
-      check(cudaEventSynchronize(stop), op, "cudaEventSynchronize");
-      float t = 0;
-      check(cudaEventElapsedTime(&t, start, stop), op, "cudaEventElapsedTime");
-      if (rep > 0) ms = std::min(ms, t);
+  // Time each candidate on the real buffers (autotune.h); an engine that fails at run time is
+  // not a candidate.
+  std::vector<void*> ws(plans.size());
+  for (size_t i = 0; i < plans.size(); ++i) ws[i] = plans[i]->workspace > 0 ? workspace(plans[i]->workspace) : nullptr;
+  const int pick = fastest_candidate(static_cast<int>(plans.size()), [&](int i) {
+    try {
+      execute(handle, *plans[static_cast<size_t>(i)], a, b, out, ws[static_cast<size_t>(i)], op);
+      return true;
+    } catch (const Error&) {
+      cudaGetLastError();
+      return false;
     }
-    if (ok && ms < best_ms) {
-      best_ms = ms;
-      best = p;
-    }
-  }
-  return best;
+  }, stream);
+  return pick < 0 ? nullptr : plans[static_cast<size_t>(pick)];
 }
 
 std::optional<EngineChoice> engine_choice(const ConvPlan& plan, const char* op) {

@@ -32,11 +32,14 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "backends/cuda/algo_choices.h"
+#include "backends/cuda/autotune.h"
 #include "backends/cuda/context.h"
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/first_run.h"
@@ -293,9 +296,12 @@ const LtPlan& keep(const LtKey& key, std::unique_ptr<LtPlan> plan) {
 // its workspace size (cuBLASLt documents the algorithm as serializable for the same version;
 // `trusted` is then set: the caller validates it by running it), else checked by
 // cublasLtMatmulAlgoCheck for this problem; without a usable stored choice the heuristics' first
-// answer.
+// answer, or, with `tune`, the fastest of their first kCandidates answers as tune(plan, answers)
+// picks it (autotune.h).
+using Tuner = std::function<int(const LtPlan&, std::span<const cublasLtMatmulHeuristicResult_t>)>;
+constexpr int kCandidates = 8;
 std::unique_ptr<LtPlan> build_plan(const LtKey& key, cublasLtHandle_t handle, const char* op, bool trust,
-                                   bool* trusted) {
+                                   bool* trusted, const Tuner* tune = nullptr) {
   *trusted = false;
   const LtTypes t = lt_types(key.mode);
   auto plan = std::make_unique<LtPlan>();
@@ -373,11 +379,11 @@ std::unique_ptr<LtPlan> build_plan(const LtKey& key, cublasLtHandle_t handle, co
     }
   }
   phases::Scope heuristic_time("cublaslt_heuristic");
-  cublasLtMatmulHeuristicResult_t result{};
+  cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
   int returned = 0;
   const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle, plan->desc, plan->la, plan->lb,
-                                                           plan->lc, plan->lc, pref, 1, &result,
-                                                           &returned);
+                                                           plan->lc, plan->lc, pref, tune ? kCandidates : 1,
+                                                           results, &returned);
   cublasLtMatmulPreferenceDestroy(pref);
   heuristic_time.stop();
   if (st != CUBLAS_STATUS_SUCCESS || returned == 0) {
@@ -386,15 +392,21 @@ std::unique_ptr<LtPlan> build_plan(const LtKey& key, cublasLtHandle_t handle, co
          "cuBLASLt has no algorithm for M={} N={} K={} (batch {}, transpose_a={}, transpose_b={})",
          key.m, key.n, key.k, key.count, key.ta, key.tb);
   }
-  plan->algo = result.algo;
-  plan->workspace = result.workspaceSize;
+  int pick = 0;
+  if (tune != nullptr && returned > 1) {
+    pick = std::clamp((*tune)(*plan, std::span<const cublasLtMatmulHeuristicResult_t>(results, returned)), 0,
+                      returned - 1);
+  }
+  plan->algo = results[pick].algo;
+  plan->workspace = results[pick].workspaceSize;
   plan->choice = encode_choice(plan->algo, plan->workspace);
   return plan;
 }
 
 // The plan of `key`, cached on first use. A stored choice is checked (build_plan without trust):
 // only the preparation workers, which run a trusted plan before publishing it, use one unchecked.
-const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op) {
+// Without one, `tune` (may be null) picks among the heuristics' answers.
+const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op, const Tuner* tune) {
   if (const LtPlan* p = cached_plan(key)) return *p;
   // A preparation worker building this plan from a saved executable's choice: wait for it.
   const std::string ckey = choice_key(key);
@@ -402,7 +414,7 @@ const LtPlan& lt_plan(const LtKey& key, cublasLtHandle_t handle, const char* op)
     if (const LtPlan* p = cached_plan(key)) return *p;
   }
   bool trusted = false;
-  return keep(key, build_plan(key, handle, op, /*trust=*/false, &trusted));
+  return keep(key, build_plan(key, handle, op, /*trust=*/false, &trusted, tune));
 }
 
 Mode mode_of(DType dtype, ComputePrecision precision) {
@@ -505,10 +517,6 @@ void matmul_lt(KernelContext& ctx, const Problem& p, const void* a, const void* 
             p.a.transposed, p.b.transposed, count, sa, sb,
             alignment_of(a_bits), alignment_of(b_bits), alignment_of(c_bits), ctx.deterministic};
   if (first_run_matmul(ctx, p, key, a_in, b_in, c)) return;
-  const LtPlan& plan = lt_plan(key, dc.cublaslt(), op);
-  if (!plan.choice.empty()) algo_choices::note(plan.choice_key, plan.choice);
-  void* ws = plan.workspace > 0 ? workspace_of(ctx, plan.workspace) : nullptr;
-
   const float alpha_f = 1.0f, beta_f = 0.0f;
   const double alpha_d = 1.0, beta_d = 0.0;
   const void* alpha = mode == Mode::f64 ? static_cast<const void*>(&alpha_d) : &alpha_f;
@@ -517,6 +525,22 @@ void matmul_lt(KernelContext& ctx, const Problem& p, const void* a, const void* 
   const auto* a8 = static_cast<const char*>(a);
   const auto* b8 = static_cast<const char*>(b);
   auto* c8 = static_cast<char*>(c);
+  // A new plan times the heuristics' candidates on this call's own operands (the first of an
+  // outer batch loop), writing C, which the call below writes again.
+  const Tuner tuner = [&](const LtPlan& pl, std::span<const cublasLtMatmulHeuristicResult_t> cands) {
+    size_t ws_max = 0;  // scratch of its own: the run's would grow the arena for every later run
+    for (const auto& r : cands) ws_max = std::max(ws_max, r.workspaceSize);
+    const std::shared_ptr<void> tune_buf = ws_max > 0 ? device_allocate(dc.device, ws_max) : nullptr;
+    void* tune_ws = tune_buf.get();
+    return fastest_candidate(static_cast<int>(cands.size()), [&](int i) {
+      return cublasLtMatmul(handle, pl.desc, alpha, b8, pl.la, a8, pl.lb, beta, c8, pl.lc, c8, pl.lc, &cands[i].algo,
+                            tune_ws, cands[i].workspaceSize, stream) == CUBLAS_STATUS_SUCCESS;
+    }, stream);
+  };
+  const bool tune = !key.deterministic && env::matmul_autotune();
+  const LtPlan& plan = lt_plan(key, handle, op, tune ? &tuner : nullptr);
+  if (!plan.choice.empty()) algo_choices::note(plan.choice_key, plan.choice);
+  void* ws = plan.workspace > 0 ? workspace_of(ctx, plan.workspace) : nullptr;
   phases::Scope timed("cublaslt_matmul");
   for (int64_t i = 0; i < outer_total; ++i) {
     int64_t rem = i, ao = 0, bo = 0;
