@@ -112,4 +112,20 @@ std::optional<StridedView> view_of(const KernelContext& ctx) {
   }
 }
 
+bool bind_slice_view(KernelContext& ctx) {
+  TensorData& out = ctx.outputs[0];
+  if (!out.empty()) return false;
+  const TensorType& t = ctx.node.outputs[0];
+  const TensorData& x = ctx.inputs[0];
+  if (const std::optional<int64_t> offset = ops::slice_view_offset(ctx.node)) {
+    const int64_t end = *offset + num_elements(t.shape) * static_cast<int64_t>(dtype_size(t.dtype));
+    TG_CHECK_INTERNAL(x.dtype() == t.dtype && end <= static_cast<int64_t>(x.nbytes()), "slice view outside its input");
+    auto* base = static_cast<char*>(const_cast<void*>(x.storage_ptr()));
+    out = TensorData::from_external(base + *offset, t.shape, t.dtype, x.device(), x.storage());
+    return true;
+  }
+  out = TensorData(t.shape, t.dtype, x.device());
+  return false;
+}
+
 }  // namespace tg::backends

@@ -24,4 +24,11 @@ StridedView simplify(const StridedView& v);
 /// tg::Error(shape_mismatch) naming the op when a broadcast_to input does not broadcast.
 std::optional<StridedView> view_of(const KernelContext& ctx);
 
+
+/// For a slice kernel: when the caller left ctx.outputs[0] empty (the runtime does for the views
+/// of ops::slice_view_offset), binds it to that block of ctx.inputs[0] and returns true; an empty
+/// output of a slice that is not such a view gets new memory on the input's device (false: the
+/// kernel copies).
+bool bind_slice_view(KernelContext& ctx);
+
 }  // namespace tg::backends

@@ -33,6 +33,27 @@ void resolve_slice_dim(int64_t begin, int64_t end, int64_t stride, int64_t dim, 
   *length = empty ? 0 : static_cast<int64_t>((span - 1) / step + 1);
 }
 
+std::optional<int64_t> slice_view_offset(const ir::Node& node) {
+  if (node.kind != ir::OpKind::slice || node.outputs.size() != 1) return std::nullopt;
+  const TensorType& out = node.outputs[0];
+  if (!is_static(out.shape) || num_elements(out.shape) == 0) return std::nullopt;
+  const SliceDesc& d = std::get<SliceDesc>(node.attrs);
+  if (d.axes.size() != 1 || d.begin.size() != 1 || d.strides.size() != 1 || d.strides[0] != 1 || d.begin[0] < 0) {
+    return std::nullopt;
+  }
+  const auto axis = static_cast<size_t>(d.axes[0]);
+  if (axis >= out.shape.size()) return std::nullopt;
+  for (size_t i = 0; i < axis; ++i) {
+    if (out.shape[i] != 1) return std::nullopt;
+  }
+  int64_t row = static_cast<int64_t>(dtype_size(out.dtype));  // bytes of one index along the axis
+  for (size_t i = axis + 1; i < out.shape.size(); ++i) row *= out.shape[i];
+  const int64_t offset = d.begin[0] * row;
+  if (offset % kSliceViewAlignment != 0) return std::nullopt;
+  return offset;
+}
+
+
 }  // namespace ops
 
 namespace {

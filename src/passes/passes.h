@@ -125,10 +125,10 @@ bool project_heads(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<i
 bool fold_into_matmul(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
                       std::vector<int>& keep);
 
-/// Projections merged (passes/merge_projections.cpp), opt-in (TG_MERGE_PROJECTIONS=1), after
-/// fold_into_matmul and CSE (the projections' inputs one value): matmuls of one 2-D input by constant [H, K, D] weights (project_heads' query,
-/// key and value heads) become one matmul by the concatenated weights and a slice of its result
-/// per projection. Then dead-code elimination. Remaps `roots`, `root_ops`, `keep`; true when it
+/// Projections merged (passes/merge_projections.cpp; TG_MERGE_PROJECTIONS=0 turns it off), after
+/// fold_into_matmul and CSE (the projections' inputs one value): matmuls of one 2-D input by
+/// constant [H, K, D] weights (project_heads' query, key and value heads) become one matmul by the
+/// concatenated weights and a slice of its result per projection (views: ops::slice_view_offset). Then dead-code elimination. Remaps `roots`, `root_ops`, `keep`; true when it
 /// merged anything.
 bool merge_projections(ir::Graph& g, std::vector<ir::ValueRef>& roots, std::vector<int>& root_ops,
                        std::vector<int>& keep);

@@ -18,7 +18,8 @@ namespace tg::runtime {
 namespace {
 
 /// A rewrite switched by an environment variable: on unless it is "0" (TG_PROJECT_HEADS,
-/// TG_MATMUL_FOLDS, TG_MERGE_SIBLINGS: measurements with and without the rewrite; docs/torch.md). TG_DUMP_GRAPH=path
+/// TG_MATMUL_FOLDS, TG_MERGE_PROJECTIONS, TG_MERGE_SIBLINGS: measurements with and without the
+/// rewrite; docs/torch.md). TG_DUMP_GRAPH=path
 /// appends each compiled graph after the passes to that file (diagnostics).
 bool env_on(const char* name) {
   const char* v = std::getenv(name);
@@ -257,9 +258,7 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     if (const char* v = std::getenv("TG_MATMUL_WEIGHTS_TN"); v != nullptr && std::strcmp(v, "1") == 0) {
       passes::store_matmul_weights_transposed(*g, roots, evaluate_on_cpu);  // opt-in while measured
     }
-    if (const char* v = std::getenv("TG_MERGE_PROJECTIONS"); v != nullptr && std::strcmp(v, "1") == 0) {
-      passes::merge_projections(*g, roots, root_ops, feeds);  // opt-in: not measured yet (after CSE: one X)
-    }
+    if (env_on("TG_MERGE_PROJECTIONS")) passes::merge_projections(*g, roots, root_ops, feeds);  // after CSE: one X
     passes::fuse_elementwise(*g, roots, root_ops, feeds);
     passes::fuse_reductions(*g, roots, root_ops, feeds);
     passes::fuse_rows(*g, roots, root_ops, feeds);

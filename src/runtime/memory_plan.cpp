@@ -1,8 +1,9 @@
 // The static memory plan (memory_plan.h): lifetimes over the schedule, then offsets.
 //
-// A value's storage is its root: a view (reshape, stop_gradient, an assignment's value) shares
-// its input's root, so a root lives from the step that defines it to the last step that reads it
-// or any of its views; targets and assigned values live to the end of the run. Outputs of
+// A value's storage is its root: a view (reshape, stop_gradient, an assignment's value, a slice of
+// one contiguous block) shares its input's root, so a root lives from the step that defines it to
+// the last step that reads it or any of its views; targets and assigned values live to the end of
+// the run. A target that starts inside its root (a slice's block) gets a slot of its own. Outputs of
 // single-output nodes the backend computes in place take the root of an input whose life ends
 // there. Offsets are then given greedily by size (largest first, each at the lowest offset where
 // it overlaps no root alive at the same time): the "greedy by size" strategy of TFLite's arena
@@ -13,6 +14,7 @@
 #include <map>
 
 #include "backends/backend.h"
+#include "ops/slice.h"
 
 namespace tg::runtime {
 namespace {
@@ -38,6 +40,8 @@ class Planner {
       : g_(g), schedule_(schedule), options_(options) {
     root_of_.resize(static_cast<size_t>(g.size()));
     for (const ir::Node& n : g.nodes()) root_of_[n.id].assign(n.outputs.size(), -1);
+    at_.resize(static_cast<size_t>(g.size()));
+    for (const ir::Node& n : g.nodes()) at_[n.id].assign(n.outputs.size(), 0);
   }
 
   MemoryPlan plan(const std::vector<int>& feeds, const std::vector<ir::ValueRef>& targets) {
@@ -68,7 +72,7 @@ class Planner {
     std::vector<int> target_root;
     for (const ir::ValueRef& t : targets) {
       int r = root_of_[t.node][t.index];
-      if (r < 0 || !roots_[r].planned || roots_[r].feed) {
+      if (r < 0 || !roots_[r].planned || roots_[r].feed || at_[t.node][t.index] != 0) {
         const int64_t bytes = bytes_of(g_.type(t));
         r = bytes >= 0 ? new_root(t, bytes, end_of_run, true) : -1;
       }
@@ -125,6 +129,8 @@ class Planner {
         root_of_[n.id][0] = new_root({n.id, 0}, bytes_of(n.outputs[0]), step, true);
       } else {
         root_of_[n.id][0] = r;
+        // Where in the root the view starts (bytes): a slice's block is further in.
+        at_[n.id][0] = at_[in.node][in.index] + (n.kind == ir::OpKind::slice ? *ops::slice_view_offset(n) : 0);
       }
       return;
     }
@@ -150,7 +156,7 @@ class Planner {
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         const ir::ValueRef in = n.inputs[k];
         const int r = root_of_[in.node][in.index];
-        if (r < 0 || r == out || !roots_[r].planned || roots_[r].feed) continue;
+        if (r < 0 || r == out || !roots_[r].planned || roots_[r].feed || at_[in.node][in.index] != 0) continue;
         if (roots_[r].end != static_cast<int>(step) || roots_[r].bytes != roots_[out].bytes) continue;
         if (!options_.in_place(n, static_cast<int>(k), g_.type(in))) continue;
         roots_[r].end = roots_[out].end;
@@ -203,6 +209,7 @@ class Planner {
   std::vector<Root> roots_;
   std::vector<ir::ValueRef> defined_by_;      ///< per root: the value that defines it
   std::vector<std::vector<int>> root_of_;     ///< per node, per output
+  std::vector<std::vector<int64_t>> at_;      ///< per node, per output: the value's byte offset in its root
   int in_place_ = 0;
 };
 
@@ -228,6 +235,7 @@ int view_input(const ir::Node& node) {
   switch (node.kind) {
     case ir::OpKind::reshape:
     case ir::OpKind::stop_gradient: return 0;
+    case ir::OpKind::slice: return ops::slice_view_offset(node) ? 0 : -1;
     case ir::OpKind::assign_variable: return 1;
     default: return -1;
   }

@@ -22,7 +22,7 @@ inline size_t align_up(size_t bytes) {
 struct MemoryPlan {
   static constexpr int64_t kUnplanned = -1;
   /// Per node id, per output: the value's byte offset in the arena, or kUnplanned: a view of
-  /// another value (reshape, stop_gradient, an assignment's value), a variable's buffer, a
+  /// another value (view_input), a variable's buffer, a
   /// constant, a value control flow computes, or one whose shape is known only at run time.
   std::vector<std::vector<int64_t>> offset;
   /// Per feed (feed order): the offset of its input slot, where a run copies a feed it cannot
@@ -58,7 +58,8 @@ std::vector<std::vector<ir::ValueRef>> plan_releases(const ir::Graph& g, const s
                                                      const std::vector<ir::ValueRef>& keep);
 
 /// For nodes whose output 0 is a view of one of their inputs (same storage): that input's index;
-/// else -1. reshape and stop_gradient (input 0), assign_variable (input 1, its value).
+/// else -1. reshape and stop_gradient (input 0), a slice of one contiguous block
+/// (ops::slice_view_offset; input 0, at that offset), assign_variable (input 1, its value).
 int view_input(const ir::Node& node);
 
 /// True when the runtime places the outputs of `node` in the arena before its kernel runs (the

@@ -216,12 +216,15 @@ void Program::plan_direct_writes() {
     }
     const bool elementwise = producer.kind == ir::OpKind::fused_elementwise;
     if (last_check >= 0 && !elementwise) continue;  // only the guarded kernels
-    // Whether `src`'s value is the variable's value from the start of the run (a view of its buffer).
+    // Whether `src`'s value is the variable's value from the start of the run, or a view of its
+    // buffer (through reshapes, slices of a block: view_input).
     auto start_value = [&](const ir::Node& src) {
-      return (src.kind == ir::OpKind::variable && slot_of(src) == slot) ||
-             (src.kind == ir::OpKind::read_variable && slot_of(src) == slot && step_of[src.id] < static_cast<int>(a)) ||
-             ((src.kind == ir::OpKind::reshape || src.kind == ir::OpKind::stop_gradient) &&
-              slot_of(g.node(src.inputs[0].node)) == slot);
+      const ir::Node* v = &src;
+      const bool view = view_input(src) == 0;
+      while (view_input(*v) == 0) v = &g.node(v->inputs[0].node);
+      return (v->kind == ir::OpKind::variable && slot_of(*v) == slot) ||
+             (v->kind == ir::OpKind::read_variable && slot_of(*v) == slot &&
+              (view || step_of[v->id] < static_cast<int>(a)));
     };
     bool ok = true;
     // A result that is the start value is copied out after every kernel (stage_targets): a
@@ -235,8 +238,7 @@ void Program::plan_direct_writes() {
       for (const ir::ValueRef& in : n.inputs) {
         const ir::Node& src = g.node(in.node);
         if (!start_value(src) || &n == &assign) continue;
-        if (&n != &producer || !elementwise || g.type(in).shape != producer.outputs[0].shape ||
-            src.kind == ir::OpKind::reshape || src.kind == ir::OpKind::stop_gradient) {
+        if (&n != &producer || !elementwise || g.type(in).shape != producer.outputs[0].shape || view_input(src) == 0) {
           ok = false;
         }
       }

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "runtime/slice_views_check.h"
 #include "test_util.h"
 #include "tg/tg.h"
 #ifdef TG_HAVE_CUDA
@@ -75,6 +76,11 @@ TEST(CudaGraphs, EveryRunAfterTheFirstIsOneGraphLaunch) {
                  return std::vector<double>(v.begin(), v.end());
                }(),
                {32, 16}, 1e-3, 1e-4);
+}
+
+TEST(CudaGraphs, SlicesOfABlockAreViewsInRecordedRuns) {
+  REQUIRE_GPU();
+  testing::check_slice_views(Device::cuda(0), 4);  // a recording, then replays
 }
 
 TEST(CudaGraphs, CaptureOffGivesTheSameResults) {

@@ -1,6 +1,6 @@
 // The rewrites that take kernels out of a batch-1 attention layer (Hugging Face BERT through
 // tensorgraph.torch): head-major projections (passes/project_heads.cpp), sibling merging
-// (passes/merge_siblings.cpp), folds into matmuls (passes/fold_into_matmul.cpp), the opt-in
+// (passes/merge_siblings.cpp), folds into matmuls (passes/fold_into_matmul.cpp), the
 // merged projections (passes/merge_projections.cpp) and constant index arithmetic and gathers folded
 // (passes/fold_constants.cpp). Values against the unfused pipeline (TG_FUSION=0) and against
 // float64 references computed here; the fusing pipeline (as on CUDA) runs on the CPU.
@@ -82,6 +82,7 @@ TEST(ProjectHeads, EachProjectionIsOneBatchedMatmulWritingTheHeads) {
   }
   {
     ScopedFusion on("1");
+    ScopedEnv merge_off("TG_MERGE_PROJECTIONS", "0");  // one matmul per projection (merged: below)
     Attention a;
     fused = a.run(xv);
     fused_text = a.text;
@@ -143,6 +144,7 @@ TEST(FoldIntoMatmul, ScalesAndTheKeysTransposeAreTheGemmsWork) {
   }
   {
     ScopedFusion on("1");
+    ScopedEnv merge_off("TG_MERGE_PROJECTIONS", "0");  // one matmul per projection (merged: below)
     Attention a(1, false, /*sdpa=*/true);
     fused = a.run(xv, /*out_only=*/true);
     text = a.text;
@@ -212,14 +214,17 @@ TEST(FoldIntoMatmul, AScaleOfWeightsReadElsewhereStays) {
   testing::expect_close(r[1], want_z, {2, 4}, 1e-14, 1e-14);
 }
 
-TEST(MergeProjections, OptInQueryKeyAndValueHeadsAreOneGemmAndThreeSlices) {
+TEST(MergeProjections, QueryKeyAndValueHeadsAreOneGemmAndThreeSlices) {
   const TensorData xv = values({kL, kK}, 0.53, 0.1);
   ScopedFusion on("1");
-  Attention a(1, false, /*sdpa=*/true);
-  const std::vector<TensorData> separate = a.run(xv, /*out_only=*/true);
-  EXPECT_EQ(count_occurrences(a.text, "= matmul("), 5) << a.text;  // off by default
-  ScopedEnv merge("TG_MERGE_PROJECTIONS", "1");
-  Attention b(1, false, /*sdpa=*/true);
+  std::vector<TensorData> separate;
+  {
+    ScopedEnv off("TG_MERGE_PROJECTIONS", "0");
+    Attention a(1, false, /*sdpa=*/true);
+    separate = a.run(xv, /*out_only=*/true);
+    EXPECT_EQ(count_occurrences(a.text, "= matmul("), 5) << a.text;
+  }
+  Attention b(1, false, /*sdpa=*/true);  // on by default
   const std::vector<TensorData> merged = b.run(xv, /*out_only=*/true);
   EXPECT_EQ(count_occurrences(b.text, "= matmul("), 3) << b.text;  // q, k, v in one, q @ k^T, p @ v
   EXPECT_EQ(count_occurrences(b.text, ": f64[9,4,2]"), 1) << b.text;

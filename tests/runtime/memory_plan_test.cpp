@@ -162,5 +162,37 @@ TEST(MemoryPlan, InputSlotsLiveFromTheStartOfTheRun) {
   EXPECT_NE(slot, p.plan.input_offset[0]);
 }
 
+// A slice of one contiguous block at a 256-byte multiple is a view: no slot of its own, its
+// source lives while it is read; a target that starts inside its root gets a slot (the run copies
+// it there), one at the root's start is read in place.
+TEST(MemoryPlan, ASliceOfABlockIsAViewAndTargetsInsideARootGetASlot) {
+  Graph g;
+  Tensor x = g.placeholder({3, kN}, DType::f32, "x");
+  Tensor a = exp(x);
+  Tensor s0 = slice(a, {.begin = {0}, .end = {1}, .axes = {0}});
+  Tensor s2 = slice(a, {.begin = {2}, .end = {3}, .axes = {0}});
+  Tensor odd = slice(a, {.begin = {0, 1}, .end = {1, kN}, .axes = {0, 1}});  // two axes: copied
+  Tensor y = g.placeholder({kN}, DType::f32, "y");
+  Tensor b = sin(y);
+  Tensor c = reshape(s2, {kN}) + b;  // reads the view after b is made
+  Planned p = plan_of(g, {x, y}, {s0, s2, odd, c});
+  EXPECT_EQ(p.plan.offset[s0.node_id()][0], MemoryPlan::kUnplanned);
+  EXPECT_EQ(p.plan.offset[s2.node_id()][0], MemoryPlan::kUnplanned);
+  EXPECT_NE(offset(p, odd), MemoryPlan::kUnplanned);
+  EXPECT_NE(offset(p, a), offset(p, b));  // a lives while its views are read
+  EXPECT_EQ(p.plan.target_offset[0], offset(p, a));  // at the root's start
+  const int64_t slot = p.plan.target_offset[1];
+  ASSERT_NE(slot, MemoryPlan::kUnplanned);
+  EXPECT_TRUE(slot + kBytes <= offset(p, a) || offset(p, a) + 3 * kBytes <= slot) << slot;
+}
+
+TEST(MemoryPlan, ASliceAtAnUnalignedOffsetIsCopied) {
+  Graph g;
+  Tensor x = g.placeholder({3, 10}, DType::f32, "x");  // rows of 40 bytes
+  Tensor s = slice(exp(x), {.begin = {1}, .end = {2}, .axes = {0}});
+  Planned p = plan_of(g, {x}, {s + 1.0f});
+  EXPECT_NE(offset(p, s), MemoryPlan::kUnplanned);
+}
+
 }  // namespace
 }  // namespace tg

@@ -1,5 +1,6 @@
 // Graph::run: feeds, feed errors naming the placeholder, dynamic dims, the run cache, and
 // recovery after a failed run.
+#include "runtime/slice_views_check.h"
 #include "test_util.h"
 
 namespace tg {
@@ -28,6 +29,8 @@ TEST(Run, FeedsAndTargets) {
   EXPECT_EQ(out[0].dtype(), DType::f64);
   EXPECT_EQ(out[1].dtype(), DType::f32);
 }
+
+TEST(Run, SlicesOfABlockAreViews) { testing::check_slice_views(Device::cpu(), 2); }
 
 TEST(Run, PlaceholderAndConstantTargetsAndNoFeeds) {
   Graph g;

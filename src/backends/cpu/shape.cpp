@@ -181,8 +181,10 @@ void copy_view(const TensorData& in, TensorData& out, const View& view) {
   });
 }
 
-// broadcast_to, transpose, slice, reverse and tile: a copy of the op's strided view of its input.
+// broadcast_to, transpose, slice, reverse and tile: a copy of the op's strided view of its input
+// (a slice of one contiguous block is that block itself: backends::bind_slice_view).
 void view_kernel(KernelContext& ctx) {
+  if (ctx.node.kind == ir::OpKind::slice && backends::bind_slice_view(ctx)) return;
   if (std::optional<View> v = backends::view_of(ctx)) copy_view(ctx.inputs[0], ctx.outputs[0], *v);
 }
 
