@@ -192,6 +192,31 @@ bool cudnn_plan_json() {
   return set_to("TG_CUDNN_PLAN_JSON", "1");
 }
 
+bool project_heads() {
+  return unless_zero("TG_PROJECT_HEADS");
+}
+
+bool matmul_folds() {
+  return unless_zero("TG_MATMUL_FOLDS");
+}
+
+bool merge_projections() {
+  return unless_zero("TG_MERGE_PROJECTIONS");
+}
+
+bool merge_siblings() {
+  return unless_zero("TG_MERGE_SIBLINGS");
+}
+
+bool matmul_weights_tn() {
+  return set_to("TG_MATMUL_WEIGHTS_TN", "1");
+}
+
+std::string dump_graph_path() {
+  const char* v = std::getenv("TG_DUMP_GRAPH");
+  return v != nullptr ? v : "";
+}
+
 bool matmul_autotune() {
   return set_to("TG_MATMUL_AUTOTUNE", "1");
 }
@@ -212,9 +237,7 @@ std::string stream_upload() {
 }
 
 int upload_streams() {
-  const char* v = std::getenv("TG_UPLOAD_STREAMS");
-  if (v == nullptr || *v == '\0') return 1;
-  return std::clamp(std::atoi(v), 1, 16);
+  return static_cast<int>(whole_number("TG_UPLOAD_STREAMS", 1, 1, 16));
 }
 
 bool staging_early() {

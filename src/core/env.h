@@ -1,6 +1,5 @@
-// Every TG_* environment variable the library reads, in one place (runtime/compile.cpp still
-// reads its rewrite switches and TG_DUMP_GRAPH itself, and runtime/crc32.cpp, core/communicator.cpp
-// and core/phase_times.cpp theirs).
+// Every TG_* environment variable the library reads, in one place (runtime/crc32.cpp,
+// core/communicator.cpp and core/phase_times.cpp still read theirs).
 //
 // Integer variables are whole numbers: a value that is not one (TG_SPECIALIZATIONS=abc) is
 // reported once on stderr and gives the default; a whole number outside the variable's range
@@ -86,6 +85,20 @@ bool prefetch_constants();
 /// TG_CUDNN_PLAN_JSON=1: cuDNN's serialized plans are stored in saved executables and used at
 /// load (backends/cuda/conv_plans.cpp). Default off. Read at every use.
 bool cudnn_plan_json();
+/// The compile-time rewrites of batch-1 attention (runtime/compile.cpp, docs/torch.md), each on
+/// unless its variable is "0" (measurements with and without it): TG_PROJECT_HEADS
+/// (passes::project_heads), TG_MATMUL_FOLDS (passes::fold_into_matmul), TG_MERGE_PROJECTIONS
+/// (passes::merge_projections), TG_MERGE_SIBLINGS (passes::merge_siblings). Read at every compile.
+bool project_heads();
+bool matmul_folds();
+bool merge_projections();
+bool merge_siblings();
+/// TG_MATMUL_WEIGHTS_TN=1: constant matmul weights stored transposed and read with transpose_b
+/// (passes::store_matmul_weights_transposed). Default off. Read at every compile.
+bool matmul_weights_tn();
+/// TG_DUMP_GRAPH=path: each compiled graph after the passes is appended to that file
+/// (diagnostics); unset or empty: "" (none). Read at every compile.
+std::string dump_graph_path();
 /// TG_MATMUL_AUTOTUNE=1: a new cuBLASLt plan takes the fastest of the heuristics' first 8
 /// algorithms, timed on the call's operands (backends/cuda/autotune.h), instead of their first.
 /// Default off: on the H200 it took no kernel time off BERT-base or ResNet-50 at batch 1
@@ -104,8 +117,8 @@ std::optional<bool> first_run_kernels_override();
 /// "pinned", "register", otherwise pageable; backends/cuda/file_upload.cpp); unset: "1". Read at
 /// every load.
 std::string stream_upload();
-/// TG_UPLOAD_STREAMS: the streams a streamed upload spreads its copies over; read as atoi (a
-/// value that is not a number is 0) clamped to 1..16; unset or empty: 1. Read at every load.
+/// TG_UPLOAD_STREAMS: the streams a streamed upload spreads its copies over, a whole number in
+/// 1..16 (outside: tg::Error(invalid_argument)); unset or empty: 1. Read at every load.
 int upload_streams();
 /// TG_STAGING_EARLY=1: a streamed upload's thread makes its staging buffers during the read.
 /// Default off. Read at every load.

@@ -17,15 +17,6 @@
 namespace tg::runtime {
 namespace {
 
-/// A rewrite switched by an environment variable: on unless it is "0" (TG_PROJECT_HEADS,
-/// TG_MATMUL_FOLDS, TG_MERGE_PROJECTIONS, TG_MERGE_SIBLINGS: measurements with and without the
-/// rewrite; docs/torch.md). TG_DUMP_GRAPH=path
-/// appends each compiled graph after the passes to that file (diagnostics).
-bool env_on(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr || std::strcmp(v, "0") != 0;
-}
-
 void check_owner(const std::shared_ptr<ir::Graph>& graph, const std::shared_ptr<ir::Graph>& owner,
                  bool valid, std::string_view what) {
   if (!valid) fail(ErrorCode::invalid_argument, "compile", "{} is empty", what);
@@ -252,21 +243,21 @@ Executable compile_graph(const std::shared_ptr<ir::Graph>& graph, Device device,
     if (passes::fold_constants(*g, roots, root_ops, feeds, evaluate_on_cpu)) {
       passes::simplify(*g, roots, root_ops, feeds, evaluate_on_cpu);  // folded masks are often uniform
     }
-    if (env_on("TG_PROJECT_HEADS")) passes::project_heads(*g, roots, root_ops, feeds);
-    if (env_on("TG_MATMUL_FOLDS")) passes::fold_into_matmul(*g, roots, root_ops, feeds);
+    if (env::project_heads()) passes::project_heads(*g, roots, root_ops, feeds);
+    if (env::matmul_folds()) passes::fold_into_matmul(*g, roots, root_ops, feeds);
     passes::eliminate_common_subexpressions(*g, roots, root_ops, feeds);
-    if (const char* v = std::getenv("TG_MATMUL_WEIGHTS_TN"); v != nullptr && std::strcmp(v, "1") == 0) {
+    if (env::matmul_weights_tn()) {
       passes::store_matmul_weights_transposed(*g, roots, evaluate_on_cpu);  // opt-in while measured
     }
-    if (env_on("TG_MERGE_PROJECTIONS")) passes::merge_projections(*g, roots, root_ops, feeds);  // after CSE: one X
+    if (env::merge_projections()) passes::merge_projections(*g, roots, root_ops, feeds);  // after CSE: one X
     passes::fuse_elementwise(*g, roots, root_ops, feeds);
     passes::fuse_reductions(*g, roots, root_ops, feeds);
     passes::fuse_rows(*g, roots, root_ops, feeds);
     passes::fuse_stencils(*g, roots, root_ops, feeds);
-    if (env_on("TG_MERGE_SIBLINGS")) passes::merge_siblings(*g, roots, root_ops, feeds);
-    if (const char* path = std::getenv("TG_DUMP_GRAPH"); path != nullptr && *path != '\0') {
+    if (env::merge_siblings()) passes::merge_siblings(*g, roots, root_ops, feeds);
+    if (const std::string path = env::dump_graph_path(); !path.empty()) {
       // The graph after the passes, appended to that file (what a GPU run's kernels come from).
-      if (std::FILE* f = std::fopen(path, "a")) {
+      if (std::FILE* f = std::fopen(path.c_str(), "a")) {
         const std::string text = ir::print_graph(*g);
         std::fputs(text.c_str(), f);
         std::fputs("\n", f);

@@ -79,6 +79,10 @@ TEST(Env, IntegerVariablesAreWholeNumbersInTheirRanges) {
        "TG_CONDITION_STREAMS=-3 is outside the range [0, 8]"},
       {"TG_CONDITION_STREAMS", "8", env::condition_streams, 8, nullptr},
       {"TG_UNROLL_LIMIT", "", env::unroll_limit, 8192, nullptr},
+      {"TG_UPLOAD_STREAMS", "4", env::upload_streams, 4, nullptr},
+      {"TG_UPLOAD_STREAMS", "two", env::upload_streams, 1, nullptr},
+      {"TG_UPLOAD_STREAMS", "17", env::upload_streams, std::nullopt,
+       "TG_UPLOAD_STREAMS=17 is outside the range [1, 16]"},
   });
 }
 
@@ -105,6 +109,21 @@ TEST(Env, PrepareThreadsAndDelayAreWholeNumbersInTheirRanges) {
   });
 }
 
+// compile's rewrite switches (on unless "0"), TG_MATMUL_WEIGHTS_TN (only "1") and TG_DUMP_GRAPH.
+TEST(Env, CompileRewriteSwitches) {
+  EXPECT_TRUE(env::project_heads() && env::matmul_folds() && env::merge_projections() && env::merge_siblings());
+  EXPECT_FALSE(env::matmul_weights_tn());
+  EXPECT_EQ(env::dump_graph_path(), "");
+  ScopedEnv a("TG_PROJECT_HEADS", "0"), b("TG_MATMUL_FOLDS", "0"), c("TG_MERGE_PROJECTIONS", "0"),
+      d("TG_MERGE_SIBLINGS", "yes"), e("TG_MATMUL_WEIGHTS_TN", "1"), f("TG_DUMP_GRAPH", "/tmp/g.txt");
+  EXPECT_FALSE(env::project_heads());
+  EXPECT_FALSE(env::matmul_folds());
+  EXPECT_FALSE(env::merge_projections());
+  EXPECT_TRUE(env::merge_siblings());
+  EXPECT_TRUE(env::matmul_weights_tn());
+  EXPECT_EQ(env::dump_graph_path(), "/tmp/g.txt");
+}
+
 // The CUDA backend's other variables, read here now as they were there.
 TEST(Env, CudaBackendVariablesReadAsBefore) {
   EXPECT_EQ(env::first_run_kernels_override(), std::nullopt);
@@ -129,7 +148,7 @@ TEST(Env, CudaBackendVariablesReadAsBefore) {
     EXPECT_TRUE(env::staging_early());
     EXPECT_EQ(env::stream_upload(), "pinned");
     EXPECT_EQ(env::preload_modules(), "early");
-    EXPECT_EQ(env::upload_streams(), 16);  // atoi clamped to 1..16, as before
+    EXPECT_THROW(env::upload_streams(), Error);  // outside 1..16: raised (was clamped to 16 without a word)
   }
   {
     ScopedEnv a("TG_FIRST_RUN_KERNELS", "0"), b("TG_TRUST_STORED_ALGOS", "1"),
