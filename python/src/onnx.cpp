@@ -73,8 +73,15 @@ void bind_onnx(py::module_& m) {
                  if (!known) {
                    std::string names;
                    for (auto& in : r.inputs) names += (names.empty() ? "'" : ", '") + in.name + "'";
+                   bool fixed = false;
+                   for (const std::string& f : r.fixed_inputs) fixed |= f == key;
+                   // An initializer (a weight) or a fixed input is set when the model is loaded.
+                   const std::string hint =
+                       fixed ? "; '" + key + "' was fixed at load by input_values="
+                             : "; an initializer's value is given at load: tg.onnx.load(..., "
+                               "initializer_values={'" + key + "': value})";
                    throw tg::Error(tg::ErrorCode::not_found,
-                                   "[onnx] the model has no input '" + key + "' (its inputs: " + names + ")");
+                                   "[onnx] the model has no input '" + key + "' (its inputs: " + names + ")" + hint);
                  }
                }
                for (auto& in : r.inputs) {

@@ -63,6 +63,11 @@ def test_initializer_values_replace_the_defaults_of_inputs(tmp_path):
         tg.onnx.load(path, initializer_values={"x": x})
     assert e.value.code == "not_found"
     assert "tg.onnx.load(..., initializer_values={name: value}) names 'x'" in e.value.message
+    with pytest.raises(tg.Error) as e:  # a weight given to run: the error points to initializer_values
+        tg.onnx.load(path).run({"x": x, "weight": w}, device="cpu")
+    assert e.value.code == "not_found"
+    assert "no input 'weight' (its inputs: 'x'); an initializer's value is given at load: " \
+        "tg.onnx.load(..., initializer_values={'weight': value})" in e.value.message
 
 
 def test_import_errors():
