@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "cuda/require_gpu.h"
 #include "tg/tg.h"
 #ifdef TG_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -14,9 +15,6 @@
 
 namespace tg {
 namespace {
-
-#define REQUIRE_GPU()                                                                      \
-  if (Device::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU usable here (or a build without CUDA)"
 
 #ifdef TG_HAVE_CUDA
 struct Scratch {

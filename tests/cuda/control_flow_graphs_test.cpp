@@ -14,13 +14,11 @@
 
 #include "core/stats.h"
 #include "test_util.h"
+#include "cuda/require_gpu.h"
 #include "tg/tg.h"
 
 namespace tg {
 namespace {
-
-#define REQUIRE_GPU()                                                                      \
-  if (Device::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU usable here (or a build without CUDA)"
 
 // TG_* variables set for one scope (read at each recording).
 struct Env {

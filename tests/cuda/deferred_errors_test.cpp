@@ -9,15 +9,13 @@
 
 #include "test_util.h"
 #include "tg/deferred_errors.h"
+#include "cuda/require_gpu.h"
 #include "tg/tg.h"
 
 namespace tg {
 namespace {
 
 using testing::expect_equal;
-
-#define REQUIRE_GPU()                                                                      \
-  if (Device::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU usable here (or a build without CUDA)"
 
 constexpr const char* kIndexError =
     "[gather] index 3 at indices position [0] is out of range for dim 0 of x (size 3";

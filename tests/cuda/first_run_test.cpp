@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "test_util.h"
+#include "cuda/require_gpu.h"
 #include "tg/tg.h"
 
 #ifdef TG_HAVE_CUDA
@@ -33,9 +34,6 @@ namespace tg {
 namespace {
 
 namespace fs = std::filesystem;
-
-#define REQUIRE_GPU() \
-  if (Device::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU usable here (or a build without CUDA)"
 
 // Values of t (any float dtype, on the CPU) as doubles.
 std::vector<double> values(const TensorData& t) {

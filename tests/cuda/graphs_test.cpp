@@ -10,6 +10,7 @@
 
 #include "runtime/slice_views_check.h"
 #include "test_util.h"
+#include "cuda/require_gpu.h"
 #include "tg/tg.h"
 #ifdef TG_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -20,9 +21,6 @@ namespace {
 
 using testing::expect_close;
 using testing::expect_equal;
-
-#define REQUIRE_GPU()                                                                      \
-  if (Device::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU usable here (or a build without CUDA)"
 
 // TG_CUDA_GRAPHS set for one scope (compile reads it).
 struct GraphsEnv {

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "test_util.h"
+#include "cuda/require_gpu.h"
 #include "tg/tg.h"
 #ifdef TG_HAVE_CUDA
 #include <nvrtc.h>
@@ -15,9 +16,6 @@
 
 namespace tg {
 namespace {
-
-#define REQUIRE_GPU()                                                                      \
-  if (Device::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU usable here (or a build without CUDA)"
 
 TEST(CudaRuntime, CopiesRoundTripSmallAndLarge) {
   REQUIRE_GPU();
