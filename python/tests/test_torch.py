@@ -469,6 +469,59 @@ def test_size_inputs_recompile_per_shape():
     assert len(c.fn.cache) == 2 and torch.equal(got, torch.full((14, 2), 3.0))
 
 
+def _symbolic_fx(f, *example):
+    """f traced with symbolic sizes (as Dynamo's dynamic shapes give): node.meta['val'] has SymInts."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    try:
+        return make_fx(f, tracing_mode="symbolic")(*example)
+    except Exception as e:  # noqa: BLE001 (a PyTorch without symbolic tracing)
+        pytest.skip(f"no symbolic tracing here: {e}")
+
+
+def test_symbolic_sizes_compile_once():
+    """A graph with symbolic sizes is one compile-once executable: every call, for any size, is
+    one TensorGraph run of it (no recompile), equal to eager, and a size it returns is the fed one."""
+    from tensorgraph.torch._lower import Runner, compile_graph
+    import tensorgraph as tg
+
+    def f(x, w, b):
+        y = torch.relu(x @ w + b)
+        z = y.view(y.shape[0], -1) * 2
+        return torch.softmax(z, -1), y.shape[0]
+
+    torch.manual_seed(0)
+    w, b = torch.randn(3, 5), torch.randn(5)
+    gm = _symbolic_fx(f, torch.randn(4, 3), w, b)
+    c = compile_graph(gm, (torch.randn(4, 3), w, b), "cpu")
+    assert c.nodes_left_to_pytorch == 0 and isinstance(c.fn, Runner), c.fn
+    compiles = tg.runtime_stats()["compiles"]
+    for n in (4, 2, 7, 1, 9):
+        x = torch.randn(n, 3)
+        got, size = c(x, w, b)
+        want, _ = f(x, w, b)
+        assert size == n
+        torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+    assert tg.runtime_stats()["compiles"] == compiles  # the one compile served every size
+
+
+def test_symbolic_sizes_with_arithmetic_run_per_shape():
+    """Arithmetic on symbolic sizes (x.view(2 * n, -1)) does not compile once: the graph falls back
+    to one compile per concrete shape (its values from an eager run at that shape, not the traced
+    symbolic ones) and gives eager's results for each size."""
+    from tensorgraph.torch._lower import PerShape, compile_graph
+
+    def f(x):
+        return x.view(x.shape[0] * 2, -1) * 3
+
+    gm = _symbolic_fx(f, torch.randn(4, 6))
+    c = compile_graph(gm, (torch.randn(4, 6),), "cpu")
+    assert isinstance(c.fn, PerShape), c.fn
+    for n in (4, 5, 4):
+        x = torch.randn(n, 6)
+        torch.testing.assert_close(c(x), f(x), atol=0, rtol=0)
+    assert len(c.fn.cache) == 2
+
+
 def test_empty_batch_runs_like_eager():
     # A batch of 0 after compiling for 2: the module's result (eager), not a crash; the compiled
     # path still serves batch 2.

@@ -70,7 +70,83 @@ def test_index_errors_are_raised_by_a_later_call(freeze):
         torch.testing.assert_close(call(good), ref)
 
 
+class _Cnn(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+            torch.nn.MaxPool2d(2), torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.ReLU())
+        self.head = torch.nn.Linear(8 * 4 * 4, 5)
+
+    def forward(self, x):
+        y = self.body(x)
+        return self.head(y.view(y.shape[0], -1))
+
+
+def _no_tf32():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
+@needs_cuda
+@needs_compile
+def test_dynamic_batch_inference_compiles_once():
+    """torch.compile(dynamic=True): the graph's batch is a symbol; every batch size runs the one
+    compile-once executable (no TensorGraph compile after the first call) and equals eager."""
+    _no_tf32()
+    torch.manual_seed(0)
+    net = _Cnn().cuda().eval()
+    c = torch.compile(net, backend=tgt.backend, dynamic=True)
+    stats = tensorgraph.runtime_stats
+    with torch.no_grad():
+        for k, n in enumerate((2, 3, 5, 8, 3)):
+            x = torch.randn(n, 3, 8, 8, device="cuda")
+            got = c(x)
+            if k == 0:
+                compiles = stats()["compiles"]
+            torch.testing.assert_close(got, net(x), atol=1e-4, rtol=1e-4)
+    assert stats()["compiles"] == compiles, (stats()["compiles"], compiles)
+    assert tgt.Stats.nodes_left_to_pytorch == 0, tgt.Stats.unsupported
+
+
+@needs_cuda
+@needs_compile
+def test_dynamic_batch_training_matches_eager():
+    """Training steps (forward and backward graphs through AOTAutograd, SGD) with a different batch
+    size each step, torch.compile(dynamic=True): the losses and weights equal eager's, and no
+    TensorGraph compile happens after the first step."""
+    _no_tf32()
+    torch.manual_seed(0)
+    ref = _Cnn().cuda()
+    net = _Cnn().cuda()
+    net.load_state_dict(ref.state_dict())
+    c = torch.compile(net, backend=tgt.backend, dynamic=True)
+    opt_r = torch.optim.SGD(ref.parameters(), lr=0.1)
+    opt_c = torch.optim.SGD(net.parameters(), lr=0.1)
+    stats = tensorgraph.runtime_stats
+    for k, n in enumerate((4, 6, 8, 6)):
+        x = torch.randn(n, 3, 8, 8, device="cuda")
+        t = torch.randint(0, 5, (n,), device="cuda")
+        losses = []
+        for model, opt in ((ref, opt_r), (c, opt_c)):
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), t)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        if k == 0:
+            compiles = stats()["compiles"]
+        assert abs(losses[0] - losses[1]) <= 1e-4 * abs(losses[0]), losses
+    for p, q in zip(ref.parameters(), net.parameters()):
+        torch.testing.assert_close(q, p, atol=1e-4, rtol=1e-4)
+    assert stats()["compiles"] == compiles, (stats()["compiles"], compiles)
+
+
 if __name__ == "__main__":
     for f in (False, True):
         test_index_errors_are_raised_by_a_later_call(f)
         print(f"test_index_errors_are_raised_by_a_later_call[freeze={f}] passed", flush=True)
+    test_dynamic_batch_inference_compiles_once()
+    print("test_dynamic_batch_inference_compiles_once passed", flush=True)
+    test_dynamic_batch_training_matches_eager()
+    print("test_dynamic_batch_training_matches_eager passed", flush=True)

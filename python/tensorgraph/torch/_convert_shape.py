@@ -4,6 +4,7 @@ example output (ctx.out_shape), so -1 and symbolic-free sizes need no re-derivat
 from .. import _tensorgraph as tg
 from ._helpers import cast_to, norm_axis, refuse_negative_indices, tensor
 from ._registry import Unsupported, converter
+from ._symbolic import dims, is_symbolic_size
 
 
 @converter("aten::view", "aten::_unsafe_view", "aten::reshape", "aten::_reshape_alias",
@@ -202,8 +203,11 @@ def gather(ctx, x, dim, index, sparse_grad=False):
 
 
 @converter("aten::sym_size", "aten::sym_numel", "aten::sym_stride", "aten::sym_storage_offset",
-           notes="sizes: Python ints when the graph is compiled for concrete shapes")
+           notes="sizes: Python ints for concrete shapes; a symbol of the inputs' shapes by name "
+                 "(compile-once, _symbolic.py)")
 def sym_size(ctx, x, *args):
-    if not isinstance(ctx.out, int):
-        raise Unsupported("symbolic size without a concrete value")
-    return ctx.out
+    if isinstance(ctx.out, int):
+        return ctx.out
+    if is_symbolic_size(ctx.out):
+        return dims([ctx.out])[0]  # raises Unsupported for an expression (numel, strides)
+    raise Unsupported("symbolic size without a concrete value")

@@ -16,6 +16,7 @@ from .. import _tensorgraph as tg
 from . import _converters  # noqa: F401 (fills the table)
 from ._helpers import tg_dtype
 from ._registry import CONVERTERS, Unavailable, Unsupported
+from ._symbolic import compile_symbolic, dims, is_symbolic_size, symbolic_on
 from ._saved import (_IndicesFromInput, _layout_derived, _only_pool_backward_indices, _report_output_strides,
                      _unread_indices, is_channels_last, layout_pass_on)
 
@@ -53,7 +54,7 @@ class Context:
 
     @property
     def out_shape(self):
-        return [int(s) for s in self.out.shape]
+        return dims(self.out.shape)
 
     def constant(self, t):
         return constant(self.g, t)
@@ -100,6 +101,10 @@ def _check(name, out, ex):
             if isinstance(o, tg.Tensor):
                 _check(name, o, e)
         return
+    if is_symbolic_size(ex):  # a size of a symbolic lowering: the symbol's name
+        if out != dims([ex])[0]:
+            raise Unsupported(f"{name}: converted to {out!r}, PyTorch gives {ex!r}")
+        return
     if isinstance(ex, (bool, int, float)) and not _is_tensor(ex):
         if out != ex:
             raise Unsupported(f"{name}: converted to {out!r}, PyTorch gives {ex!r}")
@@ -108,7 +113,7 @@ def _check(name, out, ex):
         raise Unsupported(f"{name}: converter returned {type(out).__name__}")
     if not _is_tensor(ex):
         raise Unsupported(f"{name}: PyTorch returns {type(ex).__name__}")
-    shape, dt = [int(s) for s in ex.shape], tg_dtype(ex.dtype)
+    shape, dt = dims(ex.shape), tg_dtype(ex.dtype)
     if list(out.shape) != shape or out.dtype != dt:
         raise Unsupported(f"{name}: converted to {out.dtype}{list(out.shape)}, PyTorch gives {dt}{shape}")
 
@@ -119,7 +124,7 @@ def _stand_in(g, ex, name):
         return tuple(_stand_in(g, e, name) for e in ex)
     if _is_tensor(ex):
         try:
-            return g.placeholder([int(s) for s in ex.shape], tg_dtype(ex.dtype), name)
+            return g.placeholder(dims(ex.shape), tg_dtype(ex.dtype), name)
         except Unsupported as e:
             return Unavailable(str(e))
     return ex
@@ -168,6 +173,9 @@ def lower(gm, vals, frozen=None, attr_feeds=False, nhwc_inputs=False):
             if isinstance(ex, (bool, int, float)):  # a size: compiled in (per_shape recompiles)
                 env[node] = ex
                 continue
+            if is_symbolic_size(ex):  # a size of a symbolic lowering: its symbol's name
+                env[node] = dims([ex])[0]
+                continue
             if not _is_tensor(ex):
                 low.unsupported[node] = f"input {node.name} is {type(ex).__name__}, not a tensor"
                 env[node] = Unavailable(f"non-tensor input {node.name}")
@@ -177,7 +185,7 @@ def lower(gm, vals, frozen=None, attr_feeds=False, nhwc_inputs=False):
                 low.unfed_indices.add(node)
                 continue
             nhwc = nhwc_inputs and is_channels_last(ex)
-            shape = [int(s) for s in ex.shape]
+            shape = dims(ex.shape)
             try:
                 ph = g.placeholder([shape[0], shape[2], shape[3], shape[1]] if nhwc else shape, tg_dtype(ex.dtype),
                                    node.name)
@@ -270,12 +278,12 @@ def _convert(g, node, env, vals, mutations, known=None, marks=None):
     return out
 
 
-def example_values(gm, example_inputs):
-    """node -> example value: node.meta['val'] where every node has one (AOTAutograd's graphs),
-    else the values of one eager run of gm on example_inputs (torch.fx.Interpreter)."""
+def example_values(gm, example_inputs, eager=False):
+    """node -> example value: node.meta['val'] where every node has one (AOTAutograd's graphs) and
+    not `eager`, else the values of one eager run of gm on example_inputs (torch.fx.Interpreter)."""
     import torch
     nodes = [n for n in gm.graph.nodes if n.op in ("placeholder", "call_function", "get_attr", "call_module")]
-    if all("val" in n.meta for n in nodes if n.op != "get_attr"):
+    if not eager and all("val" in n.meta for n in nodes if n.op != "get_attr"):
         vals = {n: n.meta["val"] for n in nodes if n.op != "get_attr"}
         return vals
     vals = {}
@@ -297,7 +305,8 @@ class Runner:
     feed and per result: which arguments are fed, where each result goes and which inputs are
     written back are worked out here, once."""
 
-    def __init__(self, low, device, precision="f32", memory_budget_bytes=0, nhwc_outputs=(), zero_outputs=()):
+    def __init__(self, low, device, precision="f32", memory_budget_bytes=0, nhwc_outputs=(), zero_outputs=(),
+                 symbolic=False):
         position = {n: i for i, n in enumerate(low.placeholders)}
         arg_feeds = [(n, ph) for n, ph in low.feeds if n.op == "placeholder"]
         attr_feeds = [(n, ph) for n, ph in low.feeds if n.op != "placeholder"]
@@ -308,11 +317,19 @@ class Runner:
         self.attr_tensors = [low.attr_values[n] for n, _ in attr_feeds]  # then these, each call
         targets, self._slots = [], {}
         index = position
+        # symbolic: the fed dims that are symbols (compile_symbolic), name -> (argument, axis).
+        size_of = {}
+        for n, ph in arg_feeds:
+            for axis, d in enumerate(ph.shape):
+                if isinstance(d, str):
+                    size_of.setdefault(d, (position[n], axis))
 
         def spec(n):
             v = low.env[n]
             if n in index and isinstance(v, tg.Tensor):
                 return ("input", index[n])
+            if isinstance(v, str) and v in size_of:  # a symbolic size: read off the fed tensor
+                return ("size", size_of[v])
             if isinstance(v, (bool, int, float)):
                 return ("const", v)
             if isinstance(v, tg.Tensor):
@@ -362,7 +379,7 @@ class Runner:
         self._cache = [None] * (len(self.feed_positions) + len(self.attr_tensors))
         feed_types = {ph: tg.TensorType(list(ph.shape), ph.dtype) for _, ph in arg_feeds + attr_feeds}
         self.exe = low.graph.compile(feed_types, targets, device=self.device, precision=precision,
-                                     memory_budget_bytes=memory_budget_bytes)
+                                     memory_budget_bytes=memory_budget_bytes, disable_type_inference=symbolic)
         # The output as a flat tuple of results in order (the common case: one call, no recursion).
         flat = self.out_spec if isinstance(self.out_spec, (list, tuple)) else None
         self._flat_out = None
@@ -526,9 +543,11 @@ def _to_torch(o):
 
 
 def _build_output(spec, outs, args, zero=None):
-    if isinstance(spec, tuple) and len(spec) == 2 and spec[0] in ("input", "out", "const", "nhwc", "zeros"):
+    if isinstance(spec, tuple) and len(spec) == 2 and spec[0] in ("input", "out", "const", "nhwc", "zeros", "size"):
         if spec[0] == "const":
             return spec[1]
+        if spec[0] == "size":
+            return int(args[spec[1][0]].shape[spec[1][1]])
         if spec[0] == "nhwc":
             return outs[spec[1]].permute(0, 3, 1, 2)
         if spec[0] == "zeros":
@@ -589,7 +608,10 @@ def compile_graph(gm, example_inputs, device, precision="f32", memory_budget_byt
     if vals is None:
         vals = example_values(gm, example_inputs)
     if not concrete and _has_sizes(gm, vals):
-        return Compiled(PerShape(gm, device, precision, memory_budget_bytes), {})
+        # Symbolic sizes: one compile-once executable when every node converts with them
+        # (_symbolic.py), else compiled per concrete shape.
+        once = compile_symbolic(gm, vals, device, precision, memory_budget_bytes) if symbolic_on() else None
+        return Compiled(once if once is not None else PerShape(gm, device, precision, memory_budget_bytes), {})
     if nhwc_inputs:  # the inputs' strides (AOTAutograd restrides the backward's; node.meta keeps the traced)
         phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
         if len(phs) == len(example_inputs):
@@ -659,7 +681,7 @@ class PerShape:
         key = tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
         fn = self.cache.get(key)
         if fn is None:
-            vals = example_values(self.gm, args)
+            vals = example_values(self.gm, args, eager=True)  # not node.meta's symbolic values
             fn = self.cache[key] = compile_graph(self.gm, args, self.device, self.precision, self.budget,
                                                  vals=vals, concrete=True)
         return fn(*args)
@@ -712,7 +734,7 @@ def _make_lazy_subgraph_class():
             key = tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else a for a in args)
             fn = self.cache.get(key)
             if fn is None:
-                vals = example_values(self.gm, args)
+                vals = example_values(self.gm, args, eager=True)  # this call's sizes
                 low = lower(self.gm, vals)
                 fn = Runner(low, self.device, self.precision, self.budget) if not low.unsupported else self.gm
                 self.cache[key] = fn
