@@ -51,10 +51,12 @@ TEST(Variables, SliceViewsOfAVariableAssignedInTheRunSeeItsStartValue) {
   Operation step = assign_variable(v, v + 10.0f);
   Operation copy = assign_variable(w, rows(v, 2, 3));
   Operation swap = assign_variable(u, concat({rows(u, 1, 2), rows(u, 0, 1)}, 0));
+  Tensor w2 = g.variable(TensorData::zeros({1, kCols}), "w2");
+  Operation from_arena = assign_variable(w2, rows(x * 1.0f, 2, 3));  // a view of a value in the arena
   std::vector<float> xs(3 * kCols);
   for (size_t k = 0; k < xs.size(); ++k) xs[k] = static_cast<float>(k) * 2.0f + 0.5f;
   Executable exe = g.compile(Device::cpu(), {{x, {{3, kCols}, DType::f32}}}, {v1, v0, v12, v2, x2, c1, mix, u},
-                             {step, copy, swap});
+                             {step, copy, swap, from_arena});
   auto block = [&](const std::vector<float>& src, int64_t r0, int64_t r1, double add) {
     std::vector<double> out;
     for (int64_t k = r0 * kCols; k < r1 * kCols; ++k) out.push_back(src[static_cast<size_t>(k)] + add);
@@ -80,6 +82,7 @@ TEST(Variables, SliceViewsOfAVariableAssignedInTheRunSeeItsStartValue) {
     std::vector<double> want_u = r % 2 == 0 ? block(u0, 0, 2, 0) : concat_rows(block(u0, 1, 2, 0), block(u0, 0, 1, 0));
     expect_equal(out[7], want_u, {2, kCols});
     expect_equal(g.variable_value(w), block(init, 2, 3, add), {1, kCols});
+    expect_equal(g.variable_value(w2), block(xs, 2, 3, 0), {1, kCols});
   }
   expect_equal(g.variable_value(v), block(init, 0, 3, 30.0), {3, kCols});
   expect_equal(g.variable_value(u), concat_rows(block(u0, 1, 2, 0), block(u0, 0, 1, 0)), {2, kCols});
