@@ -36,13 +36,6 @@ TEST(Run, SlicesOfABlockAreViews) { testing::check_slice_views(Device::cpu(), 2)
 // 256 bytes in).
 Tensor rows(Tensor t, int64_t r0, int64_t r1) { return slice(t, {.begin = {r0}, .end = {r1}, .axes = {0}}); }
 
-// Element i of a CPU tensor as a double (any dtype).
-std::vector<double> values_of(const TensorData& t) {
-  std::vector<double> v;
-  for (int64_t i = 0; i < t.num_elements(); ++i) v.push_back(t.element_as_double(i));
-  return v;
-}
-
 // Slice views as run targets: several views of one root, a view and its root, the same view
 // twice, a reshape of a view, a slice of a slice (offsets add up), a view at the root's start;
 // results of the first run keep their values after a second run with other inputs.
