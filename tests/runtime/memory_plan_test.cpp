@@ -223,6 +223,33 @@ TEST(MemoryPlan, ViewChainsInsideARootAndInPlaceOutputs) {
   EXPECT_NE(offset(q, c), offset(q, b));
 }
 
+
+// An elementwise output computed in place over input a (CUDA's rule: an input of the output's
+// shape) must not be when another input of the same node reads part of a's storage at other
+// indices (a slice view broadcast: c = a + a[1]; writing c[1] over a[1] races the reads of a[1]
+// for c[0]); a + a itself (the same elements at the same index) still is.
+TEST(MemoryPlan, NoInPlaceOverARootAnotherInputViewsPartOf) {
+  runtime::MemoryPlanOptions cuda_rule;
+  cuda_rule.in_place = [](const ir::Node& n, int, const TensorType& t) { return t.shape == n.outputs[0].shape; };
+  for (int64_t row : {0, 1}) {
+    SCOPED_TRACE(row);
+    Graph g;
+    Tensor x = g.placeholder({2, kN}, DType::f32, "x");
+    Tensor a = exp(x);
+    Tensor c = a + slice(a, {.begin = {row}, .end = {row + 1}, .axes = {0}});
+    Planned p = plan_of(g, {x}, {c}, cuda_rule);
+    EXPECT_EQ(p.plan.in_place, 0);
+    EXPECT_NE(offset(p, c), offset(p, a));
+  }
+  Graph g;
+  Tensor x = g.placeholder({2, kN}, DType::f32, "x");
+  Tensor a = exp(x);
+  Tensor c = a + reshape(reshape(a, {2 * kN}), {2, kN});
+  Planned p = plan_of(g, {x}, {c}, cuda_rule);
+  EXPECT_EQ(p.plan.in_place, 1);
+  EXPECT_EQ(offset(p, c), offset(p, a));
+}
+
 TEST(MemoryPlan, ASliceAtAnUnalignedOffsetIsCopied) {
   Graph g;
   Tensor x = g.placeholder({3, 10}, DType::f32, "x");  // rows of 40 bytes
