@@ -93,3 +93,28 @@ def test_errors_speak_python():
         tg.gradients(y, [x])
     assert "max_iterations=N" in e.value.message and "WhileLoopOptions" not in e.value.message
     assert str(e.value) == e.value.message
+
+
+def test_getitem_views_of_a_variable_and_of_a_feed_keep_their_values():
+    """x[1], v[1:3] and an if_else result v[1] or v (shape known at run time) are views of one
+    block (rows of 256 bytes) on the CPU: the numpy results keep the values of their run while
+    later runs assign v and feed other x."""
+    g = tg.Graph()
+    init = np.arange(3 * 64, dtype=np.float32).reshape(3, 64)
+    v = g.variable(init, name="v")
+    x = g.placeholder([3, 64], tg.float32, "x")
+    p = g.placeholder([], tg.bool_, "p")
+    picked = tg.if_else(p, lambda: [v[1:2]], lambda: [v])[0]
+    step = tg.assign_variable(v, v + 100.0)
+    held = []
+    for run in range(4):
+        xv = np.full((3, 64), float(run), np.float32) + np.arange(64, dtype=np.float32)
+        out = g.run({x: xv, p: np.array(run % 2 == 0)}, [x[1], (x * 2.0)[1:3], v[1:3], picked], [step], device="cpu")
+        held.append((run, xv, [np.asarray(t) for t in out]))
+    for run, xv, (x1, x2, v12, pk) in held:
+        start = init + 100.0 * run
+        np.testing.assert_array_equal(x1, xv[1])
+        np.testing.assert_array_equal(x2, 2.0 * xv[1:3])
+        np.testing.assert_array_equal(v12, start[1:3])
+        np.testing.assert_array_equal(pk, start[1:2] if run % 2 == 0 else start)
+    np.testing.assert_array_equal(np.asarray(g.variable_value(v)), init + 400.0)

@@ -74,10 +74,11 @@ bool draws_random(const ir::Graph& g) {
   return false;
 }
 
-// The node a value's storage comes from (through views: reshape, stop_gradient).
+// The node a value's storage comes from (through views of input 0: reshape, stop_gradient, a
+// slice of one block; view_input).
 const ir::Node& storage_root(const ir::Graph& g, ir::ValueRef v) {
   const ir::Node* n = &g.node(v.node);
-  while ((n->kind == ir::OpKind::reshape || n->kind == ir::OpKind::stop_gradient) && !n->inputs.empty()) {
+  while (view_input(*n) == 0 && !n->inputs.empty()) {
     n = &g.node(n->inputs[0].node);
   }
   return *n;

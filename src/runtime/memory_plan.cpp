@@ -5,8 +5,9 @@
 // the last step that reads it or any of its views; targets and assigned values live to the end of
 // the run. A target that starts inside its root (a slice's block) gets a slot of its own. Outputs of
 // single-output nodes the backend computes in place take the root of an input whose life ends
-// there. Offsets are then given greedily by size (largest first, each at the lowest offset where
-// it overlaps no root alive at the same time): the "greedy by size" strategy of TFLite's arena
+// there (not one another input reads part of, through a slice view). Offsets are then given
+// greedily by size (largest first, each at the lowest offset where it overlaps no root alive at
+// the same time): the "greedy by size" strategy of TFLite's arena
 // planner (Pisarchyk and Lee, "Efficient Memory Management for Deep Neural Net Inference", 2020).
 #include "runtime/memory_plan.h"
 
@@ -159,6 +160,17 @@ class Planner {
         if (r < 0 || r == out || !roots_[r].planned || roots_[r].feed || at_[in.node][in.index] != 0) continue;
         if (roots_[r].end != static_cast<int>(step) || roots_[r].bytes != roots_[out].bytes) continue;
         if (!options_.in_place(n, static_cast<int>(k), g_.type(in))) continue;
+        // Another input reading part of that root (a slice view, broadcast) would read elements
+        // the kernel has already overwritten; the same elements at the same index are fine.
+        bool apart = true;
+        for (size_t j = 0; j < n.inputs.size(); ++j) {
+          const ir::ValueRef o = n.inputs[j];
+          if (j != k && root_of_[o.node][o.index] == r &&
+              (at_[o.node][o.index] != 0 || g_.type(o).shape != g_.type(in).shape)) {
+            apart = false;
+          }
+        }
+        if (!apart) continue;
         roots_[r].end = roots_[out].end;
         roots_[out].planned = false;
         for (auto& outs : root_of_) {

@@ -17,7 +17,22 @@ void RunState::stage_targets() {
   char* base = static_cast<char*>(inst_.arena.get());
   for (size_t i = 0; i < targets.size(); ++i) {
     const int64_t off = p_.memory_.target_offset[i];
-    if (off == MemoryPlan::kUnplanned) continue;
+    if (off == MemoryPlan::kUnplanned) {
+      // A value whose shape was known only at run time is handed out as it is (results()):
+      // control flow may return a value of the arena or a variable's buffer (or a slice view of
+      // one), which the commit and later runs overwrite; such a value is copied out first.
+      TensorData& v = inst_.values[targets[i].node][targets[i].index];
+      if (!v.empty() && !is_static(p_.plan_->graph->type(targets[i]).shape) && in_run_memory(v)) {
+        TensorData own(v.shape(), v.dtype(), p_.device_);
+        p_.backend_.copy(own.storage_ptr(), p_.device_, v.storage_ptr(), v.device(), v.nbytes(), stream_);
+        for (const ir::ValueRef& t : targets) {
+          TensorData& same = inst_.values[t.node][t.index];
+          if (&same != &v && same.storage_ptr() == v.storage_ptr() && same.type() == v.type()) same = own;
+        }
+        v = std::move(own);
+      }
+      continue;
+    }
     const TensorData& v = inst_.values[targets[i].node][targets[i].index];
     if (recording_) {
       // Written into its result buffer by the recorded kernel (not a variable's buffer, the
@@ -32,6 +47,16 @@ void RunState::stage_targets() {
       p_.backend_.copy(base + off, p_.device_, v.storage_ptr(), v.device(), v.nbytes(), stream_);
     }
   }
+}
+
+bool RunState::in_run_memory(const TensorData& v) const {
+  const auto* p = static_cast<const char*>(v.storage_ptr());
+  auto inside = [&](const char* lo, size_t bytes) { return bytes > 0 && p < lo + bytes && lo < p + v.nbytes(); };
+  if (inside(static_cast<const char*>(inst_.arena.get()), static_cast<size_t>(p_.memory_.arena_bytes))) return true;
+  for (const TensorData& b : inst_.var_buffers) {
+    if (inside(static_cast<const char*>(b.storage_ptr()), b.nbytes())) return true;
+  }
+  return false;
 }
 
 void RunState::commit() {

@@ -142,6 +142,8 @@ class RunState final : public backends::RunServices {
   void check_outputs(const ir::Node& node, const std::vector<TensorData>& outs);
   Device device() const;
   void stage_targets();
+  /// Whether `v` lies in the arena or in a variable's buffer (memory a commit or a later run writes).
+  bool in_run_memory(const TensorData& v) const;
   void commit();
   /// The buffer for result `target` of `type`: Instance::result_buffers' one when the caller
   /// released it, else a new one (kept there).

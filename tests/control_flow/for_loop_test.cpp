@@ -31,6 +31,43 @@ TEST(ForLoop, FourIterationsMultiplyingByATensor) {
   expect_equal(run1_on_test_device(g, r[0], {{n, TensorData::scalar<int32_t>(1)}, {init, iv}}), {2, -1.5}, {2});
 }
 
+
+// Loop values that are slice views (of a feed at the start, of the other loop value in the body:
+// p' = q[1], q' = [p + 1; q[0]]), also when the loop runs zero times; the results and a kernel
+// reading them equal a host simulation.
+TEST(ForLoop, LoopValuesThatAreSliceViews) {
+  constexpr int64_t kCols = 64;  // rows of 256 bytes
+  Graph g;
+  Tensor n = g.placeholder({}, DType::i32, "n");
+  Tensor x = g.placeholder({3, kCols}, DType::f32, "x");
+  auto rows = [](Tensor t, int64_t r0, int64_t r1) { return slice(t, {.begin = {r0}, .end = {r1}, .axes = {0}}); };
+  Tensor xx = x * 1.0f;
+  std::vector<Tensor> r = for_loop(n, {rows(xx, 0, 1), rows(xx, 1, 3)}, [&](Tensor, std::span<const Tensor> v) {
+    return std::vector{rows(v[1], 1, 2), concat({v[0] + 1.0f, rows(v[1], 0, 1)}, 0)};
+  });
+  Tensor sum = r[0] + rows(r[1], 1, 2);
+  std::vector<float> xs(3 * kCols);
+  for (size_t k = 0; k < xs.size(); ++k) xs[k] = static_cast<float>(k) * 0.25f;
+  for (int trips = 0; trips <= 4; ++trips) {
+    std::vector<double> p(xs.begin(), xs.begin() + kCols), q(xs.begin() + kCols, xs.end());
+    for (int t = 0; t < trips; ++t) {
+      std::vector<double> np(q.begin() + kCols, q.end()), nq;
+      for (double e : p) nq.push_back(e + 1.0);
+      nq.insert(nq.end(), q.begin(), q.begin() + kCols);
+      p = np;
+      q = nq;
+    }
+    std::vector<double> want_sum;
+    for (int64_t k = 0; k < kCols; ++k) want_sum.push_back(p[static_cast<size_t>(k)] + q[static_cast<size_t>(kCols + k)]);
+    const auto out = run_on_test_device(g, {r[0], r[1], sum},
+                                        {{n, TensorData::scalar<int32_t>(trips)},
+                                         {x, TensorData::from_vector<float>(xs, {3, kCols})}});
+    expect_equal(out[0], p, {1, kCols});
+    expect_equal(out[1], q, {2, kCols});
+    expect_equal(out[2], want_sum, {1, kCols});
+  }
+}
+
 TEST(ForLoop, IndexIsAZeroBasedI32Scalar) {
   Graph g;
   Tensor acc = g.constant(TensorData::from_vector<int64_t>({0, 0}, {2}));

@@ -220,6 +220,52 @@ TEST(ControlFlowGradients, ForLoopHandComputedAndZeroTrips) {
   expect_equal(out[2], {0, 0}, {2});
 }
 
+
+// Gradients through a loop whose body swaps slice views (rows of 256 bytes, f64 [2, 32]):
+// [r0, r1] -> [r1 * w, r0]; after 3 trips [r1 w^2, r0 w], so with f = sum(result * c) (c = 1 on
+// row 0, 3 on row 1) df/dr0 = 3 w, df/dr1 = w^2, df/dw = 2 r1 w + 3 r0; after 0 trips
+// df/dr0 = 1, df/dr1 = 3, df/dw = 0.
+TEST(ControlFlowGradients, ForLoopSwappingSliceViewsHandComputed) {
+  constexpr int64_t kCols = 32;
+  Graph g;
+  Tensor n = g.placeholder({}, DType::i32, "n");
+  Tensor x = g.placeholder({2, kCols}, DType::f64, "x");
+  Tensor w = g.placeholder({1, kCols}, DType::f64, "w");
+  auto rows = [](Tensor t, int64_t r0, int64_t r1) { return slice(t, {.begin = {r0}, .end = {r1}, .axes = {0}}); };
+  Tensor f = for_loop(n, {x * 1.0}, [&](Tensor, std::span<const Tensor> v) {
+    return std::vector{concat({rows(v[0], 1, 2) * w, rows(v[0], 0, 1)}, 0)};
+  })[0];
+  std::vector<double> cs(2 * kCols, 1.0);
+  for (int64_t j = kCols; j < 2 * kCols; ++j) cs[static_cast<size_t>(j)] = 3.0;
+  Tensor loss = reduce_sum(f * g.constant(TensorData::from_vector<double>(cs, {2, kCols})));
+  std::vector<Tensor> d = gradients(loss, {x, w});
+  std::vector<double> xs(2 * kCols), ws(kCols);
+  for (size_t k = 0; k < xs.size(); ++k) xs[k] = 0.25 * static_cast<double>(k) - 3.0;
+  for (size_t k = 0; k < ws.size(); ++k) ws[k] = 0.5 + 0.125 * static_cast<double>(k % 5);
+  Feeds feeds = {{x, TensorData::from_vector<double>(xs, {2, kCols})},
+                 {w, TensorData::from_vector<double>(ws, {1, kCols})},
+                 {n, TensorData::scalar<int32_t>(3)}};
+  auto out = run_on_test_device(g, {f, d[0], d[1]}, feeds);
+  std::vector<double> want_f, want_dx(2 * kCols), want_dw;
+  for (int64_t j = 0; j < kCols; ++j) {
+    const auto c = static_cast<size_t>(j);
+    const double r0 = xs[c], r1 = xs[kCols + c], wj = ws[c];
+    want_dx[c] = 3 * wj;
+    want_dx[kCols + c] = wj * wj;
+    want_dw.push_back(2 * r1 * wj + 3 * r0);
+  }
+  for (int64_t j = 0; j < kCols; ++j) want_f.push_back(xs[static_cast<size_t>(kCols + j)] * ws[static_cast<size_t>(j)] * ws[static_cast<size_t>(j)]);
+  for (int64_t j = 0; j < kCols; ++j) want_f.push_back(xs[static_cast<size_t>(j)] * ws[static_cast<size_t>(j)]);
+  expect_close(out[0], want_f, {2, kCols}, 1e-12, 1e-12);
+  expect_close(out[1], want_dx, {2, kCols}, 1e-12, 1e-12);
+  expect_close(out[2], want_dw, {1, kCols}, 1e-12, 1e-12);
+  feeds.back().second = TensorData::scalar<int32_t>(0);
+  out = run_on_test_device(g, {f, d[0], d[1]}, feeds);
+  expect_equal(out[0], xs, {2, kCols});
+  expect_equal(out[1], cs, {2, kCols});
+  expect_equal(out[2], std::vector<double>(kCols, 0.0), {1, kCols});
+}
+
 // while (x < 100) x *= w, bounded by max_iterations: from 1.5 with w = 2 it runs 7 times,
 // x w^7 = 192, d/dx = w^7 = 128, d/dw = 7 x w^6 = 672; with max_iterations = 3 it stops at
 // x w^3 = 12, d/dx = 8, d/dw = 3 x w^2 = 18.

@@ -136,6 +136,68 @@ TEST(IfElse, DifferingBranchShapesGiveDynamicDims) {
   expect_equal(off[1], {11, 15, 19}, {3});
 }
 
+
+// A branch result that is a slice view of a variable the run assigns (shape known only at run
+// time: the other branch returns the whole variable): the result is the value at the run's start,
+// not the committed one; likewise for the branch returning the variable itself.
+TEST(IfElse, ResultViewingAVariableAssignedInTheRun) {
+  constexpr int64_t kCols = 64;  // rows of 256 bytes
+  Graph g;
+  std::vector<float> init(2 * kCols);
+  for (size_t k = 0; k < init.size(); ++k) init[k] = static_cast<float>(k);
+  Tensor v = g.variable(TensorData::from_vector<float>(init, {2, kCols}), "v");
+  Tensor p = g.placeholder({}, DType::bool_, "p");
+  Tensor r = if_else(
+      p, [&] { return std::vector{slice(v, {.begin = {1}, .end = {2}, .axes = {0}})}; },
+      [&] { return std::vector{v}; })[0];
+  EXPECT_EQ(r.shape(), (Shape{-1, kCols}));
+  Operation step = assign_variable(v, v + 100.0f);
+  double add = 0;
+  for (bool taken : {true, false, true}) {
+    const std::vector<TensorData> out = g.run({{p, TensorData::scalar<bool>(taken)}}, {r}, {step}, testing::test_device());
+    std::vector<double> want;
+    for (size_t k = taken ? kCols : 0; k < init.size(); ++k) want.push_back(init[k] + add);
+    expect_equal(out[0].to(Device::cpu()), want, {taken ? 1 : 2, kCols});
+    add += 100;
+  }
+}
+
+
+// A branch result that is a slice view of a value computed before the if_else (in the run's arena)
+// or that value itself (shape known only at run time): the caller's result keeps its value when
+// later runs reuse the arena.
+TEST(IfElse, ResultViewingAnArenaValueOutlivesTheRun) {
+  constexpr int64_t kCols = 64;  // rows of 256 bytes
+  Graph g;
+  Tensor x = g.placeholder({2, kCols}, DType::f32, "x");
+  Tensor p = g.placeholder({}, DType::bool_, "p");
+  Tensor a = x * 2.0f;
+  Tensor r = if_else(
+      p, [&] { return std::vector{slice(a, {.begin = {1}, .end = {2}, .axes = {0}})}; },
+      [&] { return std::vector{a}; })[0];
+  auto input = [&](int run) {
+    std::vector<float> xs(2 * kCols);
+    for (size_t k = 0; k < xs.size(); ++k) xs[k] = static_cast<float>(k) + 1000.0f * static_cast<float>(run);
+    return xs;
+  };
+  auto want = [&](int run, bool taken) {
+    std::vector<double> w;
+    const std::vector<float> xs = input(run);
+    for (size_t k = taken ? kCols : 0; k < xs.size(); ++k) w.push_back(2.0 * xs[k]);
+    return w;
+  };
+  std::vector<TensorData> held;
+  for (int run = 0; run < 4; ++run) {
+    const bool taken = run % 2 == 0;
+    held.push_back(g.run({{x, TensorData::from_vector<float>(input(run), {2, kCols})}, {p, TensorData::scalar<bool>(taken)}},
+                         {r}, {}, testing::test_device())[0]);
+  }
+  for (int run = 0; run < 4; ++run) {
+    const bool taken = run % 2 == 0;
+    expect_equal(held[static_cast<size_t>(run)].to(Device::cpu()), want(run, taken), {taken ? 1 : 2, kCols});
+  }
+}
+
 TEST(IfElse, DynamicFeedsAreSpecializedAtCompile) {
   Graph g;
   Tensor x = g.placeholder({-1}, DType::f32, "x");

@@ -276,6 +276,59 @@ TEST(WhileLoopErrors, BuildErrorsNameTheOpAndTheValues) {
   EXPECT_EQ(g.num_nodes(), before);
 }
 
+
+// Loop values that are slice views of other loop values (rows of 256 bytes): after returns
+// (q' = [p + 1; q[0]], p' = q[1], k + 1) while k < trips, so p' views loop value q's storage
+// (on CUDA the recorded loop must not speculate into q's fixed buffer: results_apart); and a
+// condition that is a slice view of a loop value (c [65]: c[64], counting down). Values equal a
+// host simulation.
+TEST(WhileLoop, LoopValuesAndConditionsThatAreSliceViews) {
+  constexpr int64_t kCols = 64;
+  auto rows = [](Tensor t, int64_t r0, int64_t r1) { return slice(t, {.begin = {r0}, .end = {r1}, .axes = {0}}); };
+  Graph g;
+  Tensor x = g.placeholder({3, kCols}, DType::f32, "x");
+  Tensor trips = g.placeholder({}, DType::i32, "trips");
+  Tensor xx = x * 1.0f;
+  std::vector<Tensor> r = while_loop(
+      {rows(xx, 1, 3), rows(xx, 0, 1), g.constant(TensorData::scalar<int32_t>(0))},
+      [&](std::span<const Tensor> a) { return std::pair{less(a[2], trips), std::vector{a[0], a[1], a[2]}}; },
+      [&](std::span<const Tensor> a) {
+        return std::vector{concat({a[1] + 1.0f, rows(a[0], 0, 1)}, 0), rows(a[0], 1, 2), a[2] + 1};
+      });
+  Tensor c0 = g.placeholder({kCols + 1}, DType::f32, "c0");
+  std::vector<Tensor> down = while_loop(
+      {c0 * 1.0f},
+      [&](std::span<const Tensor> a) {
+        return std::pair{slice(a[0], {.begin = {kCols}, .end = {kCols + 1}, .axes = {0}}), std::vector{a[0]}};
+      },
+      [&](std::span<const Tensor> a) { return std::vector{a[0] - 1.0f}; });
+  std::vector<float> xs(3 * kCols), cs(kCols + 1);
+  for (size_t k = 0; k < xs.size(); ++k) xs[k] = static_cast<float>(k) * 0.5f - 20.0f;
+  for (size_t k = 0; k < cs.size(); ++k) cs[k] = static_cast<float>(k % 9);
+  cs[kCols] = 6.0f;  // counts down 6 times
+  for (int n : {0, 1, 2, 5}) {
+    SCOPED_TRACE(n);
+    std::vector<double> q(xs.begin() + kCols, xs.end()), p(xs.begin(), xs.begin() + kCols);
+    for (int t = 0; t < n; ++t) {
+      std::vector<double> nq;
+      for (double e : p) nq.push_back(e + 1.0);
+      nq.insert(nq.end(), q.begin(), q.begin() + kCols);
+      p.assign(q.begin() + kCols, q.end());
+      q = nq;
+    }
+    const auto out = run_on_test_device(g, {r[0], r[1], r[2], down[0]},
+                                        {{x, TensorData::from_vector<float>(xs, {3, kCols})},
+                                         {trips, TensorData::scalar<int32_t>(n)},
+                                         {c0, TensorData::from_vector<float>(cs, {kCols + 1})}});
+    expect_equal(out[0], q, {2, kCols});
+    expect_equal(out[1], p, {1, kCols});
+    expect_equal(out[2], {static_cast<double>(n)}, {});
+    std::vector<double> want_down;
+    for (float c : cs) want_down.push_back(c - 6.0);
+    expect_equal(out[3], want_down, {kCols + 1});
+  }
+}
+
 }  // namespace
 }  // namespace tg
 

@@ -50,6 +50,40 @@ TEST(OnnxImport, RunsAModelWithDynamicBatch) {
   expect_close(y[0], {2, 0, 4, 0, 3, 0}, {2, 3});
 }
 
+
+// Split along axis 0 of x * 2 [6, 64] into three [2, 64] parts (slice views at 0, 512 and 1024
+// bytes): the parts as outputs and read by an Add, over two runs with other inputs.
+TEST(OnnxImport, SplitPartsAreTheBlocksOfTheirInput) {
+  if (!available()) GTEST_SKIP() << "no ONNX importer in this build";
+  constexpr int64_t kCols = 64;
+  Model m;
+  m.inputs = {value_info("x", kFloat, {6, kCols})};
+  m.outputs = {value_info("a", kFloat, {2, kCols}), value_info("b", kFloat, {2, kCols}),
+               value_info("c", kFloat, {2, kCols}), value_info("d", kFloat, {2, kCols})};
+  m.initializers = {float_tensor("two", {}, {2})};
+  m.nodes = {node("Mul", {"x", "two"}, {"y"}, "mul0"),
+             node("Split", {"y"}, {"a", "b", "c"}, "split0", {attr_int("axis", 0)}),
+             node("Add", {"b", "c"}, {"d"}, "add0")};
+  ImportResult r = import_model(m);
+  for (int run = 0; run < 2; ++run) {
+    std::vector<float> xs(6 * kCols);
+    for (size_t k = 0; k < xs.size(); ++k) xs[k] = static_cast<float>(k) - 100.0f * static_cast<float>(run);
+    std::vector<TensorData> out =
+        r.graph.run(r.feeds({TensorData::from_vector<float>(xs, {6, kCols})}), r.targets(), {}, Device::cpu());
+    ASSERT_EQ(out.size(), 4u);
+    for (int part = 0; part < 3; ++part) {
+      std::vector<double> want;
+      for (int64_t k = 2 * kCols * part; k < 2 * kCols * (part + 1); ++k) want.push_back(2.0 * xs[static_cast<size_t>(k)]);
+      expect_close(out[static_cast<size_t>(part)], want, {2, kCols}, 0, 0);
+    }
+    std::vector<double> want_d;
+    for (int64_t k = 0; k < 2 * kCols; ++k) {
+      want_d.push_back(2.0 * xs[static_cast<size_t>(2 * kCols + k)] + 2.0 * xs[static_cast<size_t>(4 * kCols + k)]);
+    }
+    expect_close(out[3], want_d, {2, kCols}, 0, 0);
+  }
+}
+
 // A dynamic axis stays dynamic: one compile (CompileOptions::disable_type_inference) serves
 // every batch size (issue 17).
 TEST(OnnxImport, DynamicBatchCompilesOnceForEveryBatchSize) {

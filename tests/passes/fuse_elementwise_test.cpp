@@ -7,6 +7,7 @@
 
 #include "passes/fusion_test_util.h"
 #include "test_util.h"
+#include "tg/autodiff.h"
 #include "tg/tg.h"
 
 namespace tg {
@@ -100,6 +101,57 @@ TEST(FuseElementwise, ErrorsInsideAFusedChainNameTheStepAndLoseNothing) {
   EXPECT_EQ(g.variable_value(v).to_vector<int32_t>(), (std::vector<int32_t>{5, 5}));
   EXPECT_EQ(exe.run({TensorData::from_vector<int32_t>({0, 3}, {2})})[0].to_vector<int32_t>(),
             (std::vector<int32_t>{1, 5}));  // (0+1)/(0-2) = 0 (truncation), +1; (3+1)/1 + 1
+}
+
+
+// Slice views (rows of 256 bytes) read by fused elementwise kernels and by their gradients, in
+// two SGD steps on a variable: a = x * W; loss = sum(a[0] * a[1]) + sum(a[2:4]^2 / 2) +
+// sum(2 * W[3]); W -= 0.1 * dloss/dW. The loss, the gradient, a view target and W after each step
+// equal a float64 host computation, with fusion off and on.
+TEST(FuseElementwise, SliceViewsInAFusedTrainingStep) {
+  constexpr int64_t kCols = 64;
+  std::vector<float> xs(4 * kCols), w0(4 * kCols);
+  for (size_t k = 0; k < xs.size(); ++k) {
+    xs[k] = static_cast<float>(static_cast<int>(k % 13) - 6) * 0.125f;
+    w0[k] = static_cast<float>(static_cast<int>(k % 7) - 3) * 0.25f;
+  }
+  for (const char* fusion : {"0", "1"}) {
+    SCOPED_TRACE(fusion);
+    ScopedFusion f(fusion);
+    Graph g;
+    Tensor x = g.placeholder({4, kCols}, DType::f32, "x");
+    Tensor w = g.variable(TensorData::from_vector<float>(w0, {4, kCols}), "w");
+    auto rows = [](Tensor t, int64_t r0, int64_t r1) { return slice(t, {.begin = {r0}, .end = {r1}, .axes = {0}}); };
+    Tensor a = x * w;
+    Tensor q = rows(a, 0, 1), k = rows(a, 1, 2), v = rows(a, 2, 4);
+    Tensor loss = reduce_sum(q * k) + reduce_sum(v * v * 0.5f) + reduce_sum(rows(w, 3, 4) * 2.0f);
+    Tensor gw = gradients(loss, {w})[0];
+    Operation step = assign_variable(w, w - gw * 0.1f);
+    Executable exe = g.compile(Device::cpu(), {{x, {{4, kCols}, DType::f32}}}, {loss, gw, q, k}, {step});
+    std::vector<double> wd(w0.begin(), w0.end());
+    for (int run = 0; run < 2; ++run) {
+      std::vector<double> ad(wd.size()), gd(wd.size());
+      for (size_t i = 0; i < wd.size(); ++i) ad[i] = xs[i] * wd[i];
+      double want_loss = 0;
+      for (int64_t j = 0; j < kCols; ++j) {
+        const auto c = static_cast<size_t>(j);
+        want_loss += ad[c] * ad[kCols + c] + 0.5 * ad[2 * kCols + c] * ad[2 * kCols + c] +
+                     0.5 * ad[3 * kCols + c] * ad[3 * kCols + c] + 2.0 * wd[3 * kCols + c];
+        gd[c] = ad[kCols + c] * xs[c];
+        gd[kCols + c] = ad[c] * xs[kCols + c];
+        gd[2 * kCols + c] = ad[2 * kCols + c] * xs[2 * kCols + c];
+        gd[3 * kCols + c] = ad[3 * kCols + c] * xs[3 * kCols + c] + 2.0;
+      }
+      const std::vector<TensorData> out = exe.run({TensorData::from_vector<float>(xs, {4, kCols})});
+      testing::expect_close(out[0], {want_loss}, {}, 1e-5, 1e-5);
+      testing::expect_close(out[1], gd, {4, kCols}, 1e-5, 1e-6);
+      testing::expect_close(out[2], std::vector<double>(ad.begin(), ad.begin() + kCols), {1, kCols}, 1e-6, 1e-7);
+      testing::expect_close(out[3], std::vector<double>(ad.begin() + kCols, ad.begin() + 2 * kCols), {1, kCols}, 1e-6,
+                            1e-7);
+      for (size_t i = 0; i < wd.size(); ++i) wd[i] -= 0.1 * gd[i];
+      testing::expect_close(g.variable_value(w), wd, {4, kCols}, 1e-5, 1e-6);
+    }
+  }
 }
 
 }  // namespace

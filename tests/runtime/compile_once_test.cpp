@@ -258,6 +258,52 @@ TEST(CompileOnce, ModelFitOverAPartialLastBatchCompilesTheStepOnce) {
   EXPECT_NEAR(e1.at("loss"), e2.at("loss"), 1e-5);
 }
 
+
+// Slices of x [N, 128] compiled once, which become views (or stay copies) once N is known: x[:,
+// 64:] (a view when N == 1, 256 bytes in), x[1:3] (512 bytes in), read by kernels and as results;
+// then the same after Executable::save_to_bytes / load_from_bytes. Values equal a host computation.
+TEST(CompileOnce, SliceViewsOnceTheSizesAreKnownAndAfterALoad) {
+  constexpr int64_t kCols = 128;
+  Graph g;
+  Tensor x = g.placeholder({-1, kCols}, DType::f32, "x");
+  Tensor a = x * 3.0f;
+  Tensor right = slice(a, {.begin = {64}, .end = {kCols}, .axes = {1}});
+  Tensor mid = slice(a, {.begin = {1}, .end = {3}, .axes = {0}});
+  Tensor sum = right + 1.0f;
+  Tensor mid2 = mid * mid;
+  Executable once = g.compile(Device::cpu(), {{x, {{-1, kCols}, DType::f32}}}, {right, mid, sum, mid2}, {}, kOnce);
+  const std::vector<uint8_t> bytes = once.save_to_bytes();
+  Executable loaded = Executable::load_from_bytes(bytes, Device::cpu());
+  for (Executable* exe : {&once, &loaded}) {
+    for (int64_t n : {1, 2, 3, 5, 1}) {
+      SCOPED_TRACE(n);
+      std::vector<float> xs(static_cast<size_t>(n * kCols));
+      for (size_t k = 0; k < xs.size(); ++k) xs[k] = static_cast<float>(k % 101) * 0.5f - static_cast<float>(n);
+      const std::vector<TensorData> out = exe->run({TensorData::from_vector<float>(xs, {n, kCols})});
+      std::vector<double> want_right, want_sum, want_mid, want_mid2;
+      for (int64_t r = 0; r < n; ++r) {
+        for (int64_t c = 0; c < kCols; ++c) {
+          const double v = 3.0 * xs[static_cast<size_t>(r * kCols + c)];
+          if (c >= 64) {
+            want_right.push_back(v);
+            want_sum.push_back(v + 1.0);
+          }
+          if (r >= 1 && r < 3) {
+            want_mid.push_back(v);
+            want_mid2.push_back(v * v);
+          }
+        }
+      }
+      const int64_t m = std::min<int64_t>(n, 3) - 1;
+      ASSERT_EQ(out.size(), 4u);
+      testing::expect_close(out[0], want_right, {n, 64}, 1e-6, 0);
+      testing::expect_close(out[1], want_mid, {m, kCols}, 1e-6, 0);
+      testing::expect_close(out[2], want_sum, {n, 64}, 1e-6, 1e-6);
+      testing::expect_close(out[3], want_mid2, {m, kCols}, 1e-6, 1e-6);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tg
 

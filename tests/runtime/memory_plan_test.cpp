@@ -186,6 +186,70 @@ TEST(MemoryPlan, ASliceOfABlockIsAViewAndTargetsInsideARootGetASlot) {
   EXPECT_TRUE(slot + kBytes <= offset(p, a) || offset(p, a) + 3 * kBytes <= slot) << slot;
 }
 
+
+// Offsets add up along a chain of views (a slice of a slice, a reshape of a slice): a target
+// inside its root gets a slot apart from the root, also when the chain starts at the root's
+// start; and an output computed in place never takes a root it reads through a view that starts
+// inside it, even where the backend would (the output, broadcast to the root's size, would
+// overwrite the block before reading it).
+TEST(MemoryPlan, ViewChainsInsideARootAndInPlaceOutputs) {
+  Graph g;
+  Tensor x = g.placeholder({4, kN}, DType::f32, "x");
+  Tensor a = exp(x);
+  Tensor inner = slice(a, {.begin = {0}, .end = {2}, .axes = {0}});            // at 0
+  Tensor deep = slice(inner, {.begin = {1}, .end = {2}, .axes = {0}});         // at kBytes
+  Tensor far = slice(slice(a, {.begin = {2}, .end = {4}, .axes = {0}}), {.begin = {0}, .end = {1}, .axes = {0}});
+  Tensor flat = reshape(far, {kN});                                             // at 2 kBytes
+  Planned p = plan_of(g, {x}, {inner, deep, flat});
+  const int64_t root = offset(p, a);
+  EXPECT_EQ(p.plan.target_offset[0], root);  // at the root's start: read in place
+  for (size_t t : {size_t{1}, size_t{2}}) {
+    const int64_t slot = p.plan.target_offset[t];
+    ASSERT_NE(slot, MemoryPlan::kUnplanned);
+    EXPECT_TRUE(slot + kBytes <= root || root + 4 * kBytes <= slot) << t << ": " << slot;
+  }
+  EXPECT_NE(p.plan.target_offset[1], p.plan.target_offset[2]);
+
+  Graph h;
+  Tensor u = h.placeholder({3, kN}, DType::f32, "u");
+  Tensor w = h.placeholder({3, kN}, DType::f32, "w");
+  Tensor b = exp(u);
+  Tensor last = slice(b, {.begin = {2}, .end = {3}, .axes = {0}});  // b's last use: inside b
+  Tensor c = last + w;                                             // [3, kN]: b's size
+  runtime::MemoryPlanOptions permissive;
+  permissive.in_place = [](const ir::Node&, int, const TensorType&) { return true; };
+  Planned q = plan_of(h, {u, w}, {c}, permissive);
+  EXPECT_EQ(q.plan.in_place, 0);
+  EXPECT_NE(offset(q, c), offset(q, b));
+}
+
+
+// An elementwise output computed in place over input a (CUDA's rule: an input of the output's
+// shape) must not be when another input of the same node reads part of a's storage at other
+// indices (a slice view broadcast: c = a + a[1]; writing c[1] over a[1] races the reads of a[1]
+// for c[0]); a + a itself (the same elements at the same index) still is.
+TEST(MemoryPlan, NoInPlaceOverARootAnotherInputViewsPartOf) {
+  runtime::MemoryPlanOptions cuda_rule;
+  cuda_rule.in_place = [](const ir::Node& n, int, const TensorType& t) { return t.shape == n.outputs[0].shape; };
+  for (int64_t row : {0, 1}) {
+    SCOPED_TRACE(row);
+    Graph g;
+    Tensor x = g.placeholder({2, kN}, DType::f32, "x");
+    Tensor a = exp(x);
+    Tensor c = a + slice(a, {.begin = {row}, .end = {row + 1}, .axes = {0}});
+    Planned p = plan_of(g, {x}, {c}, cuda_rule);
+    EXPECT_EQ(p.plan.in_place, 0);
+    EXPECT_NE(offset(p, c), offset(p, a));
+  }
+  Graph g;
+  Tensor x = g.placeholder({2, kN}, DType::f32, "x");
+  Tensor a = exp(x);
+  Tensor c = a + reshape(reshape(a, {2 * kN}), {2, kN});
+  Planned p = plan_of(g, {x}, {c}, cuda_rule);
+  EXPECT_EQ(p.plan.in_place, 1);
+  EXPECT_EQ(offset(p, c), offset(p, a));
+}
+
 TEST(MemoryPlan, ASliceAtAnUnalignedOffsetIsCopied) {
   Graph g;
   Tensor x = g.placeholder({3, 10}, DType::f32, "x");  // rows of 40 bytes

@@ -18,6 +18,76 @@ std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("tg_test_" + name)).string();
 }
 
+
+std::vector<double> concat_rows(std::vector<double> a, const std::vector<double>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Rows r0..r1 along axis 0 (rows of 256 bytes: views of the block).
+Tensor rows(Tensor t, int64_t r0, int64_t r1) { return slice(t, {.begin = {r0}, .end = {r1}, .axes = {0}}); }
+
+// Slices of a variable the run assigns, of a feed and of a constant (views of their buffers):
+// as targets (straight, reshaped, at the buffer's start and inside it) and read by kernels and
+// by another variable's assignment, they all see the value from the run's start; a variable
+// assigned its own rows swapped gets them swapped once per run.
+TEST(Variables, SliceViewsOfAVariableAssignedInTheRunSeeItsStartValue) {
+  constexpr int64_t kCols = 64;
+  std::vector<float> init(3 * kCols), cs(3 * kCols);
+  for (size_t k = 0; k < init.size(); ++k) {
+    init[k] = static_cast<float>(k);
+    cs[k] = -static_cast<float>(k) * 0.5f;
+  }
+  std::vector<float> u0(2 * kCols);
+  for (size_t k = 0; k < u0.size(); ++k) u0[k] = static_cast<float>(k) + 1000.0f;
+  Graph g;
+  Tensor v = g.variable(TensorData::from_vector<float>(init, {3, kCols}), "v");
+  Tensor w = g.variable(TensorData::zeros({1, kCols}), "w");
+  Tensor u = g.variable(TensorData::from_vector<float>(u0, {2, kCols}), "u");
+  Tensor c = g.constant(TensorData::from_vector<float>(cs, {3, kCols}), "c");
+  Tensor x = g.placeholder({3, kCols}, DType::f32, "x");
+  Tensor v1 = rows(v, 1, 2), v0 = rows(v, 0, 1), v12 = rows(v, 1, 3) * 1.0f, v2 = reshape(rows(v, 2, 3), {kCols});
+  Tensor x2 = rows(x, 2, 3), c1 = rows(c, 1, 2), mix = rows(x, 1, 2) + rows(c, 2, 3) + rows(v, 2, 3);
+  Operation step = assign_variable(v, v + 10.0f);
+  Operation copy = assign_variable(w, rows(v, 2, 3));
+  Operation swap = assign_variable(u, concat({rows(u, 1, 2), rows(u, 0, 1)}, 0));
+  Tensor w2 = g.variable(TensorData::zeros({1, kCols}), "w2");
+  Operation from_arena = assign_variable(w2, rows(x * 1.0f, 2, 3));  // a view of a value in the arena
+  std::vector<float> xs(3 * kCols);
+  for (size_t k = 0; k < xs.size(); ++k) xs[k] = static_cast<float>(k) * 2.0f + 0.5f;
+  Executable exe = g.compile(Device::cpu(), {{x, {{3, kCols}, DType::f32}}}, {v1, v0, v12, v2, x2, c1, mix, u},
+                             {step, copy, swap, from_arena});
+  auto block = [&](const std::vector<float>& src, int64_t r0, int64_t r1, double add) {
+    std::vector<double> out;
+    for (int64_t k = r0 * kCols; k < r1 * kCols; ++k) out.push_back(src[static_cast<size_t>(k)] + add);
+    return out;
+  };
+  for (int r = 0; r < 3; ++r) {
+    const double add = 10.0 * r;  // v at the start of run r
+    const std::vector<TensorData> out = exe.run({TensorData::from_vector<float>(xs, {3, kCols})});
+    ASSERT_EQ(out.size(), 8u);
+    expect_equal(out[0], block(init, 1, 2, add), {1, kCols});
+    expect_equal(out[1], block(init, 0, 1, add), {1, kCols});
+    expect_equal(out[2], block(init, 1, 3, add), {2, kCols});
+    expect_equal(out[3], block(init, 2, 3, add), {kCols});
+    expect_equal(out[4], block(xs, 2, 3, 0), {1, kCols});
+    expect_equal(out[5], block(cs, 1, 2, 0), {1, kCols});
+    std::vector<double> want_mix;
+    for (int64_t k = 0; k < kCols; ++k) {
+      want_mix.push_back(xs[static_cast<size_t>(kCols + k)] + cs[static_cast<size_t>(2 * kCols + k)] +
+                         init[static_cast<size_t>(2 * kCols + k)] + add);
+    }
+    expect_equal(out[6], want_mix, {1, kCols});
+    // u at the start of run r: rows swapped r times.
+    std::vector<double> want_u = r % 2 == 0 ? block(u0, 0, 2, 0) : concat_rows(block(u0, 1, 2, 0), block(u0, 0, 1, 0));
+    expect_equal(out[7], want_u, {2, kCols});
+    expect_equal(g.variable_value(w), block(init, 2, 3, add), {1, kCols});
+    expect_equal(g.variable_value(w2), block(xs, 2, 3, 0), {1, kCols});
+  }
+  expect_equal(g.variable_value(v), block(init, 0, 3, 30.0), {3, kCols});
+  expect_equal(g.variable_value(u), concat_rows(block(u0, 1, 2, 0), block(u0, 0, 1, 0)), {2, kCols});
+}
+
 TG_COVERS(value, variable);
 TG_COVERS(value, assign_variable);
 TEST(Variables, PersistAcrossRunsAndExecutables) {
