@@ -188,10 +188,13 @@ void RunState::enqueue_recorded(std::span<const TensorData> feeds) {
   const auto& targets = p_.plan_->targets;
   for (size_t i = 0; i < targets.size(); ++i) {
     if (!inst_.recorded_results[i]) continue;
-    const void* buffer = inst_.result_buffers[i].storage_ptr();
+    // Views of it too: a slice of a block starts inside the buffer (ops::slice_view_offset).
+    const auto* buffer = static_cast<const char*>(inst_.result_buffers[i].storage_ptr());
+    const char* end = buffer + inst_.result_buffers[i].nbytes();
     for (const auto& t : targets) {
       TensorData& v = inst_.values[t.node][t.index];
-      if (!v.empty() && v.storage_ptr() == buffer) v = TensorData();
+      const auto* q = static_cast<const char*>(v.storage_ptr());
+      if (!v.empty() && q >= buffer && (q < end || q == buffer)) v = TensorData();
     }
   }
 }

@@ -81,6 +81,29 @@ TEST(CudaGraphs, SlicesOfABlockAreViewsInRecordedRuns) {
   testing::check_slice_views(Device::cuda(0), 4);  // a recording, then replays
 }
 
+// A result and a slice of it (a view starting inside the result's buffer) as targets: replays
+// after the recording, one capture (the slice must not keep the buffer looking held by the
+// caller, which recorded again and copied the result out of the arena on every run).
+TEST(CudaGraphs, ASliceOfAResultDoesNotRecordAgain) {
+  REQUIRE_GPU();
+  Graph g;
+  Tensor x = g.placeholder({4, 64}, DType::f32, "x");
+  Tensor a = x * 3.0f;
+  Tensor rows = slice(a, {.begin = {1}, .end = {3}, .axes = {0}});
+  Executable exe = g.compile(Device::cuda(0), {{x, {{4, 64}, DType::f32}}}, {a, rows});
+  std::vector<float> xs(4 * 64);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.5f * static_cast<float>(i);
+  const TensorData xv = TensorData::from_vector<float>(xs, {4, 64});
+  const int64_t captures = runtime_stats().graph_captures;
+  for (int r = 0; r < 6; ++r) {  // walked, recorded, then replays
+    const std::vector<TensorData> out = exe.run({xv});
+    const std::vector<float> av = out[0].to_vector<float>(), rv = out[1].to_vector<float>();
+    for (size_t i = 0; i < xs.size(); ++i) ASSERT_EQ(av[i], 3.0f * xs[i]);
+    for (size_t i = 0; i < rv.size(); ++i) ASSERT_EQ(rv[i], 3.0f * xs[64 + i]);
+  }
+  EXPECT_EQ(runtime_stats().graph_captures - captures, 1);
+}
+
 TEST(CudaGraphs, CaptureOffGivesTheSameResults) {
   REQUIRE_GPU();
   Step on, off;
