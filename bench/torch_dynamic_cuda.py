@@ -7,30 +7,13 @@ seconds and the milliseconds per call against eager. RESULT lines; run by script
 with DYNAMIC=1. Usage: python3 bench/torch_dynamic_cuda.py [--models resnet50,bert]"""
 import argparse
 import logging
-import statistics
 import time
 
 import torch
 
 import tensorgraph
 import tensorgraph.torch as tgt
-
-
-def result(key, value):
-    print(f"RESULT {key} {value}", flush=True)
-
-
-def timed(fn, iters=20):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(iters):
-        t = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        ts.append(time.perf_counter() - t)
-    return round(statistics.median(ts) * 1e3, 3)
+from torch_backend_cuda import result, timed  # the same protocol as the batch-1 rows (this folder)
 
 
 def check(name, model, make_inputs, sizes, out_of):
@@ -51,8 +34,8 @@ def check(name, model, make_inputs, sizes, out_of):
             result(f"{name}.{size}.max_rel_diff_vs_eager", f"{rel:.3e}")
             result(f"{name}.{size}.tg_compiles_since_first_call", stats()["compiles"] - base)
             result(f"{name}.{size}.first_call_s", first_s)
-            result(f"{name}.{size}.tg_ms", timed(lambda: compiled(*inputs)))
-            result(f"{name}.{size}.eager_ms", timed(lambda: model(*inputs)))
+            result(f"{name}.{size}.tg_ms", round(timed(lambda: compiled(*inputs)), 3))
+            result(f"{name}.{size}.eager_ms", round(timed(lambda: model(*inputs)), 3))
     s = tgt.backend_stats()
     result(f"{name}.graphs", s["graphs"])
     result(f"{name}.nodes_left_to_pytorch", s["nodes_left_to_pytorch"])
