@@ -109,18 +109,31 @@ TEST(Env, PrepareThreadsAndDelayAreWholeNumbersInTheirRanges) {
   });
 }
 
-// compile's rewrite switches (on unless "0"), TG_MATMUL_WEIGHTS_TN (only "1") and TG_DUMP_GRAPH.
+// compile's rewrite switches (on unless "0"), TG_MATMUL_WEIGHTS_TN (only "1") and TG_DUMP_GRAPH:
+// each switch unset, then set to a value, and what its reader gives each time.
 TEST(Env, CompileRewriteSwitches) {
-  EXPECT_TRUE(env::project_heads() && env::matmul_folds() && env::merge_projections() && env::merge_siblings());
-  EXPECT_FALSE(env::matmul_weights_tn());
+  struct Switch {
+    const char* name;
+    bool (*read)();
+    bool unset;
+    const char* value;
+    bool set;
+  };
+  const Switch switches[] = {
+      {"TG_PROJECT_HEADS", env::project_heads, true, "0", false},
+      {"TG_MATMUL_FOLDS", env::matmul_folds, true, "0", false},
+      {"TG_MERGE_PROJECTIONS", env::merge_projections, true, "0", false},
+      {"TG_MERGE_SIBLINGS", env::merge_siblings, true, "yes", true},
+      {"TG_MATMUL_WEIGHTS_TN", env::matmul_weights_tn, false, "1", true},
+  };
+  for (const Switch& w : switches) {
+    SCOPED_TRACE(w.name);
+    EXPECT_EQ(w.read(), w.unset);
+    ScopedEnv set(w.name, w.value);
+    EXPECT_EQ(w.read(), w.set);
+  }
   EXPECT_EQ(env::dump_graph_path(), "");
-  ScopedEnv a("TG_PROJECT_HEADS", "0"), b("TG_MATMUL_FOLDS", "0"), c("TG_MERGE_PROJECTIONS", "0"),
-      d("TG_MERGE_SIBLINGS", "yes"), e("TG_MATMUL_WEIGHTS_TN", "1"), f("TG_DUMP_GRAPH", "/tmp/g.txt");
-  EXPECT_FALSE(env::project_heads());
-  EXPECT_FALSE(env::matmul_folds());
-  EXPECT_FALSE(env::merge_projections());
-  EXPECT_TRUE(env::merge_siblings());
-  EXPECT_TRUE(env::matmul_weights_tn());
+  ScopedEnv dump("TG_DUMP_GRAPH", "/tmp/g.txt");
   EXPECT_EQ(env::dump_graph_path(), "/tmp/g.txt");
 }
 
