@@ -1,6 +1,7 @@
 // Shapes and tensor types.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,20 @@ TG_API int64_t symbolic_dim(std::string_view name);
 TG_API bool is_symbolic_dim(int64_t d);
 /// The name of a symbol's dim value; "?" for -1; for other values, the number.
 TG_API std::string dim_name(int64_t d);
+
+/// A derived symbolic dim (docs/design/0009-compile-once.md, "Derived symbols"): the size
+/// floor((a * base + b) / c) of the symbol `base` (a >= 1, c >= 1), which is the op's size for
+/// base sizes >= lo. Convolutions, pooling, slices to the end, pads and concats make these from a
+/// symbol: a 3x3 convolution of stride 2 and padding 1 over height "h" has height "(h+1)/2"
+/// (a 1, b 1, c 2).
+struct SymbolicDimExpr {
+  int64_t base = 0;  ///< a symbol made by symbolic_dim
+  int64_t a = 1, b = 0, c = 1;
+  int64_t lo = 0;
+};
+/// The expression of a derived symbolic dim; nullopt for a size, -1 or a symbol made by
+/// symbolic_dim. Raises nothing.
+TG_API std::optional<SymbolicDimExpr> symbolic_dim_expr(int64_t d);
 
 /// Number of elements (1 for a scalar); -1 when any dim is dynamic or symbolic.
 TG_API int64_t num_elements(const Shape& s);

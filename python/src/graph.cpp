@@ -185,6 +185,21 @@ void bind_graph(py::module_& m) {
   t.def_property_readonly("shape", [](const tg::Tensor& x) { return shape_tuple(x.shape()); },
                           "Dims as a tuple: ints (-1 for a dim unknown until run time), and for a\n"
                           "symbolic dim (a placeholder dim given as a str, e.g. 'seq') its name.")
+      .def("dim_expr", [](const tg::Tensor& x, int64_t axis) -> py::object {
+             const int64_t r = x.rank();
+             if (axis < -r || axis >= r) {
+               throw tg::Error(tg::ErrorCode::invalid_argument, "[dim_expr] axis " + std::to_string(axis) +
+                               " is out of range for " + x.type().to_string());
+             }
+             const int64_t d = x.shape()[static_cast<size_t>(axis < 0 ? axis + r : axis)];
+             const std::optional<tg::SymbolicDimExpr> e = tg::symbolic_dim_expr(d);
+             if (!e) return py::none();
+             return py::make_tuple(tg::dim_name(e->base), e->a, e->b, e->c, e->lo);
+           }, py::arg("axis"),
+           "For a derived symbolic dim at `axis` (a convolution's output size \"(h+1)/2\" of symbol\n"
+           "\"h\": docs/design/0009, \"Derived symbols\"), (base symbol name, a, b, c, lo): the size is\n"
+           "floor((a * base + b) / c) for base sizes >= lo. None for a size, -1 or a plain symbol.\n"
+           "Raises tg.Error (invalid_argument) for an axis outside [-ndim, ndim).")
       .def_property_readonly("dtype", &tg::Tensor::dtype)
       .def_property_readonly("ndim", &tg::Tensor::rank)
       .def_property_readonly("type", &tg::Tensor::type)

@@ -71,6 +71,12 @@ int64_t symbolic_dim(std::string_view name) {
   return intern(t, name, name);
 }
 
+std::optional<SymbolicDimExpr> symbolic_dim_expr(int64_t d) {
+  const std::optional<core::DimExpr> e = core::derived_dim(d);
+  if (!e) return std::nullopt;
+  return SymbolicDimExpr{e->base, e->a, e->b, e->c, e->lo};
+}
+
 namespace core {
 
 std::optional<DimExpr> derived_dim(int64_t d) {

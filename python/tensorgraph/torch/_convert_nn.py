@@ -4,7 +4,7 @@ PyTorch's: NCHW activations, OIHW weights."""
 import math
 
 from .. import _tensorgraph as tg
-from ._helpers import cast_to, norm_axis, pair, refuse_negative_indices, tensor
+from ._helpers import cast_to, element_count, norm_axis, pair, refuse_negative_indices, tensor
 from ._registry import Unavailable, Unsupported, converter
 
 
@@ -142,13 +142,11 @@ def _bn_train(ctx, x, w, b, eps, rm=None):
     two-pass variance reads x twice before the normalization reads it again); the shift keeps
     E[d^2] - E[d]^2 from cancelling when the mean is large against the spread."""
     axes = [a for a in range(x.ndim) if a != 1]
-    n = 1
-    for a in axes:
-        n *= x.shape[a]
     shape = [1, x.shape[1]] + [1] * (x.ndim - 2)
     xf = cast_to(x, tg.float32) if x.dtype in (tg.float16, tg.bfloat16) else x
     shift = cast_to(tensor(rm), xf.dtype) if isinstance(rm, tg.Tensor) and list(rm.shape) == [x.shape[1]] else None
     d = xf - tg.reshape(shift, shape) if shift is not None else xf
+    n = element_count(x, axes)  # an int, or a scalar tensor for symbolic sizes
     m1 = tg.reduce_sum(d, axes=axes) * (1.0 / n)
     var = tg.relu(tg.reduce_sum(d * d, axes=axes) * (1.0 / n) - m1 * m1)
     mean = m1 + shift if shift is not None else m1
@@ -159,6 +157,14 @@ def _bn_train(ctx, x, w, b, eps, rm=None):
     if b is not None:
         y = y + tg.reshape(cast_to(tensor(b), y.dtype), shape)
     return cast_to(y, x.dtype), mean, invstd, var, n
+
+
+def _unbiased(var, n):
+    """The running variance's update term var * n / (n - 1) (n >= 2; var itself for n = 1), for
+    a count n that is an int or a scalar tensor (symbolic sizes)."""
+    if isinstance(n, int):
+        return var * (n / max(n - 1, 1))
+    return var * (n / tg.maximum(n - 1.0, n * 0.0 + 1.0))
 
 
 def _bn_eval(ctx, x, w, b, rm, rv, eps):
@@ -206,7 +212,7 @@ def batch_norm(ctx, x, w, b, rm, rv, training=False, momentum=0.1, eps=1e-5, *re
         raise Unsupported("training batch_norm updates running stats in place")
     if name == "aten::_native_batch_norm_legit_functional":
         m = float(momentum)
-        unbiased = var * (n / max(n - 1, 1))
+        unbiased = _unbiased(var, n)
         new_rm = cast_to(tensor(rm), tg.float32) * (1 - m) + mean * m
         new_rv = cast_to(tensor(rv), tg.float32) * (1 - m) + unbiased * m
         return (y, mean, invstd, cast_to(new_rm, rm.dtype), cast_to(new_rv, rv.dtype))
@@ -225,7 +231,7 @@ def batch_norm_update(ctx, x, w, b, rm, rv, momentum=0.1, eps=1e-5):
         return (y, _empty_like(ctx, 1), _empty_like(ctx, 2), _empty_like(ctx, 3))
     y, mean, invstd, var, n = _bn_train(ctx, x, w, b, float(eps), rm)
     m = float(momentum)
-    unbiased = var * (n / max(n - 1, 1))
+    unbiased = _unbiased(var, n)
     new_rm = cast_to(tensor(rm), tg.float32) * (1 - m) + mean * m
     new_rv = cast_to(tensor(rv), tg.float32) * (1 - m) + unbiased * m
     return (y, mean, invstd, _empty_like(ctx, 3), cast_to(new_rm, rm.dtype), cast_to(new_rv, rv.dtype))

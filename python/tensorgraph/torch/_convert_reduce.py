@@ -1,6 +1,6 @@
 """Converters of reduction ATen ops: mean, sum, amax/amin, var, softmax and log-softmax, argmax."""
 from .. import _tensorgraph as tg
-from ._helpers import cast_to, norm_axes, norm_axis, tensor
+from ._helpers import cast_to, element_count, norm_axes, norm_axis, tensor
 from ._registry import Unsupported, converter
 
 
@@ -35,11 +35,9 @@ def var(ctx, x, dim=None, *args, correction=None, keepdim=False, unbiased=None):
     axes = norm_axes(dim, x.ndim)
     c = correction if correction is not None else (1 if unbiased in (None, True) else 0)
     v = tg.reduce_variance(x, axes=axes, keep_dims=bool(keepdim))
-    n = 1
-    for a in axes:
-        n *= x.shape[a]
     if c:
-        if n <= c:
+        n = element_count(x, axes)  # an int, or a scalar tensor for symbolic sizes
+        if isinstance(n, int) and n <= c:
             raise Unsupported("variance of too few elements")
         v = v * (n / (n - c))
     return v

@@ -4,7 +4,7 @@ example output (ctx.out_shape), so -1 and symbolic-free sizes need no re-derivat
 from .. import _tensorgraph as tg
 from ._helpers import cast_to, norm_axis, refuse_negative_indices, tensor
 from ._registry import Unsupported, converter
-from ._symbolic import dims, is_symbolic_size
+from ._symbolic import FxDim, dims, is_symbolic_size, same_shape
 
 
 @converter("aten::view", "aten::_unsafe_view", "aten::reshape", "aten::_reshape_alias",
@@ -16,7 +16,14 @@ def reshape(ctx, x, *args, **kw):
     x = tensor(x)
     if ctx.out_dtype != x.dtype:
         raise Unsupported("view with a dtype")
-    return tg.reshape(x, ctx.out_shape)
+    shape = ctx.out_shape
+    if same_shape(x, shape):
+        return x
+    # A size PyTorch has as an expression of a symbol (an FxDim): inferred (-1), TensorGraph's
+    # derived symbol where it can tell (_check compares the result).
+    if sum(isinstance(d, FxDim) for d in shape) == 1:
+        shape = [-1 if isinstance(d, FxDim) else d for d in shape]
+    return tg.reshape(x, shape)
 
 
 @converter("aten::permute")
@@ -43,7 +50,7 @@ def t(ctx, x):
 @converter("aten::expand", "aten::broadcast_to", "aten::expand_copy", notes="sizes with -1")
 def expand(ctx, x, *args, **kw):
     x = tensor(x)
-    return tg.broadcast_to(x, ctx.out_shape) if list(x.shape) != ctx.out_shape else x
+    return x if same_shape(x, ctx.out_shape) else tg.broadcast_to(x, ctx.out_shape)
 
 
 @converter("aten::expand_as")
@@ -83,24 +90,62 @@ def _clamp_index(i, size, default):
     return min(max(i, 0), size)
 
 
-@converter("aten::slice", "aten::slice_copy", notes="step >= 1; start/end clamped as in PyTorch")
+@converter("aten::slice", "aten::slice_copy",
+           notes="step >= 1; start/end clamped as in PyTorch; symbolic sizes (compile-once): to "
+                 "the end or to -m from start >= 0, and [0:s] of a symbol s")
 def slice_(ctx, x, dim=0, start=None, end=None, step=1):
     x = tensor(x)
     d = norm_axis(dim, x.ndim)
     size = x.shape[d]
-    b, e = _clamp_index(start, size, 0), _clamp_index(end, size, size)
     if step < 1:
         raise Unsupported(f"slice step {step}")
+    if any(isinstance(v, (str, FxDim)) for v in (size, start, end)):
+        return _symbolic_slice(ctx, x, d, size, start, end, int(step))
+    b, e = _clamp_index(start, size, 0), _clamp_index(end, size, size)
     if b == 0 and e == size and step == 1:
         return x
     e = max(e, b)
     return tg.slice(x, [b], [e], strides=[int(step)], axes=[d])
 
 
-@converter("aten::select", "aten::select_copy", notes="int index")
+def _symbolic_slice(ctx, x, d, size, start, end, step):
+    """A slice where the axis or the end is a symbol (compile-once lowering, _symbolic.py):
+    - [0:end] where end is a symbol: the whole axis when that is its size, else the first `end`
+      elements, gathered by an iota of that length (the ONNX importer's rule: PyTorch's output is
+      then `end` itself, guarded end <= size; a run past the axis raises gather's out_of_range);
+    - a symbolic axis from start >= 0 to its end or to -m: TensorGraph's derived size
+      (ceil((s - m - start) / step));
+    - [start:end] of ints where PyTorch's output size is end - start (it guarded size >= end):
+      a gather of those indices.
+    Anything else is Unsupported (the graph compiles per shape)."""
+    b = 0 if start is None else start
+    if isinstance(b, (str, FxDim)) or b < 0 and isinstance(size, str):
+        raise Unsupported(f"slice from {start} of a symbolic size")
+    big = end is None or (isinstance(end, int) and end >= 2 ** 62)
+    if isinstance(end, (str, FxDim)):
+        if not isinstance(end, str) or b != 0 or step != 1:
+            raise Unsupported(f"slice [{start}:{end}:{step}] with a symbolic end (only [0:s] of a symbol s)")
+        if size == end:
+            return x
+        return tg.gather(x, tg.iota(ctx.g, [end], 0, tg.int64), axis=d)
+    if big or end < 0:
+        if b == 0 and big and step == 1:
+            return x
+        return tg.slice(x, [b], [None if big else end], strides=[step], axes=[d])
+    if step == 1 and ctx.out_shape[d] == end - b and end > b:
+        import torch
+        return tg.gather(x, ctx.constant(torch.arange(b, end, dtype=torch.int64)), axis=d)
+    raise Unsupported(f"slice [{start}:{end}:{step}] of the symbolic size {size}")
+
+
+@converter("aten::select", "aten::select_copy", notes="int index (>= 0 on a symbolic size)")
 def select(ctx, x, dim, index):
     x = tensor(x)
     d = norm_axis(dim, x.ndim)
+    if isinstance(x.shape[d], (str, FxDim)):  # a symbolic size: PyTorch guarded index < size
+        if not isinstance(index, int) or index < 0:
+            raise Unsupported(f"select {index} of the symbolic size {x.shape[d]}")
+        return tg.gather(x, ctx.g.constant(int(index), dtype=tg.int64), axis=d)
     i = int(index) + (x.shape[d] if index < 0 else 0)
     if not 0 <= i < x.shape[d]:
         raise Unsupported(f"select index {index} out of range for size {x.shape[d]}")
@@ -163,6 +208,8 @@ def factory(ctx, *args, **kw):
     import torch
     base = ctx.op_name.split("::")[1]
     shape, dtype = ctx.out_shape, ctx.out.dtype
+    if any(isinstance(d, (str, FxDim)) for d in shape):
+        return _symbolic_factory(ctx, base, shape, args)
     if base in ("zeros", "zeros_like", "new_zeros", "empty", "empty_like", "new_empty", "empty_strided"):
         v = torch.zeros(shape, dtype=dtype)
     elif base in ("ones", "ones_like", "new_ones"):
@@ -182,10 +229,33 @@ def factory(ctx, *args, **kw):
     return ctx.constant(v)
 
 
+def _symbolic_factory(ctx, base, shape, args):
+    """A factory whose shape has symbols (compile-once lowering): a fill of that shape, or for
+    arange(s) / arange(0, s) of a symbol s, an iota (TensorGraph computes it per run)."""
+    from ._helpers import tg_dtype
+    dt = tg_dtype(ctx.out.dtype)
+    if any(isinstance(d, FxDim) for d in shape):
+        raise Unsupported(f"{base} of shape {shape} (an expression of a symbol)")
+    if base == "arange":
+        bounds = list(args)  # (end), (start, end) or (start, end, step); dtype and device are keywords
+        if not (len(bounds) == 1 or (len(bounds) in (2, 3) and bounds[0] == 0 and bounds[2:] in ([], [1]))):
+            raise Unsupported(f"arange{tuple(args)} with a symbolic end (only arange(s), arange(0, s))")
+        return tg.iota(ctx.g, shape, 0, dt)
+    if base in ("full", "full_like", "new_full"):
+        if not isinstance(args[1], (bool, int, float)):
+            raise Unsupported("fill value is not a Python scalar")
+        value = args[1]
+    elif base == "scalar_tensor":
+        raise Unsupported("scalar_tensor of a symbolic shape")
+    else:
+        value = 1 if base in ("ones", "ones_like", "new_ones") else 0
+    return tg.fill(ctx.g, shape, float(value), dt)
+
+
 @converter("aten::copy", notes="out-of-place: src broadcast to self's shape and dtype")
 def copy(ctx, x, src, non_blocking=False):
     src = cast_to(tensor(src), ctx.out_dtype)
-    return tg.broadcast_to(src, ctx.out_shape) if list(src.shape) != ctx.out_shape else src
+    return src if same_shape(src, ctx.out_shape) else tg.broadcast_to(src, ctx.out_shape)
 
 
 @converter("aten::index_select", notes="1-D index; a negative index raises, as in PyTorch")

@@ -1,7 +1,7 @@
 """Converters of the backward ATen ops that AOTAutograd's backward graphs hold (the others are
 decomposed by PyTorch's own decompositions before conversion, tensorgraph.torch._backend)."""
 from .. import _tensorgraph as tg
-from ._helpers import cast_to, norm_axis, pair, tensor
+from ._helpers import cast_to, element_count, norm_axis, pair, tensor
 from ._registry import Unsupported, converter
 from ._convert_nn import _conv_padding, _pool_args
 
@@ -72,9 +72,7 @@ def native_batch_norm_backward(ctx, dy, x, w, rm, rv, save_mean, save_invstd, tr
     wf = cast_to(tensor(w), f) if w is not None else None
     scale = tg.reshape(invstd * wf if wf is not None else invstd, shape)
     # Two reductions serve all three gradients: sum(dy) (= db) and sum(dy * xhat) (= dw).
-    n = 1
-    for a in axes:
-        n *= x.shape[a]
+    n = element_count(x, axes)  # an int, or a scalar tensor for symbolic sizes
     need_sums = train and output_mask[0]
     g_sum = tg.reduce_sum(dyf, axes=axes) if need_sums or output_mask[2] else None
     gx_sum = tg.reduce_sum(dyf * xhat, axes=axes) if need_sums or output_mask[1] else None

@@ -84,3 +84,23 @@ def refuse_negative_indices(x, indices, axis):
     n = x.shape[axis]
     shift = n if isinstance(n, int) and n >= 0 else 2 ** 30
     return tg.select(tg.less(indices, 0), indices - shift, indices)
+
+
+def element_count(x, axes):
+    """How many elements of x a reduction over `axes` takes: an int, or where one of those dims
+    is a symbol (a compile-once lowering, _symbolic.py) a float32 scalar tensor of this run's
+    count (ones over those axes, summed: a NaN or inf in x makes it NaN, where the statistics it
+    divides are NaN already)."""
+    n = 1
+    for a in axes:
+        if not isinstance(x.shape[a], int):
+            break
+        n *= x.shape[a]
+    else:
+        return n
+    one = x
+    for a in range(x.ndim):
+        if a not in axes:
+            one = tg.slice(one, [0], [1], axes=[a])
+    one = cast_to(one, tg.float32) * 0.0 + 1.0
+    return tg.reduce_sum(one)

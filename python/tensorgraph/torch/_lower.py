@@ -16,7 +16,7 @@ from .. import _tensorgraph as tg
 from . import _converters  # noqa: F401 (fills the table)
 from ._helpers import tg_dtype
 from ._registry import CONVERTERS, Unavailable, Unsupported
-from ._symbolic import compile_symbolic, dims, is_symbolic_size, symbolic_on
+from ._symbolic import compile_symbolic, dims, is_symbolic_size, same_shape, symbolic_on
 from ._saved import (_IndicesFromInput, _layout_derived, _only_pool_backward_indices, _report_output_strides,
                      _unread_indices, is_channels_last, layout_pass_on)
 
@@ -114,7 +114,7 @@ def _check(name, out, ex):
     if not _is_tensor(ex):
         raise Unsupported(f"{name}: PyTorch returns {type(ex).__name__}")
     shape, dt = dims(ex.shape), tg_dtype(ex.dtype)
-    if list(out.shape) != shape or out.dtype != dt:
+    if out.dtype != dt or not same_shape(out, shape):
         raise Unsupported(f"{name}: converted to {out.dtype}{list(out.shape)}, PyTorch gives {dt}{shape}")
 
 
@@ -125,7 +125,7 @@ def _stand_in(g, ex, name):
     if _is_tensor(ex):
         try:
             return g.placeholder(dims(ex.shape), tg_dtype(ex.dtype), name)
-        except Unsupported as e:
+        except (Unsupported, tg.Error) as e:  # a size TensorGraph cannot name (an FxDim)
             return Unavailable(str(e))
     return ex
 
