@@ -6,6 +6,7 @@ import math
 from .. import _tensorgraph as tg
 from ._helpers import cast_to, element_count, norm_axis, pair, refuse_negative_indices, tensor
 from ._registry import Unavailable, Unsupported, converter
+from ._symbolic import dims, same_shape
 
 
 def _conv_padding(padding):
@@ -129,9 +130,14 @@ def _empty_like(ctx, i):
     """Output i of the node when PyTorch gives an empty tensor there (inference batch norm's saved
     statistics), else Unavailable."""
     ex = ctx.out[i] if isinstance(ctx.out, (tuple, list)) and len(ctx.out) > i else None
-    if ex is not None and hasattr(ex, "numel") and ex.numel() == 0:
+    # dims, not numel() or int(): a symbolic size must not be made concrete (a guard) here.
+    try:
+        shape = dims(ex.shape) if ex is not None and hasattr(ex, "shape") else None
+    except Unsupported:  # an expression of two symbols: not an empty tensor
+        shape = None
+    if shape is not None and 0 in shape:
         from ._helpers import tg_dtype
-        return tg.fill(ctx.g, [int(s) for s in ex.shape], 0.0, tg_dtype(ex.dtype))
+        return tg.fill(ctx.g, shape, 0.0, tg_dtype(ex.dtype))
     return Unavailable(f"output {i} of {ctx.op_name} (not computed by TensorGraph)")
 
 
@@ -404,7 +410,7 @@ def sdpa_fused(ctx, q, k, v, *args, **kw):
         raise Unsupported("attention dropout")
     out, lse = _attention(ctx, q, k, v, mask, is_causal, kw.get("scale"))
     n = len(ctx.out) if isinstance(ctx.out, (tuple, list)) else 1
-    if n > 1 and [int(s) for s in ctx.out[1].shape] != list(lse.shape):  # padded or empty logsumexp
+    if n > 1 and not same_shape(lse, dims(ctx.out[1].shape)):  # padded or empty logsumexp
         lse = Unavailable(f"{name} logsumexp of shape {list(ctx.out[1].shape)}")
     rest = tuple(Unavailable(f"{name} output {i}") for i in range(2, n))
     return (out, lse) + rest

@@ -16,7 +16,7 @@ from .. import _tensorgraph as tg
 from . import _converters  # noqa: F401 (fills the table)
 from ._helpers import tg_dtype
 from ._registry import CONVERTERS, Unavailable, Unsupported
-from ._symbolic import compile_symbolic, dims, is_symbolic_size, same_shape, symbolic_on
+from ._symbolic import FxDim, compile_symbolic, dims, is_symbolic_size, same_shape, symbolic_on
 from ._saved import (_IndicesFromInput, _layout_derived, _only_pool_backward_indices, _report_output_strides,
                      _unread_indices, is_channels_last, layout_pass_on)
 
@@ -236,6 +236,8 @@ def _convert(g, node, env, vals, mutations, known=None, marks=None):
         from torch.fx.node import map_arg
         args = map_arg(node.args, lambda n: env[n])
         if not all(isinstance(a, (bool, int, float)) for a in args):
+            if is_symbolic_size(vals.get(node)):  # arithmetic on symbols: PyTorch's expression
+                return dims([vals[node]])[0]      # of its result (a symbol or an FxDim)
             raise Unsupported(f"operator.{name} on {[type(a).__name__ for a in args]}")
         return node.target(*args)
     if name == "getitem":
@@ -330,6 +332,8 @@ class Runner:
                 return ("input", index[n])
             if isinstance(v, str) and v in size_of:  # a symbolic size: read off the fed tensor
                 return ("size", size_of[v])
+            if isinstance(v, FxDim) and v.name in size_of:  # an expression of one: computed from it
+                return ("sizeexpr", (v,) + size_of[v.name])
             if isinstance(v, (bool, int, float)):
                 return ("const", v)
             if isinstance(v, tg.Tensor):
@@ -543,11 +547,15 @@ def _to_torch(o):
 
 
 def _build_output(spec, outs, args, zero=None):
-    if isinstance(spec, tuple) and len(spec) == 2 and spec[0] in ("input", "out", "const", "nhwc", "zeros", "size"):
+    if isinstance(spec, tuple) and len(spec) == 2 and spec[0] in ("input", "out", "const", "nhwc", "zeros", "size",
+                                                                  "sizeexpr"):
         if spec[0] == "const":
             return spec[1]
         if spec[0] == "size":
             return int(args[spec[1][0]].shape[spec[1][1]])
+        if spec[0] == "sizeexpr":
+            fx, pos, axis = spec[1]
+            return fx.at(int(args[pos].shape[axis]))
         if spec[0] == "nhwc":
             return outs[spec[1]].permute(0, 3, 1, 2)
         if spec[0] == "zeros":

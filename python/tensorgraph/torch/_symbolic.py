@@ -54,10 +54,11 @@ class FxDim:
     ``((s0 - 1)//2) + 1``), while a symbolic lowering runs: `expr` (sympy), its symbol and that
     symbol's TensorGraph name. Equal to another FxDim of the same expression; a TensorGraph dim
     is compared with it by ``same_dim``, which needs the tensor (its derived symbol)."""
-    __slots__ = ("expr", "symbol", "name")
+    __slots__ = ("expr", "symbol", "name", "_at")
 
     def __init__(self, expr, symbol, name):
         self.expr, self.symbol, self.name = expr, symbol, name
+        self._at = {}  # symbol size -> this size (at)
 
     def __eq__(self, other):
         return isinstance(other, FxDim) and (self.expr == other.expr or (self.expr - other.expr) == 0)
@@ -67,6 +68,14 @@ class FxDim:
 
     def __hash__(self):
         return hash(self.expr)
+
+    def at(self, v):
+        """The size for the symbol's size v (an int), as PyTorch computes it."""
+        got = self._at.get(v)
+        if got is None:
+            import sympy
+            got = self._at[v] = int(self.expr.xreplace({self.symbol: sympy.Integer(v)}))
+        return got
 
     def __repr__(self):
         return str(self.expr)
