@@ -205,6 +205,10 @@ void RunState::execute(const GraphPlan& plan, std::span<const TensorData> feeds,
     run_step(plan, step, values, feeds, top);
     for (const auto& v : plan.release_after[step]) values[v.node][v.index] = TensorData();
   }
+  // The last step's inputs go too (clear() keeps the capacity): they may be a result buffer
+  // (rows = slice(a) with a a target), which would then look held by the caller at the next run
+  // (Program::run records again, result_buffer() allocates a new one).
+  inst_.inputs_scratch.clear();
 }
 
 void RunState::run_step(const GraphPlan& plan, size_t step, std::vector<std::vector<TensorData>>& values,

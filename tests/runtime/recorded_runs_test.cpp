@@ -288,6 +288,40 @@ TEST(RecordedRuns, FeedsRepeatsAndViewsAreCopiedOut) {
   EXPECT_EQ(after.result_copy_bytes - before.result_copy_bytes, 2 * 3 * kN * 4);  // x, the repeat, the view
 }
 
+// A result and a slice of it (a view starting inside the result's buffer: a block at a 256-byte
+// multiple, ops::slice_view_offset) as targets: one recording, then replays that write the result
+// straight into the buffer they hand out, the same one run after run (the caller drops it). Nothing
+// of the recording may keep a reference to that buffer (the slice's view, the slice kernel's
+// inputs), or the next run takes it as still held by the caller and records again
+// (CudaGraphs.ASliceOfAResultDoesNotRecordAgain counted 2 captures on the H200).
+TEST(RecordedRuns, ASliceOfAResultDoesNotRecordAgain) {
+  Graph g;
+  Tensor x = g.placeholder({4, 64}, DType::f32, "x");
+  Tensor a = x * 3.0f;
+  Tensor rows = slice(a, {.begin = {1}, .end = {3}, .axes = {0}});
+  Executable exe = g.compile(Device::cpu(), {{x, {{4, 64}, DType::f32}}}, {a, rows});
+  RecordingCpu backend;
+  runtime::Program program(exe.program()->plan, backend, 0);
+  ASSERT_TRUE(program.recordable());
+  TensorData feed({4, 64}, DType::f32, Device::cpu());
+  const RuntimeStats before = runtime_stats();
+  const void* a_at = nullptr;
+  for (int run = 0; run < 6; ++run) {  // walked, recorded, then replays
+    for (int64_t i = 0; i < 4 * 64; ++i) feed.data<float>()[i] = 0.5f * static_cast<float>(i + run);
+    const std::vector<TensorData> out = program.run({&feed, 1}, RunOptions{});
+    ASSERT_EQ(out.size(), 2u);
+    for (int64_t i = 0; i < 4 * 64; ++i) ASSERT_EQ(out[0].data<float>()[i], 1.5f * static_cast<float>(i + run));
+    for (int64_t i = 0; i < 2 * 64; ++i) ASSERT_EQ(out[1].data<float>()[i], 1.5f * static_cast<float>(64 + i + run));
+    if (run >= 2) EXPECT_EQ(out[0].storage_ptr(), a_at) << "run " << run;
+    a_at = out[0].storage_ptr();
+  }
+  const RuntimeStats after = runtime_stats();
+  EXPECT_EQ(after.interpreted_runs - before.interpreted_runs, 1);
+  EXPECT_EQ(after.graph_captures - before.graph_captures, 1);
+  EXPECT_EQ(after.graph_launches - before.graph_launches, 5);
+  EXPECT_EQ(after.result_copy_bytes - before.result_copy_bytes, 6 * 2 * 64 * 4);  // the slice (a view), each run
+}
+
 // A result that is also the value assigned to a variable: recorded runs write it straight into
 // the variable's buffer (Program::plan_direct_writes), and the result is copied from there.
 TEST(RecordedRuns, AResultAssignedToAVariable) {
