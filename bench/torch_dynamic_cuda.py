@@ -37,6 +37,9 @@ def check(name, model, make_inputs, sizes, out_of):
             result(f"{name}.{size}.tg_ms", round(timed(lambda: compiled(*inputs)), 3))
             result(f"{name}.{size}.eager_ms", round(timed(lambda: model(*inputs)), 3))
     s = tgt.backend_stats()
+    from tensorgraph.torch._backend import Stats
+    kinds = [type(getattr(r(), "fn", None)).__name__ for r in Stats.compiled if r() is not None]
+    result(f"{name}.compiled_as", ",".join(kinds))  # Runner: compiled once; PerShape: per shape
     result(f"{name}.graphs", s["graphs"])
     result(f"{name}.nodes_left_to_pytorch", s["nodes_left_to_pytorch"])
 
@@ -46,6 +49,7 @@ def main():
     p.add_argument("--models", default="resnet50,bert")
     args = p.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(name)s %(message)s")
+    logging.getLogger("tensorgraph.torch").setLevel(logging.INFO)
     logging.getLogger("torch").setLevel(logging.WARNING)
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True

@@ -175,6 +175,8 @@ def compile_symbolic(gm, vals, device, precision, memory_budget_bytes):
                 return None
             names.setdefault(e, "torch_" + re.sub(r"\W+", "_", str(e)).strip("_"))
     if not names:
+        log.info("tensorgraph.torch: the graph takes sizes, but no input tensor has a symbolic size; compiled "
+                 "per shape")
         return None
     _SYMBOLS = names
     try:
@@ -195,4 +197,5 @@ def compile_symbolic(gm, vals, device, precision, memory_budget_bytes):
     finally:
         _SYMBOLS = None
     runner.symbols = sorted(names.values())
+    log.info("tensorgraph.torch: compiled once for any %s", ", ".join(f"{e} ({n})" for e, n in names.items()))
     return runner
