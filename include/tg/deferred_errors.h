@@ -18,9 +18,11 @@ namespace tg {
 /// walks the nodes (the first runs, or TG_CUDA_GRAPHS=0) still waits and raises its own error; a
 /// program without device checks never waits either way; the CPU is unaffected. An error still
 /// unraised when the executable is destroyed is printed on stderr (what the host copy holds by
-/// then). Raises tg::Error(unsupported) when turning it on for an executable compiled with
-/// disable_type_inference and varying dims (one program per input signature; turning it off is a
-/// no-op there), tg::Error(invalid_argument) for an empty one.
+/// then). An executable compiled with disable_type_inference and varying dims (one program per
+/// input signature) defers the errors of every signature's program: a run of any signature
+/// raises what another signature's runs posted, and a program evicted from the signature cache
+/// raises its unraised error at that eviction (waiting for the device). Raises
+/// tg::Error(invalid_argument) for an empty executable.
 TG_API void set_deferred_device_errors(const Executable& exe, bool deferred);
 
 /// Waits for the device and raises the deferred device error (set_deferred_device_errors) of

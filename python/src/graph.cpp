@@ -344,8 +344,8 @@ void bind_graph(py::module_& m) {
            "does not wait for the device; an error it finds is raised by a later run() before it\n"
            "queues anything, or by check_device_errors(). The failed run's results and those of\n"
            "the runs queued after it are not valid until then. On the CPU runs always raise their\n"
-           "own errors (a no-op). Raises tensorgraph.Error(unsupported) when turning it on for an\n"
-           "executable compiled for varying dims (disable_type_inference).")
+           "own errors (a no-op). An executable compiled for varying dims (disable_type_inference)\n"
+           "defers every input signature's errors: a run of any signature raises them.")
       .def("check_device_errors", [](const tg::Executable& e) {
              py::gil_scoped_release nogil;
              tg::check_device_errors(e);

@@ -40,6 +40,9 @@ std::vector<TensorData> Executable::run(const std::vector<TensorData>& inputs, c
     std::vector<TensorType> types;
     for (const TensorData& t : inputs) types.push_back(t.type());
     const std::shared_ptr<const CompiledProgram> q = p.specializations->get(types);
+    // Deferred device errors another signature's runs posted are raised before this run queues
+    // anything (its own program raises its arenas' errors itself).
+    p.specializations->check_deferred_errors(q.get(), false);
     return q->program->run(inputs, options);
   }
   return p.program->run(inputs, options);
@@ -48,10 +51,9 @@ std::vector<TensorData> Executable::run(const std::vector<TensorData>& inputs, c
 void set_deferred_device_errors(const Executable& exe, bool deferred) {
   if (!exe.valid()) throw Error(ErrorCode::invalid_argument, "[executable] use of an empty Executable");
   const CompiledProgram& p = *exe.program();
-  if (p.specializations) {
-    if (!deferred) return;  // never deferred: nothing to switch off
-    fail(ErrorCode::unsupported, "set_deferred_device_errors",
-         "an executable with varying dims (one program per input signature) has no deferred device errors");
+  if (p.specializations) {  // every signature's program, those lowered later too
+    p.specializations->set_deferred_errors(deferred);
+    return;
   }
   p.program->set_deferred_errors(deferred);
 }
@@ -59,6 +61,7 @@ void set_deferred_device_errors(const Executable& exe, bool deferred) {
 void check_device_errors(const Executable& exe) {
   if (!exe.valid()) throw Error(ErrorCode::invalid_argument, "[executable] use of an empty Executable");
   const CompiledProgram& p = *exe.program();
+  if (p.specializations) p.specializations->check_deferred_errors(nullptr, true);
   if (p.program) p.program->check_deferred_errors();
 }
 

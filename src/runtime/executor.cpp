@@ -235,11 +235,25 @@ void Program::settle_deferred(Instance& inst, bool wait) const {
   throw f[r.tag - 1](r);
 }
 
-void Program::check_deferred_errors() const {
+void Program::check_deferred_errors(bool wait) const {
   std::vector<std::unique_ptr<Instance>> idle;
   {
     std::lock_guard<std::mutex> lock(pool_mu_);
-    idle.swap(free_);
+    if (wait) {
+      idle.swap(free_);
+    } else {  // only the arenas whose error the device has posted: the others stay free for runs
+      for (auto it = free_.begin(); it != free_.end();) {
+        const Instance& i = **it;
+        const bool posted = i.deferred_pending && i.record != nullptr &&
+                            *static_cast<volatile const unsigned long long*>(&i.mailbox->tag) != 0;
+        if (posted) {
+          idle.push_back(std::move(*it));
+          it = free_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
   }
   struct Return {  // the arenas go back to the pool, also when an error is raised
     const Program& p;
@@ -248,7 +262,7 @@ void Program::check_deferred_errors() const {
       for (auto& i : v) p.release(std::move(i));
     }
   } back{*this, idle};
-  for (auto& i : idle) settle_deferred(*i, true);
+  for (auto& i : idle) settle_deferred(*i, wait);
 }
 
 }  // namespace tg::runtime

@@ -104,8 +104,10 @@ class Program {
   void set_deferred_errors(bool deferred) const { defer_errors_.store(deferred); }
   bool deferred_errors() const { return defer_errors_.load(); }
   /// Waits for the device and raises the first deferred error of the arenas not in use now (the
-  /// others raise theirs at their next run). Nothing to do without deferred errors.
-  void check_deferred_errors() const;
+  /// others raise theirs at their next run). Nothing to do without deferred errors. With `wait`
+  /// false, only errors the device has already posted to host memory are raised (a look at
+  /// that memory per arena; it waits only to read a posted record).
+  void check_deferred_errors(bool wait = true) const;
 
  private:
   friend class Executor;

@@ -70,13 +70,43 @@ std::shared_ptr<const CompiledProgram> Specializations::get(const std::vector<Te
   passes::infer_types(*g);
   check_row_lengths(*g);
   std::shared_ptr<const CompiledProgram> p = lower_graph(g, feeds_, roots_, root_ops_, device_, options_, shared_);
-  std::lock_guard lock(mu_);
-  for (const auto& [k, q] : lru_) {
-    if (k == key) return q;  // another thread lowered it meanwhile: one program per signature
+  std::vector<std::shared_ptr<const CompiledProgram>> evicted;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [k, q] : lru_) {
+      if (k == key) return q;  // another thread lowered it meanwhile: one program per signature
+    }
+    p->program->set_deferred_errors(deferred_.load());
+    lru_.emplace_front(key, p);
+    while (lru_.size() > capacity_) {  // runs holding an evicted program finish with it
+      evicted.push_back(std::move(lru_.back().second));
+      lru_.pop_back();
+    }
   }
-  lru_.emplace_front(key, p);
-  while (lru_.size() > capacity_) lru_.pop_back();  // runs holding an evicted program finish with it
+  // An evicted program's unraised deferred error is raised now (waiting for the device: an
+  // eviction is rare), not lost with the program.
+  if (deferred_.load()) {
+    for (const auto& q : evicted) q->program->check_deferred_errors(true);
+  }
   return p;
+}
+
+void Specializations::set_deferred_errors(bool deferred) const {
+  std::lock_guard lock(mu_);
+  deferred_.store(deferred);
+  for (const auto& [k, q] : lru_) q->program->set_deferred_errors(deferred);
+}
+
+void Specializations::check_deferred_errors(const CompiledProgram* running, bool wait) const {
+  if (!deferred_.load()) return;
+  std::vector<std::shared_ptr<const CompiledProgram>> kept;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [k, q] : lru_) {
+      if (q.get() != running) kept.push_back(q);
+    }
+  }
+  for (const auto& q : kept) q->program->check_deferred_errors(wait);
 }
 
 size_t Specializations::arena_bytes() const {

@@ -8,6 +8,7 @@
 // counts the compile only. Programs are kept per signature in a bounded LRU cache
 // (TG_SPECIALIZATIONS, default 16).
 #pragma once
+#include <atomic>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -43,6 +44,15 @@ class Specializations {
   /// saved executable stores, so that a loaded one compiles nothing for these signatures' code.
   std::vector<backends::CodeObject> code_objects() const;
   const CompileOptions& options() const { return options_; }
+  /// Deferred device errors (tg::set_deferred_device_errors) for the program of every signature,
+  /// those kept now and those lowered later.
+  void set_deferred_errors(bool deferred) const;
+  bool deferred_errors() const { return deferred_.load(); }
+  /// Raises a deferred device error that the program of another signature than `running` holds:
+  /// with `wait`, after waiting for the device (check_device_errors); else only one the device has
+  /// already posted to host memory (before a run of `running` queues anything, so that an error is
+  /// raised by the executable's next run whatever its signature).
+  void check_deferred_errors(const CompiledProgram* running, bool wait) const;
 
  private:
   std::shared_ptr<const ir::Graph> graph_;
@@ -54,6 +64,7 @@ class Specializations {
   std::shared_ptr<SharedArena> shared_;
   SymbolAliases aliases_;
   size_t capacity_;
+  mutable std::atomic<bool> deferred_{false};
   mutable std::mutex mu_;
   /// Most recently used first.
   mutable std::list<std::pair<std::string, std::shared_ptr<const CompiledProgram>>> lru_;

@@ -99,19 +99,53 @@ TEST(DeferredErrors, CpuRunsRaiseTheirOwnErrors) {
   EXPECT_TG_ERROR(set_deferred_device_errors(Executable(), true), ErrorCode::invalid_argument, "empty Executable");
 }
 
-// An executable compiled once for varying dims (one program per input signature) has no deferred
-// errors: turning them on is refused, turning them off is a no-op; its runs raise their own errors.
-TEST(DeferredErrors, VaryingDimsRefuseOnlyTurningThemOn) {
+// table[idx] for idx of any length: compiled once (one program per input signature).
+struct VaryingGather {
   Graph g;
   Tensor idx = g.placeholder({-1}, DType::i32, "idx");
   Tensor table = g.constant(TensorData::from_vector<float>({10, 20, 30}, {3}));
-  Executable exe = g.compile(Device::cpu(), {{idx, {{-1}, DType::i32}}}, {gather(table, idx)}, {},
-                             {.disable_type_inference = true});
-  EXPECT_TG_ERROR(set_deferred_device_errors(exe, true), ErrorCode::unsupported, "varying dims");
+  Executable compile(Device d) {
+    return g.compile(d, {{idx, {{-1}, DType::i32}}}, {gather(table, idx)}, {}, {.disable_type_inference = true});
+  }
+  static TensorData ids(std::vector<int32_t> i) {
+    const int64_t n = static_cast<int64_t>(i.size());
+    return TensorData::from_vector<int32_t>(i, {n});
+  }
+};
+
+// On the CPU an executable compiled once for varying dims takes the setting (both ways) and its
+// runs raise their own errors, as a fixed-shape one's.
+TEST(DeferredErrors, VaryingDimsOnTheCpuRaiseTheirOwnErrors) {
+  VaryingGather m;
+  Executable exe = m.compile(Device::cpu());
+  set_deferred_device_errors(exe, true);
+  expect_equal(exe.run({VaryingGather::ids({2, 0})})[0], {30, 10}, {2});
+  EXPECT_TG_ERROR(exe.run({VaryingGather::ids({3})}), ErrorCode::out_of_range, "index 3");
+  check_device_errors(exe);  // a no-op on the CPU
   set_deferred_device_errors(exe, false);
-  check_device_errors(exe);
-  expect_equal(exe.run({TensorData::from_vector<int32_t>({2, 0}, {2})})[0], {30, 10}, {2});
-  EXPECT_TG_ERROR(exe.run({TensorData::from_vector<int32_t>({3}, {1})}), ErrorCode::out_of_range, "index 3");
+  expect_equal(exe.run({VaryingGather::ids({1})})[0], {20}, {1});
+}
+
+// Compiled once for varying dims, every signature's program defers: a failed replay of one
+// signature is raised by the next run of another signature (before it queues anything), or by
+// check_device_errors, once.
+TEST(CudaDeferredErrors, VaryingDimsRaiseAnotherSignaturesErrorAtTheNextRun) {
+  REQUIRE_GPU();
+  VaryingGather m;
+  Executable exe = m.compile(Device::cuda(0));
+  set_deferred_device_errors(exe, true);
+  for (int r = 0; r < 4; ++r) {  // signature [2]: walked, recorded, replayed
+    expect_equal(exe.run({VaryingGather::ids({2, 0})})[0], {30, 10}, {2});
+  }
+  exe.run({VaryingGather::ids({3, 1})});  // a replay that fails on the device: not raised here
+  synchronize(Device::cuda(0));
+  EXPECT_TG_ERROR(exe.run({VaryingGather::ids({1})}), ErrorCode::out_of_range, "index 3");  // signature [1]
+  expect_equal(exe.run({VaryingGather::ids({1})})[0], {20}, {1});  // raised once
+  expect_equal(exe.run({VaryingGather::ids({0, 2})})[0], {10, 30}, {2});
+  exe.run({VaryingGather::ids({1, 3})});
+  EXPECT_TG_ERROR(check_device_errors(exe), ErrorCode::out_of_range, "index 3");
+  check_device_errors(exe);  // nothing left
+  expect_equal(exe.run({VaryingGather::ids({1, 2})})[0], {20, 30}, {2});
 }
 
 }  // namespace
