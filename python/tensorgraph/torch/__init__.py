@@ -62,7 +62,10 @@ def backend(gm, example_inputs, **options):
     flat buffer); the constants also hold a second copy of the weights on the device. Default
     (False): parameters are fed each call. Training graphs always feed them.
     Options (``functools.partial(backend, ...)``): precision, memory_budget_bytes, freeze.
-    Shapes are static: a new shape recompiles.
+    Shapes: a graph Dynamo traced for fixed sizes recompiles for a new shape; one with symbolic
+    sizes (``dynamic=True``, or Dynamo's automatic dynamic shapes after a second size) is one
+    compile-once executable for every size when all its nodes convert with them, else it
+    compiles per shape (one INFO line on logger ``tensorgraph.torch`` says which; docs/torch.md).
     """
     torch = _require_torch()
     if not hasattr(torch, "compile"):
