@@ -20,8 +20,11 @@ using Shape = std::vector<int64_t>;
 
 /// The dim value of the symbol named `name` (interned for the process: the same name always gives
 /// the same value, -2^40 - k for the k-th name, so small negative dims stay invalid). Names are
-/// non-empty and at most 64 characters of letters, digits and `_ . : [ ]` (tg::Error(invalid_argument)
-/// "[symbolic_dim] ..." otherwise); at most 2^20 names.
+/// non-empty and at most 64 characters of letters, digits and `_ . : [ ]`; at most 2^20 names.
+/// The name dim_name gives a derived symbol ("(h+1)/2", see SymbolicDimExpr) is accepted too and
+/// gives that symbol (of several with that expression and different bounds, the one with the
+/// smallest bound), so shapes round-trip through their names. Raises tg::Error(invalid_argument)
+/// "[symbolic_dim] ..." for any other name.
 /// Example: `int64_t seq = tg::symbolic_dim("seq"); g.placeholder({1, seq}, DType::i64, "ids");`
 TG_API int64_t symbolic_dim(std::string_view name);
 /// True for the dim value of a symbol made by symbolic_dim (false for -1 and other negatives).

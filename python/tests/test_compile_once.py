@@ -60,3 +60,24 @@ def test_saved_and_loaded_keeps_its_symbols(tmp_path):
         np.testing.assert_array_equal(got, np.asarray(exe.run([xv])[0]))
         np.testing.assert_allclose(got, want, rtol=1e-6)
     assert tg.runtime_stats()["compiles"] == compiles
+
+
+def test_derived_dims_round_trip_through_their_names():
+    # A strided slice of a symbolic size has a derived size, shown by its expression ("(h+1)/2")
+    # and given back by it: a shape read off one tensor builds another (tg.fill, tg.reshape),
+    # compiled once; Tensor.dim_expr gives the expression (base, a, b, c, lo).
+    g = tg.Graph()
+    x = g.placeholder([2, "rt_h"], tg.float32, "x")
+    half = tg.slice(x, [0], [None], strides=[2], axes=[1])
+    assert half.shape == (2, "(rt_h+1)/2")
+    assert half.dim_expr(1) == ("rt_h", 1, 1, 2, 0) and half.dim_expr(0) is None and x.dim_expr(1) is None
+    with pytest.raises(tg.Error, match="axis 2"):
+        half.dim_expr(2)
+    ones = tg.fill(g, list(half.shape), 1.0)
+    y = tg.reshape(half + ones, list(half.shape))
+    exe = g.compile({x: ([2, "rt_h"], tg.float32)}, [y], device="cpu", disable_type_inference=True)
+    for h in (5, 8, 1):
+        xv = np.arange(2 * h, dtype=np.float32).reshape(2, h)
+        np.testing.assert_array_equal(np.asarray(exe.run([xv])[0]), xv[:, ::2] + 1.0)
+    with pytest.raises(tg.Error, match="derived symbol"):
+        tg.fill(g, [2, "(rt_h+5)/3"], 0.0)

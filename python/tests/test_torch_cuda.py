@@ -91,9 +91,9 @@ def _no_tf32():
 @needs_cuda
 @needs_compile
 def test_dynamic_shapes_inference_matches_eager():
-    """torch.compile(dynamic=True) makes every dim symbolic; the convolutions' output sizes are
-    then expressions (((s - 1) // 2) + 1), so the graph runs per shape (_symbolic.py), equal to
-    eager for every batch size. (Passed on the H200 in session 26.)"""
+    """torch.compile(dynamic=True) makes every dim symbolic (the convolutions' output sizes are
+    expressions, ((s - 1) // 2) + 1): equal to eager for every batch size, with nothing left to
+    PyTorch. (Passed on the H200 in sessions 26 and 27.)"""
     _no_tf32()
     torch.manual_seed(0)
     torch._dynamo.reset()
@@ -114,7 +114,7 @@ def test_dynamic_batch_compiles_once():
     """Only the batch dim dynamic (torch._dynamo.mark_dynamic, as Dynamo's automatic dynamic
     shapes mark a dim that changed): the graph's batch is a symbol and every batch size runs the
     one compile-once executable (no TensorGraph compile after the first call), equal to eager.
-    (Not yet run on a GPU: written in session 26 after the dynamic=True case fell back.)"""
+    (Passed on the H200 in session 27.)"""
     _no_tf32()
     torch.manual_seed(0)
     torch._dynamo.reset()

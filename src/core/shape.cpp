@@ -62,12 +62,20 @@ int64_t symbolic_dim(std::string_view name) {
     ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
                 c == '.' || c == ':' || c == '[' || c == ']');
   }
-  if (!ok) {
-    fail(ErrorCode::invalid_argument, "symbolic_dim",
-         "name '{}' must be 1 to 64 letters, digits or '_.:[]'", std::string(name.substr(0, 80)));
-  }
   SymbolTable& t = symbols();
   std::lock_guard lock(t.mu);
+  if (!ok) {
+    // A derived symbol's name (its expression): the one with the smallest bound. Its key is the
+    // name when the bound is 0, else "name|lo=N".
+    int64_t found = 0, lo = 0;
+    for (const auto& [d, e] : t.derived) {
+      if (t.names[static_cast<size_t>(kFirstSymbol - d)] == name && (found == 0 || e.lo < lo)) found = d, lo = e.lo;
+    }
+    if (found != 0) return found;
+    fail(ErrorCode::invalid_argument, "symbolic_dim",
+         "name '{}' must be 1 to 64 letters, digits or '_.:[]' (or a derived symbol's, such as '(h+1)/2')",
+         std::string(name.substr(0, 80)));
+  }
   return intern(t, name, name);
 }
 

@@ -279,6 +279,8 @@ std::map<int64_t, int64_t> parse_symbols(std::string_view payload, const std::st
       } catch (const Error& e) {
         r.malformed(e.what());
       }
+      // symbolic_dim gives a derived symbol back by its name: a base entry must name a base.
+      if (core::derived_dim(here)) r.malformed(fmt::format("symbol '{}' is stored as a base but names a derived symbol", name));
     } else if (kind == 1) {
       const int64_t base = r.i64(), a = r.i64(), b = r.i64(), c = r.i64(), lo = r.i64();
       auto it = to.find(base);

@@ -127,6 +127,33 @@ TEST(SymbolicDims, DerivedBoundsAreTheirOwnAndCompositionsDoNotOverflow) {
   EXPECT_EQ(slice(pooled, {.begin = {int64_t{1} << 61}, .end = {kEnd}, .axes = {1}}).shape()[1], -1);
 }
 
+// A derived symbol's name gives that symbol back (symbolic_dim), so shapes round-trip through
+// their names (Python shows them as str); of two symbols of one expression, the one with the
+// smaller bound. symbolic_dim_expr gives the expression.
+TEST(SymbolicDims, DerivedNamesGiveTheirSymbolBack) {
+  const int64_t h = symbolic_dim("roundtrip_h");
+  const int64_t from3 = core::affine_dim(h, 1, -1, 1, 3);  // roundtrip_h-1, from 3
+  const int64_t from1 = core::affine_dim(h, 1, -1, 1, 1);  // the same expression from 1
+  ASSERT_NE(from1, from3);
+  EXPECT_EQ(dim_name(from3), "roundtrip_h-1");
+  EXPECT_EQ(symbolic_dim("roundtrip_h-1"), from1);
+  const int64_t half = core::affine_dim(h, 1, 1, 2);  // (roundtrip_h+1)/2
+  EXPECT_EQ(dim_name(half), "(roundtrip_h+1)/2");
+  EXPECT_EQ(symbolic_dim(dim_name(half)), half);
+  const std::optional<SymbolicDimExpr> e = symbolic_dim_expr(half);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->base, h);
+  EXPECT_EQ(e->a, 1);
+  EXPECT_EQ(e->b, 1);
+  EXPECT_EQ(e->c, 2);
+  EXPECT_EQ(e->lo, 0);
+  EXPECT_EQ(symbolic_dim_expr(from3)->lo, 3);
+  EXPECT_FALSE(symbolic_dim_expr(h).has_value());
+  EXPECT_FALSE(symbolic_dim_expr(7).has_value());
+  EXPECT_FALSE(symbolic_dim_expr(-1).has_value());
+  EXPECT_TG_ERROR(symbolic_dim("(roundtrip_h+5)/3"), ErrorCode::invalid_argument, "a derived symbol");
+}
+
 // A derived size unified with another symbol (x[1:] + y) is checked against it per signature,
 // before any kernel runs, with both symbols named.
 TEST(SymbolicDims, AUnifiedDerivedSizeIsCheckedAgainstItsPartner) {

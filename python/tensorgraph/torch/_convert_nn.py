@@ -152,7 +152,7 @@ def _bn_train(ctx, x, w, b, eps, rm=None):
     xf = cast_to(x, tg.float32) if x.dtype in (tg.float16, tg.bfloat16) else x
     shift = cast_to(tensor(rm), xf.dtype) if isinstance(rm, tg.Tensor) and list(rm.shape) == [x.shape[1]] else None
     d = xf - tg.reshape(shift, shape) if shift is not None else xf
-    n = element_count(x, axes)  # an int, or a scalar tensor for symbolic sizes
+    n = element_count(x, axes, xf.dtype)  # an int, or a scalar tensor for symbolic sizes
     m1 = tg.reduce_sum(d, axes=axes) * (1.0 / n)
     var = tg.relu(tg.reduce_sum(d * d, axes=axes) * (1.0 / n) - m1 * m1)
     mean = m1 + shift if shift is not None else m1

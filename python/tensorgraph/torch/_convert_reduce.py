@@ -36,7 +36,7 @@ def var(ctx, x, dim=None, *args, correction=None, keepdim=False, unbiased=None):
     c = correction if correction is not None else (1 if unbiased in (None, True) else 0)
     v = tg.reduce_variance(x, axes=axes, keep_dims=bool(keepdim))
     if c:
-        n = element_count(x, axes)  # an int, or a scalar tensor for symbolic sizes
+        n = element_count(x, axes, v.dtype)  # an int, or a scalar tensor for symbolic sizes
         if isinstance(n, int) and n <= c:
             raise Unsupported("variance of too few elements")
         v = v * (n / (n - c))

@@ -53,7 +53,7 @@ def adaptive_avg_pool2d_backward(ctx, dy, x):
     dy, x = tensor(dy), tensor(x)
     if list(dy.shape[2:]) != [1, 1]:
         raise Unsupported("adaptive pooling backward to a size other than 1x1")
-    return tg.broadcast_to(dy * (1.0 / (x.shape[2] * x.shape[3])), list(x.shape))
+    return tg.broadcast_to(dy * (1.0 / element_count(x, [2, 3], dy.dtype)), list(x.shape))
 
 
 @converter("aten::native_batch_norm_backward", notes="training (batch statistics) and inference forms")
@@ -72,7 +72,7 @@ def native_batch_norm_backward(ctx, dy, x, w, rm, rv, save_mean, save_invstd, tr
     wf = cast_to(tensor(w), f) if w is not None else None
     scale = tg.reshape(invstd * wf if wf is not None else invstd, shape)
     # Two reductions serve all three gradients: sum(dy) (= db) and sum(dy * xhat) (= dw).
-    n = element_count(x, axes)  # an int, or a scalar tensor for symbolic sizes
+    n = element_count(x, axes, f)  # an int, or a scalar tensor for symbolic sizes
     need_sums = train and output_mask[0]
     g_sum = tg.reduce_sum(dyf, axes=axes) if need_sums or output_mask[2] else None
     gx_sum = tg.reduce_sum(dyf * xhat, axes=axes) if need_sums or output_mask[1] else None

@@ -86,11 +86,11 @@ def refuse_negative_indices(x, indices, axis):
     return tg.select(tg.less(indices, 0), indices - shift, indices)
 
 
-def element_count(x, axes):
+def element_count(x, axes, dtype=None):
     """How many elements of x a reduction over `axes` takes: an int, or where one of those dims
-    is a symbol (a compile-once lowering, _symbolic.py) a float32 scalar tensor of this run's
-    count (ones over those axes, summed: a NaN or inf in x makes it NaN, where the statistics it
-    divides are NaN already)."""
+    is a symbol (a compile-once lowering, _symbolic.py) a scalar tensor of `dtype` (default
+    float32) holding this run's count (ones over those axes, summed: a NaN or inf in x makes it
+    NaN, where the statistics it divides are NaN already)."""
     n = 1
     for a in axes:
         if not isinstance(x.shape[a], int):
@@ -102,5 +102,5 @@ def element_count(x, axes):
     for a in range(x.ndim):
         if a not in axes:
             one = tg.slice(one, [0], [1], axes=[a])
-    one = cast_to(one, tg.float32) * 0.0 + 1.0
+    one = cast_to(one, dtype or tg.float32) * 0.0 + 1.0
     return tg.reduce_sum(one)
