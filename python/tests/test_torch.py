@@ -504,22 +504,24 @@ def test_symbolic_sizes_compile_once():
     assert tg.runtime_stats()["compiles"] == compiles  # the one compile served every size
 
 
-def test_symbolic_sizes_with_arithmetic_run_per_shape():
-    """Arithmetic on symbolic sizes (x.view(2 * n, -1)) does not compile once: the graph falls back
-    to one compile per concrete shape (its values from an eager run at that shape, not the traced
-    symbolic ones) and gives eager's results for each size."""
-    from tensorgraph.torch._lower import PerShape, compile_graph
+def test_symbolic_sizes_with_arithmetic_compile_once():
+    """Arithmetic on symbolic sizes (x.view(2 * n, -1): sizes 2*s0 and s1//2) gives PyTorch's
+    expressions, which are TensorGraph's derived symbols (2*s0, s1/2): one compile-once
+    executable, eager's values for each size."""
+    from tensorgraph.torch._lower import Runner, compile_graph
+    import tensorgraph as tg
 
     def f(x):
         return x.view(x.shape[0] * 2, -1) * 3
 
     gm = _symbolic_fx(f, torch.randn(4, 6))
     c = compile_graph(gm, (torch.randn(4, 6),), "cpu")
-    assert isinstance(c.fn, PerShape), c.fn
-    for n in (4, 5, 4):
-        x = torch.randn(n, 6)
+    assert isinstance(c.fn, Runner), c.fn
+    compiles = tg.runtime_stats()["compiles"]
+    for n, m in ((4, 6), (5, 6), (3, 10), (4, 6)):
+        x = torch.randn(n, m)
         torch.testing.assert_close(c(x), f(x), atol=0, rtol=0)
-    assert len(c.fn.cache) == 2
+    assert tg.runtime_stats()["compiles"] == compiles
 
 
 def test_empty_batch_runs_like_eager():
@@ -707,3 +709,95 @@ def test_symbolic_slices_selects_and_factories():
         ids, ones, first, tail = c(x, pos, n)
         assert torch.equal(ids, pos[:, :n] + torch.arange(n)), ids
         assert torch.equal(ones, torch.ones(1, n)) and torch.equal(first, x[0]) and torch.equal(tail, x[1:] * 2)
+
+
+def test_symbolic_backward_graph_inputs_of_derived_size():
+    """A backward graph's inputs (saved activations, gradients) have sizes that are expressions
+    of the forward's symbols (a convolution's output floor((h-1)/2)+1): they are declared with
+    TensorGraph's derived symbol of that expression, so the backward is one compile-once
+    executable too (convolution and max-pool backward; the max-pool indices input is not read)."""
+    import sympy
+    from tensorgraph.torch._lower import Runner, compile_graph
+    import tensorgraph as tg
+    aten = torch.ops.aten
+    n, h = sympy.Symbol("s0", integer=True, positive=True), sympy.Symbol("s1", integer=True, positive=True)
+    h1 = sympy.floor((h - 1) / 2) + 1  # conv 3x3, stride 2, padding 1
+    h2 = sympy.floor((h1 - 3) / 2) + 1  # max pool 3x3, stride 2
+    torch.manual_seed(0)
+    w = torch.randn(4, 3, 3, 3)
+
+    def build(g, val):
+        x = val(g.placeholder("x"), [n, 3, h, h])
+        wp = val(g.placeholder("w"), [4, 3, 3, 3])
+        y = val(g.placeholder("y"), [n, 4, h1, h1])
+        dyp = val(g.placeholder("dyp"), [n, 4, h2, h2])
+        idx = val(g.placeholder("idx"), [n, 4, h2, h2], torch.int64)
+        dy = val(g.call_function(aten.max_pool2d_with_indices_backward.default,
+                                 (dyp, y, [3, 3], [2, 2], [0, 0], [1, 1], False, idx)), [n, 4, h1, h1])
+        back = g.call_function(aten.convolution_backward.default,
+                               (dy, x, wp, [4], [2, 2], [1, 1], [1, 1], False, [0, 0], 1, [True, True, True]))
+        back.meta["val"] = (_SymTensor([_SymSize(n), 3, _SymSize(h), _SymSize(h)]), _SymTensor([4, 3, 3, 3]),
+                            _SymTensor([4]))
+        g.output(tuple(val(g.call_function(operator.getitem, (back, i)), s)
+                       for i, s in enumerate(([n, 3, h, h], [4, 3, 3, 3], [4]))))
+
+    import operator
+    gm = _sym_graph(build)
+
+    def args(batch, size):
+        x = torch.randn(batch, 3, size, size, dtype=torch.float64)
+        y = torch.nn.functional.conv2d(x, w.double(), stride=2, padding=1)
+        pooled, idx = torch.nn.functional.max_pool2d(y, 3, 2, return_indices=True)
+        return x, y, torch.randn(pooled.shape, dtype=torch.float64), idx
+
+    x, y, dyp, idx = args(2, 16)
+    c = compile_graph(gm, (x.float(), w, y.float(), dyp.float(), idx), "cpu")
+    assert c.nodes_left_to_pytorch == 0 and isinstance(c.fn, Runner), c.fn
+    compiles = tg.runtime_stats()["compiles"]
+    for batch, size in ((2, 16), (3, 9), (1, 12)):
+        x, y, dyp, idx = args(batch, size)
+        dy = aten.max_pool2d_with_indices_backward(dyp, y, [3, 3], [2, 2], [0, 0], [1, 1], False, idx)
+        want = aten.convolution_backward(dy, x, w.double(), [4], [2, 2], [1, 1], [1, 1], False, [0, 0], 1,
+                                         [True, True, True])
+        got = c(x.float(), w, y.float(), dyp.float(), idx)
+        for k, (g_, e) in enumerate(zip(got, want)):
+            torch.testing.assert_close(g_.double(), e, atol=1e-4, rtol=1e-4, msg=f"output {k}, {batch}x{size}")
+    assert tg.runtime_stats()["compiles"] == compiles
+
+
+def test_symbolic_forward_hands_unread_pool_indices_over_as_zeros():
+    """A training forward's max-pool indices that only the backward gets (whose converter routes
+    by the forward input) are not computed for symbolic sizes: zeros of each call's size. Where
+    the caller gets them (not saved for the backward), the graph compiles per shape and they
+    are PyTorch's indices."""
+    import sympy
+    from tensorgraph.torch._lower import PerShape, Runner, compile_graph
+    aten = torch.ops.aten
+    n, h = sympy.Symbol("s0", integer=True, positive=True), sympy.Symbol("s1", integer=True, positive=True)
+    h2 = sympy.floor((h - 3) / 2) + 1  # max pool 3x3, stride 2
+
+    def build(g, val):
+        x = val(g.placeholder("x"), [n, 4, h, h])
+        p = g.call_function(aten.max_pool2d_with_indices.default, (x, [3, 3], [2, 2]))
+        p.meta["val"] = tuple(_SymTensor([_SymSize(d) if isinstance(d, sympy.Expr) else d for d in (n, 4, h2, h2)], dt)
+                              for dt in (torch.float32, torch.int64))
+        shape = [n, 4, h2, h2]
+        y = val(g.call_function(operator.getitem, (p, 0)), shape)
+        g.output((val(g.call_function(aten.relu.default, (y,)), shape),
+                  val(g.call_function(operator.getitem, (p, 1)), shape, torch.int64)))
+
+    import operator
+    gm = _sym_graph(build)
+    saved = compile_graph(gm, (torch.randn(2, 4, 9, 9),), "cpu", saved_outputs=slice(1, 2))
+    assert isinstance(saved.fn, Runner), saved.fn
+    given = compile_graph(gm, (torch.randn(2, 4, 9, 9),), "cpu")
+    assert isinstance(given.fn, PerShape), given.fn
+    for batch, size in ((2, 9), (3, 12), (1, 7)):
+        x = torch.randn(batch, 4, size, size)
+        want, idx = torch.nn.functional.max_pool2d(x, 3, 2, return_indices=True)
+        y, zeros = saved(x)
+        torch.testing.assert_close(y, want.relu(), atol=0, rtol=0)
+        assert zeros.shape == idx.shape and zeros.dtype == torch.int64 and not zeros.any()
+        y, got_idx = given(x)
+        torch.testing.assert_close(y, want.relu(), atol=0, rtol=0)
+        assert torch.equal(got_idx, idx)

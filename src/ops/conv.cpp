@@ -164,14 +164,14 @@ std::vector<TensorType> infer_conv2d(const ir::Node& node, std::span<const Tenso
   return {{forward_shape(x.shape, w.shape, d, at), x.dtype}};
 }
 
-// A spatial dim of backward_data's input_shape: `in` itself when static; else recovered from dy's
+// A spatial dim of backward_data's input_shape: `in` itself when a size or a symbol; else (-1) recovered from dy's
 // `out` where the stride is 1 (the only case where one input size gives that output); else -1
 // while `out` is dynamic too (resolved when the graph is compiled for concrete feeds, which the
 // gradient of a conv2d whose input size is dynamic relies on). A dim that dy's cannot determine
 // is an error.
 int64_t input_size(int64_t in, int64_t out, int64_t k, const Conv2dDesc& d, int dim,
                    const char* name, const Where& at) {
-  if (in >= 0 || out < 0) return in;
+  if (in != -1 || out < 0) return in;  // a size, or a symbol: itself
   const int64_t stride = d.strides[dim], extent = d.dilations[dim] * (k - 1) + 1;
   if (stride != 1) {
     fail_at(ErrorCode::invalid_argument, at,
@@ -204,10 +204,10 @@ std::vector<TensorType> infer_backward_data(const ir::Node& node, std::span<cons
   check_dtypes(dy, w, at);
   check_weights_shape(w.shape, at);
   Shape x = a.shape;
-  for (int64_t v : x) {
-    if (v < -1) fail_at(ErrorCode::invalid_argument, at, "input_shape has a negative dim");
+  for (int64_t v : x) {  // sizes, -1 (from dy) or symbols (a compile-once graph's, bound per signature)
+    if (v < -1 && !is_symbolic_dim(v)) fail_at(ErrorCode::invalid_argument, at, "input_shape has a negative dim");
   }
-  if (x[0] < 0) x[0] = dy.shape[0];
+  if (x[0] == -1) x[0] = dy.shape[0];
   const auto c = static_cast<size_t>(ops::channel_axis(d.data_layout));
   if (x[c] < 0)
     fail_at(ErrorCode::invalid_argument, at, "input_shape's channel dim must be static");

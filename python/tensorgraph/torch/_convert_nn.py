@@ -6,7 +6,7 @@ import math
 from .. import _tensorgraph as tg
 from ._helpers import cast_to, element_count, norm_axis, pair, refuse_negative_indices, tensor
 from ._registry import Unavailable, Unsupported, converter
-from ._symbolic import dims, same_shape
+from ._symbolic import dims, same_shape, tg_dims
 
 
 def _conv_padding(padding):
@@ -53,16 +53,17 @@ def max_pool2d(ctx, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mod
                       data_layout="nchw")
     if ctx.op_name == "aten::max_pool2d":
         return y
-    return (y, _LazyIndices(ctx, x, k, s, p, d, ceil_mode))
+    return (y, _LazyIndices(ctx, x, y, k, s, p, d, ceil_mode))
 
 
 class _LazyIndices(Unavailable):
     """max_pool2d_with_indices' indices, built (int64, flat index h * W + w of each window's first
     maximum, as PyTorch) only when a converted node consumes them."""
 
-    def __init__(self, ctx, x, k, s, p, d, ceil_mode):
+    def __init__(self, ctx, x, y, k, s, p, d, ceil_mode):
         super().__init__("max_pool2d indices")
         self.args = (ctx.g, x, k, s, p, d, ceil_mode)
+        self.like = y  # the pooled output: the indices' shape
         # Whether max_pool2d_with_indices_backward's converter (routed by the forward input, the
         # indices unread) takes this pooling: then indices that only the backward reads need not
         # be computed (tensorgraph.torch._lower: Runner's zero_outputs).
@@ -132,7 +133,7 @@ def _empty_like(ctx, i):
     ex = ctx.out[i] if isinstance(ctx.out, (tuple, list)) and len(ctx.out) > i else None
     # dims, not numel() or int(): a symbolic size must not be made concrete (a guard) here.
     try:
-        shape = dims(ex.shape) if ex is not None and hasattr(ex, "shape") else None
+        shape = tg_dims(dims(ex.shape)) if ex is not None and hasattr(ex, "shape") else None
     except Unsupported:  # an expression of two symbols: not an empty tensor
         shape = None
     if shape is not None and 0 in shape:

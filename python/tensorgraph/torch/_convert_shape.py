@@ -4,7 +4,7 @@ example output (ctx.out_shape), so -1 and symbolic-free sizes need no re-derivat
 from .. import _tensorgraph as tg
 from ._helpers import cast_to, norm_axis, refuse_negative_indices, tensor
 from ._registry import Unsupported, converter
-from ._symbolic import FxDim, dims, is_symbolic_size, same_shape
+from ._symbolic import FxDim, dims, is_symbolic_size, same_shape, tg_dims
 
 
 @converter("aten::view", "aten::_unsafe_view", "aten::reshape", "aten::_reshape_alias",
@@ -19,9 +19,13 @@ def reshape(ctx, x, *args, **kw):
     shape = ctx.out_shape
     if same_shape(x, shape):
         return x
-    # A size PyTorch has as an expression of a symbol (an FxDim): inferred (-1), TensorGraph's
-    # derived symbol where it can tell (_check compares the result).
-    if sum(isinstance(d, FxDim) for d in shape) == 1:
+    # A size PyTorch has as an expression of a symbol (an FxDim): TensorGraph's derived symbol of
+    # it, else inferred (-1) where only one is (_check compares the result).
+    try:
+        shape = tg_dims(shape)
+    except Unsupported:
+        if sum(isinstance(d, FxDim) for d in shape) != 1:
+            raise
         shape = [-1 if isinstance(d, FxDim) else d for d in shape]
     return tg.reshape(x, shape)
 
@@ -50,7 +54,7 @@ def t(ctx, x):
 @converter("aten::expand", "aten::broadcast_to", "aten::expand_copy", notes="sizes with -1")
 def expand(ctx, x, *args, **kw):
     x = tensor(x)
-    return x if same_shape(x, ctx.out_shape) else tg.broadcast_to(x, ctx.out_shape)
+    return x if same_shape(x, ctx.out_shape) else tg.broadcast_to(x, tg_dims(ctx.out_shape))
 
 
 @converter("aten::expand_as")
@@ -234,8 +238,7 @@ def _symbolic_factory(ctx, base, shape, args):
     arange(s) / arange(0, s) of a symbol s, an iota (TensorGraph computes it per run)."""
     from ._helpers import tg_dtype
     dt = tg_dtype(ctx.out.dtype)
-    if any(isinstance(d, FxDim) for d in shape):
-        raise Unsupported(f"{base} of shape {shape} (an expression of a symbol)")
+    shape = tg_dims(shape)  # an expression of a symbol as TensorGraph's derived symbol
     if base == "arange":
         bounds = list(args)  # (end), (start, end) or (start, end, step); dtype and device are keywords
         if not (len(bounds) == 1 or (len(bounds) in (2, 3) and bounds[0] == 0 and bounds[2:] in ([], [1]))):
@@ -255,7 +258,7 @@ def _symbolic_factory(ctx, base, shape, args):
 @converter("aten::copy", notes="out-of-place: src broadcast to self's shape and dtype")
 def copy(ctx, x, src, non_blocking=False):
     src = cast_to(tensor(src), ctx.out_dtype)
-    return src if same_shape(src, ctx.out_shape) else tg.broadcast_to(src, ctx.out_shape)
+    return src if same_shape(src, ctx.out_shape) else tg.broadcast_to(src, tg_dims(ctx.out_shape))
 
 
 @converter("aten::index_select", notes="1-D index; a negative index raises, as in PyTorch")

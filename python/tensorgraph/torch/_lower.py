@@ -16,7 +16,8 @@ from .. import _tensorgraph as tg
 from . import _converters  # noqa: F401 (fills the table)
 from ._helpers import tg_dtype
 from ._registry import CONVERTERS, Unavailable, Unsupported
-from ._symbolic import FxDim, compile_symbolic, dims, is_symbolic_size, same_shape, symbolic_on
+from ._symbolic import (FxDim, compile_symbolic, dims, is_symbolic_size, same_shape, symbolic_lowering, symbolic_on,
+                        tg_dims)
 from ._saved import (_IndicesFromInput, _layout_derived, _only_pool_backward_indices, _report_output_strides,
                      _unread_indices, is_channels_last, layout_pass_on)
 
@@ -124,7 +125,7 @@ def _stand_in(g, ex, name):
         return tuple(_stand_in(g, e, name) for e in ex)
     if _is_tensor(ex):
         try:
-            return g.placeholder(dims(ex.shape), tg_dtype(ex.dtype), name)
+            return g.placeholder(tg_dims(dims(ex.shape)), tg_dtype(ex.dtype), name)
         except (Unsupported, tg.Error) as e:  # a size TensorGraph cannot name (an FxDim)
             return Unavailable(str(e))
     return ex
@@ -185,8 +186,8 @@ def lower(gm, vals, frozen=None, attr_feeds=False, nhwc_inputs=False):
                 low.unfed_indices.add(node)
                 continue
             nhwc = nhwc_inputs and is_channels_last(ex)
-            shape = dims(ex.shape)
             try:
+                shape = tg_dims(dims(ex.shape))
                 ph = g.placeholder([shape[0], shape[2], shape[3], shape[1]] if nhwc else shape, tg_dtype(ex.dtype),
                                    node.name)
             except Unsupported as e:
@@ -248,6 +249,8 @@ def _convert(g, node, env, vals, mutations, known=None, marks=None):
         if hasattr(elem, "build"):
             if marks is not None and getattr(elem, "unread_by_backward", False):
                 marks.add(node)
+                if symbolic_lowering():  # not built (its sizes are symbols): zeros if only the backward gets it
+                    return ZeroIndices(elem.like)
             elem = elem.build()
         if isinstance(elem, Unavailable):
             raise Unsupported(f"output {i} of {node.args[0].name} is {elem.what}")
@@ -354,6 +357,9 @@ class Runner:
 
         def nhwc_spec(i, n):
             v = low.env.get(n) if isinstance(n, torch_fx_node()) else None
+            if i in zero_outputs and isinstance(v, ZeroIndices):  # symbolic sizes: the shape per call
+                self.zero_outputs.append(i)
+                return ("zeros_sym", v.shape_spec(size_of))
             if i in zero_outputs and isinstance(v, tg.Tensor):
                 self.zero_outputs.append(i)
                 return ("zeros", tuple(int(d) for d in v.shape))
@@ -435,9 +441,15 @@ class Runner:
             return self._flat_type(outs[i] for i in self._flat_out)
         return _build_output(self.out_spec, outs, args, self._zero)
 
-    def _zero(self, shape):
+    def _zero(self, shape, dense=False):
         """A stand-in for max-pool indices only the backward gets and never reads (zero_outputs):
-        int64 zeros of `shape`, one element expanded (no memory, no kernel per call)."""
+        int64 zeros of `shape`, one element expanded (no memory, no kernel per call), or with
+        `dense` a contiguous tensor (symbolic sizes: their strides are not reported to
+        AOTAutograd, which expects the traced contiguous ones)."""
+        if dense:
+            import torch
+            return torch.zeros(shape, dtype=torch.int64, device=f"cuda:{self.device.index}" if self.device.is_cuda
+                               else "cpu")
         z = self._zeros.get(shape)
         if z is None:
             import torch
@@ -464,6 +476,36 @@ class Runner:
             except TypeError:
                 self._cache[k] = None
         return td
+
+
+class ZeroIndices(Unavailable):
+    """Max-pool indices of symbolic size in a compile-once lowering (not built: TensorGraph cannot
+    name their sizes' arithmetic), handed over as zeros when only the backward gets them (the
+    backward's converter routes by the forward input: _saved._unread_indices). `like`: the pooled
+    output, which has their shape."""
+
+    def __init__(self, like):
+        super().__init__("max_pool2d indices (symbolic sizes)")
+        self.like = like
+
+    def shape_spec(self, size_of):
+        """Each dim of the shape as a size, or (argument, axis, a, b, c): floor((a * that fed
+        tensor's size + b) / c). size_of: symbol name -> (argument, axis) of a fed tensor."""
+        out = []
+        for axis, d in enumerate(self.like.shape):
+            if isinstance(d, int):
+                out.append(d)
+                continue
+            e = self.like.dim_expr(axis)
+            base, a, b, c = (e[0], e[1], e[2], e[3]) if e is not None else (d, 1, 0, 1)
+            if base not in size_of:
+                raise Unsupported(f"max-pool indices of size {d}, which no fed tensor gives")
+            out.append(size_of[base] + (a, b, c))
+        return tuple(out)
+
+    @staticmethod
+    def shape_at(spec, args):
+        return tuple(d if isinstance(d, int) else (d[2] * int(args[d[0]].shape[d[1]]) + d[3]) // d[4] for d in spec)
 
 
 def _deferred_errors_on():
@@ -548,7 +590,9 @@ def _to_torch(o):
 
 def _build_output(spec, outs, args, zero=None):
     if isinstance(spec, tuple) and len(spec) == 2 and spec[0] in ("input", "out", "const", "nhwc", "zeros", "size",
-                                                                  "sizeexpr"):
+                                                                  "sizeexpr", "zeros_sym"):
+        if spec[0] == "zeros_sym":  # dense int64 zeros of this call's size (ZeroIndices)
+            return zero(ZeroIndices.shape_at(spec[1], args), dense=True)
         if spec[0] == "const":
             return spec[1]
         if spec[0] == "size":
@@ -618,7 +662,8 @@ def compile_graph(gm, example_inputs, device, precision="f32", memory_budget_byt
     if not concrete and _has_sizes(gm, vals):
         # Symbolic sizes: one compile-once executable when every node converts with them
         # (_symbolic.py), else compiled per concrete shape.
-        once = compile_symbolic(gm, vals, device, precision, memory_budget_bytes) if symbolic_on() else None
+        once = (compile_symbolic(gm, vals, device, precision, memory_budget_bytes, saved_outputs)
+                if symbolic_on() else None)
         return Compiled(once if once is not None else PerShape(gm, device, precision, memory_budget_bytes), {})
     if nhwc_inputs:  # the inputs' strides (AOTAutograd restrides the backward's; node.meta keeps the traced)
         phs = [n for n in gm.graph.nodes if n.op == "placeholder"]

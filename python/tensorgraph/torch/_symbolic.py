@@ -54,11 +54,12 @@ class FxDim:
     ``((s0 - 1)//2) + 1``), while a symbolic lowering runs: `expr` (sympy), its symbol and that
     symbol's TensorGraph name. Equal to another FxDim of the same expression; a TensorGraph dim
     is compared with it by ``same_dim``, which needs the tensor (its derived symbol)."""
-    __slots__ = ("expr", "symbol", "name", "_at")
+    __slots__ = ("expr", "symbol", "name", "_at", "_tg")
 
     def __init__(self, expr, symbol, name):
         self.expr, self.symbol, self.name = expr, symbol, name
         self._at = {}  # symbol size -> this size (at)
+        self._tg = False  # tg_name, once computed
 
     def __eq__(self, other):
         return isinstance(other, FxDim) and (self.expr == other.expr or (self.expr - other.expr) == 0)
@@ -69,12 +70,25 @@ class FxDim:
     def __hash__(self):
         return hash(self.expr)
 
+    def tg_name(self):
+        """TensorGraph's derived symbol for this size, as a str dim ("(torch_s1+1)/2"), or None
+        where the expression is not floor((a*s + b)/c) (_fit). Built by shape ops on a scratch
+        graph, so that TensorGraph interns it: Tensor shapes, placeholders and shape attributes
+        then take the name (tg::symbolic_dim gives a derived symbol back by its name)."""
+        if self._tg is False:
+            fit = _fit(self)
+            self._tg = _derived_name(self.name, *fit) if fit else None
+        return self._tg
+
     def at(self, v):
         """The size for the symbol's size v (an int), as PyTorch computes it."""
         got = self._at.get(v)
         if got is None:
             import sympy
-            got = self._at[v] = int(self.expr.xreplace({self.symbol: sympy.Integer(v)}))
+            got = self.expr.xreplace({self.symbol: sympy.Integer(v)})
+            if not getattr(got, "is_Integer", False):
+                raise ValueError(f"{self.expr} is {got} at {self.symbol} = {v}")
+            got = self._at[v] = int(got)
         return got
 
     def __repr__(self):
@@ -100,8 +114,7 @@ def dims(shape):
         elif e is not None and e in _SYMBOLS:
             out.append(_SYMBOLS[e])
         elif e is not None and len(getattr(e, "free_symbols", ())) == 1 and next(iter(e.free_symbols)) in _SYMBOLS:
-            sym = next(iter(e.free_symbols))
-            out.append(FxDim(e, sym, _SYMBOLS[sym]))
+            out.append(fx_dim(e, next(iter(e.free_symbols)), _SYMBOLS))
         else:
             raise Unsupported(f"symbolic size {s} is not a symbol of the inputs' shapes or an expression of one")
     return out
@@ -109,6 +122,17 @@ def dims(shape):
 
 # (expr, a, b, c, lo) -> whether they agree (same_dim): a few distinct expressions per model.
 _AGREES = {}
+# (expr, symbol name) -> its FxDim: one per expression, so its values, fit and name are computed once.
+_FX_DIMS = {}
+
+
+def fx_dim(e, sym, symbols):
+    """The FxDim of expression e of symbol sym (TensorGraph name symbols[sym]), interned."""
+    key = (e, symbols[sym])
+    d = _FX_DIMS.get(key)
+    if d is None:
+        d = _FX_DIMS[key] = FxDim(e, sym, symbols[sym])
+    return d
 
 
 def _agrees(fx, a, b, c, lo):
@@ -122,16 +146,65 @@ def _agrees(fx, a, b, c, lo):
     hit = _AGREES.get(key)
     if hit is not None:
         return hit
-    import sympy
     start = max(lo, 2)
-    ok = True
-    for v in range(start, start + min(max(256, 8 * c), 8192)):
-        got = fx.expr.xreplace({fx.symbol: sympy.Integer(v)})
-        if not getattr(got, "is_Integer", False) or int(got) != (a * v + b) // c:
-            ok = False
-            break
+    try:
+        ok = all(fx.at(v) == (a * v + b) // c for v in range(start, start + min(max(256, 8 * c), 8192)))
+    except (TypeError, ValueError):  # not an integer at some size
+        ok = False
     _AGREES[key] = ok
     return ok
+
+
+def _fit(fx):
+    """(a, b, c), a >= 1, 1 <= c <= 64, with floor((a*s + b)/c) equal to PyTorch's expression for
+    every size s checked by _agrees (the smallest such c), else None."""
+    try:
+        e0 = fx.at(2)
+        for c in range(1, 65):
+            a = fx.at(2 + c) - e0  # floor((a*(s+c) + b)/c) = floor((a*s + b)/c) + a
+            if a < 1:
+                continue
+            b0 = c * e0 - 2 * a  # floor((2a + b)/c) = e0 for b in [b0, b0 + c)
+            for b in range(b0, b0 + c):
+                if _agrees(fx, a, b, c, 0):
+                    return a, b, c
+    except (TypeError, ValueError):  # not an integer at some size
+        return None
+    return None
+
+
+def _derived_name(base, a, b, c):
+    """The name TensorGraph gives floor((a*base + b)/c), made by tile, pad or slice and a strided
+    slice of a scratch placeholder (ceil(n/c) = floor((n + c - 1)/c) of n = a*base + b - c + 1);
+    None where TensorGraph keeps the size unknown (-1)."""
+    from .. import _tensorgraph as tg
+    t = tg.Graph().placeholder([base], tg.float32, "scratch")
+    if a > 1:
+        t = tg.tile(t, [a])
+    off = b - (c - 1)
+    if off > 0:
+        t = tg.pad(t, [0], [off])
+    elif off < 0:
+        t = tg.slice(t, [-off], [None], axes=[0])
+    if c > 1:
+        t = tg.slice(t, [0], [None], strides=[c], axes=[0])
+    d = t.shape[0]
+    return d if isinstance(d, str) else None
+
+
+def tg_dims(shape):
+    """dims(...) as TensorGraph can take them: each FxDim as its derived symbol's name
+    (FxDim.tg_name). Raises Unsupported for an expression TensorGraph cannot name."""
+    from ._registry import Unsupported
+    out = []
+    for d in shape:
+        if isinstance(d, FxDim):
+            name = d.tg_name()
+            if name is None:
+                raise Unsupported(f"size {d} is not floor((a*s + b)/c) of a symbol s")
+            d = name
+        out.append(d)
+    return out
 
 
 def same_dim(t, axis, d):
@@ -156,12 +229,21 @@ def is_symbolic_size(v):
     return _SYMBOLS is not None and not isinstance(v, (bool, int, float)) and _expr(v) is not None
 
 
-def compile_symbolic(gm, vals, device, precision, memory_budget_bytes):
+def symbolic_lowering():
+    """Whether a compile-once lowering is running (converters that cannot name a size's
+    arithmetic then take another route)."""
+    return _SYMBOLS is not None
+
+
+def compile_symbolic(gm, vals, device, precision, memory_budget_bytes, saved_outputs=None):
     """A Runner of gm as one compile-once executable (module docstring), or None (the caller
-    compiles per shape). vals: node -> example value with symbolic sizes (node.meta['val'])."""
+    compiles per shape). vals: node -> example value with symbolic sizes (node.meta['val']).
+    saved_outputs: a forward graph's outputs that only its backward gets (a slice of the flat
+    output): max-pool indices among them are handed over as zeros (the backward never reads
+    them; _lower.ZeroIndices)."""
     global _SYMBOLS
     from . import _lower
-    names = {}
+    names, derived = {}, []
     for n in gm.graph.nodes:
         v = vals.get(n) if n.op == "placeholder" else None
         if not _lower._is_tensor(v):
@@ -170,10 +252,20 @@ def compile_symbolic(gm, vals, device, precision, memory_budget_bytes):
             if isinstance(d, int):
                 continue
             e = _expr(d)
-            if e is None or not getattr(e, "is_Symbol", False):
+            if e is not None and getattr(e, "is_Symbol", False):
+                names.setdefault(e, "torch_" + re.sub(r"\W+", "_", str(e)).strip("_"))
+            elif e is not None and len(getattr(e, "free_symbols", ())) == 1 and not getattr(e, "is_Integer", False):
+                derived.append((n, d, e))  # a backward graph's saved activation: checked below
+            elif e is None or not getattr(e, "is_Integer", False):
                 log.info("tensorgraph.torch: input %s has size %s; compiled per shape", n.name, d)
                 return None
-            names.setdefault(e, "torch_" + re.sub(r"\W+", "_", str(e)).strip("_"))
+    # Inputs whose sizes are expressions of a symbol another input has (a backward graph's saved
+    # activations: a convolution's output size) are declared with TensorGraph's derived symbol.
+    for n, d, e in derived:
+        sym = next(iter(e.free_symbols))
+        if sym not in names or fx_dim(e, sym, names).tg_name() is None:
+            log.info("tensorgraph.torch: input %s has size %s; compiled per shape", n.name, d)
+            return None
     if not names:
         log.info("tensorgraph.torch: the graph takes sizes, but no input tensor has a symbolic size; compiled "
                  "per shape")
@@ -189,7 +281,11 @@ def compile_symbolic(gm, vals, device, precision, memory_budget_bytes):
             log.info("tensorgraph.torch: %d node(s) need concrete sizes (%s); compiled per shape",
                      len(low.unsupported), "; ".join(list(first.values())[:4]))
             return None
-        runner = _lower.Runner(low, device, precision, memory_budget_bytes, symbolic=True)
+        zeros = ()
+        if saved_outputs is not None and isinstance(low.output, (list, tuple)):
+            from ._saved import _unread_indices
+            zeros = _unread_indices(gm, low, range(len(low.output))[saved_outputs])
+        runner = _lower.Runner(low, device, precision, memory_budget_bytes, zero_outputs=zeros, symbolic=True)
     except Exception as e:  # noqa: BLE001 (whatever fails here: the per-shape path, never a crash)
         log.info("tensorgraph.torch: symbolic sizes not compiled once (%s: %s); compiled per shape",
                  type(e).__name__, e)
