@@ -163,6 +163,62 @@ def test_dynamic_batch_training_matches_eager():
         torch.testing.assert_close(q, p, atol=1e-4, rtol=1e-4)
 
 
+class _GapCnn(torch.nn.Module):
+    """A CNN whose head pools globally, so that any image size trains (strided convolution, batch
+    norm, padded max pooling: sizes that are expressions of the image size)."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3, stride=2, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+            torch.nn.MaxPool2d(3, 2, 1), torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten())
+        self.head = torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+@needs_cuda
+@needs_compile
+def test_dynamic_training_compiles_once():
+    """Training steps (AOTAutograd's forward and backward, SGD) over batch and image sizes with
+    torch.compile(dynamic=True): the backward's saved activations have sizes that are
+    expressions of the image size (TensorGraph's derived symbols), batch norm divides by each
+    run's count, the max-pool indices the backward never reads are zeros: both graphs compile
+    once (no TensorGraph compile after the first step), and losses and weights equal eager's."""
+    _no_tf32()
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    tgt.backend_stats(reset=True)
+    ref = _GapCnn().cuda()
+    net = _GapCnn().cuda()
+    net.load_state_dict(ref.state_dict())
+    c = torch.compile(net, backend=tgt.backend, dynamic=True)
+    opt_r = torch.optim.SGD(ref.parameters(), lr=0.1)
+    opt_c = torch.optim.SGD(net.parameters(), lr=0.1)
+    stats = tensorgraph.runtime_stats
+    for k, (n, size) in enumerate(((4, 16), (6, 20), (4, 23), (6, 16), (3, 31))):
+        x = torch.randn(n, 3, size, size, device="cuda")
+        t = torch.randint(0, 5, (n,), device="cuda")
+        losses = []
+        for model, opt in ((ref, opt_r), (c, opt_c)):
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), t)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        if k == 0:
+            compiles = stats()["compiles"]
+        assert abs(losses[0] - losses[1]) <= 1e-4 * abs(losses[0]), (n, size, losses)
+    for p, q in zip(ref.parameters(), net.parameters()):
+        torch.testing.assert_close(q, p, atol=1e-4, rtol=1e-4)
+    from tensorgraph.torch._backend import Stats
+    kinds = [type(getattr(r(), "fn", None)).__name__ for r in Stats.compiled if r() is not None]
+    assert tgt.backend_stats()["nodes_left_to_pytorch"] == 0, tgt.backend_stats()["unsupported"]
+    assert stats()["compiles"] == compiles, (stats()["compiles"], compiles, kinds)
+
+
 if __name__ == "__main__":
     for f in (False, True):
         test_index_errors_are_raised_by_a_later_call(f)
@@ -173,3 +229,5 @@ if __name__ == "__main__":
     print("test_dynamic_batch_compiles_once passed", flush=True)
     test_dynamic_batch_training_matches_eager()
     print("test_dynamic_batch_training_matches_eager passed", flush=True)
+    test_dynamic_training_compiles_once()
+    print("test_dynamic_training_compiles_once passed", flush=True)
