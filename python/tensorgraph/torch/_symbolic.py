@@ -95,11 +95,29 @@ class FxDim:
         return str(self.expr)
 
 
+def _not_an_integer(d, e):
+    """Why symbolic value d (expression e) is not an integer size (a SymFloat or SymBool of
+    arithmetic on sizes: s0 / 2, s0 < 5), else None: PyTorch >= 2 marks its type (node.pytype);
+    a relation or a float constant in e marks it where that is missing."""
+    node = getattr(d, "node", None)
+    pytype = getattr(node, "pytype", None)
+    if pytype is not None and pytype is not int:
+        return f"a {pytype.__name__}"
+    if getattr(e, "is_Relational", False) or getattr(e, "is_Boolean", False):
+        return "a relation"
+    if e is not None and hasattr(e, "atoms"):
+        import sympy
+        if e.atoms(sympy.Float):
+            return "a float expression"
+    return None
+
+
 def dims(shape):
     """A shape as TensorGraph dims: ints, and while a symbolic lowering runs, the names of its
     symbols (no int() of a symbolic size, which would specialize it) and FxDims for expressions of
-    one of them. Raises Unsupported for an expression of several symbols or a symbol no input's
-    shape has."""
+    one of them. Raises Unsupported for an expression of several symbols, a symbol no input's
+    shape has, or a value that is not an integer (a SymFloat or SymBool: its FxDim would give an
+    int where PyTorch has a float or bool)."""
     if _SYMBOLS is None:
         return [int(s) for s in shape]
     from ._registry import Unsupported
@@ -109,6 +127,9 @@ def dims(shape):
             out.append(s)
             continue
         e = _expr(s)
+        why = _not_an_integer(s, e)
+        if why is not None:
+            raise Unsupported(f"symbolic value {e} is {why}, not a size")
         if e is not None and getattr(e, "is_Integer", False):
             out.append(int(e))
         elif e is not None and e in _SYMBOLS:

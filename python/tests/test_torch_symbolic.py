@@ -1,0 +1,335 @@
+"""tensorgraph.torch's compile-once lowering of graphs with symbolic sizes (_symbolic.py):
+adversarial cases. The contract: a symbolic graph either compiles once and gives eager PyTorch's
+values for every size, or falls back to per-shape compiles (PerShape) with eager's values; never
+a wrong value or shape, a crash, or a silent specialization.
+
+Debian's PyTorch 1.13 cannot trace convolutions symbolically, so the FX graphs are built by hand
+with symbolic example values (node.meta['val'] with sympy sizes, as Dynamo gives them)."""
+import operator
+import types
+
+import pytest
+
+torch = pytest.importorskip("torch")
+sympy = pytest.importorskip("sympy")
+import tensorgraph as tg  # noqa: E402
+from tensorgraph.torch import _symbolic  # noqa: E402
+from tensorgraph.torch._lower import PerShape, Runner, compile_graph  # noqa: E402
+
+aten = torch.ops.aten
+S = sympy.Symbol("s0", integer=True, positive=True)
+BIG = 2 ** 63 - 1  # PyTorch's end of a slice to the end
+
+
+class _SymSize:
+    """A stand-in for a SymInt (a SymFloat or SymBool with pytype float or bool): what _symbolic
+    reads of one, node.expr (a sympy expression) and node.pytype."""
+
+    def __init__(self, expr, pytype=int):
+        self.node = types.SimpleNamespace(expr=expr, pytype=pytype)
+
+
+class _SymTensor(torch.Tensor):
+    """An example value with symbolic sizes (a stand-in for Dynamo's fake tensors): a tensor whose
+    .shape holds _SymSizes."""
+
+    @staticmethod
+    def __new__(cls, shape, dtype=torch.float32):
+        t = torch.Tensor._make_subclass(cls, torch.empty(0, dtype=dtype))
+        t._sym_shape = tuple(d if isinstance(d, int) else _SymSize(d) for d in shape)
+        return t
+
+    @property
+    def shape(self):
+        return self._sym_shape
+
+
+def _graph(build):
+    """An FX graph of ATen ops with symbolic example values: build(g, val) adds the nodes,
+    val(node, shape, dtype) sets one node's value (a shape of ints and sympy expressions, or a
+    sympy expression for a size) and gives the node back."""
+    g = torch.fx.Graph()
+
+    def val(node, shape, dtype=torch.float32):
+        if isinstance(shape, _SymSize):
+            node.meta["val"] = shape
+        elif isinstance(shape, sympy.Expr):
+            node.meta["val"] = _SymSize(shape)
+        else:
+            node.meta["val"] = _SymTensor(shape, dtype)
+        return node
+
+    build(g, val)
+    return torch.fx.GraphModule(torch.nn.Module(), g)
+
+
+def _same(got, want):
+    """got equals eager's want: the same structure, shapes, dtypes and values (ints exactly)."""
+    if isinstance(want, (tuple, list)):
+        assert isinstance(got, (tuple, list)) and len(got) == len(want), (got, want)
+        for g_, w in zip(got, want):
+            _same(g_, w)
+        return
+    if isinstance(want, torch.Tensor):
+        assert isinstance(got, torch.Tensor), got
+        assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype, want.shape, want.dtype)
+        low = want.dtype in (torch.bfloat16, torch.float16)  # PyTorch's default tolerance: 1-2 roundings
+        torch.testing.assert_close(got, want, equal_nan=True, **({} if low else dict(atol=1e-5, rtol=1e-5)))
+        return
+    assert type(got) is type(want) and got == want, (got, want)
+
+
+def _runs_like_eager(gm, args_of, eager, sizes, once):
+    """Compiles gm from args_of(sizes[0]) and checks every size's result against eager(*args).
+    once: whether it must be one compile-once Runner (True), fall back to PerShape (False), or
+    either (None). Returns the compiled callable."""
+    c = compile_graph(gm, args_of(sizes[0]), "cpu")
+    assert c.nodes_left_to_pytorch == 0, c.unsupported
+    if once is not None:
+        assert isinstance(c.fn, Runner if once else PerShape), c.fn
+    for n in sizes:
+        args = args_of(n)
+        _same(c(*args), eager(*args))
+    return c
+
+
+def _floordiv(a, b):
+    """PyTorch's floor division of sizes as sympy (torch 1.13's FloorDiv where it has one)."""
+    try:
+        from torch.fx.experimental.symbolic_shapes import FloorDiv
+        return FloorDiv(a, b)
+    except ImportError:
+        return sympy.floor(a / b)
+
+
+@pytest.mark.parametrize("begin,end,step", [(1, BIG, 2), (3, BIG, 3), (1, -1, 1), (2, -1, 2), (0, BIG, 4)])
+def test_strided_slices_of_a_symbolic_axis_compile_once(begin, end, step):
+    """x[begin:end:step] of a symbolic axis (PyTorch's size FloorDiv(s - m - begin + step - 1, step),
+    m the end's distance from the axis' end) matches TensorGraph's derived size: compiled once,
+    eager's values for every size past the slice's begin."""
+    m = 0 if end == BIG else -end
+    size = _floordiv(S - m - begin + step - 1, step)
+
+    def build(g, val):
+        x = val(g.placeholder("x"), [S, 3])
+        y = val(g.call_function(aten.slice.Tensor, (x, 0, begin, end, step)), [size, 3])
+        g.output((val(g.call_function(aten.mul.Tensor, (y, 2.0)), [size, 3]),))
+
+    _runs_like_eager(_graph(build), lambda n: (torch.randn(n, 3),), lambda x: (x[begin:end:step] * 2,),
+                     list(range(begin + m + 2, begin + m + 12)), once=True)
+
+
+def test_slice_to_a_fixed_end_of_a_symbolic_axis():
+    """x[:4] of a symbolic axis: PyTorch's size is 4 where it guarded s >= 4 (a gather of rows
+    0..3, compiled once), or Min(4, s) where it did not (compiled per shape)."""
+    def build_with(size):
+        def build(g, val):
+            x = val(g.placeholder("x"), [S, 3])
+            y = val(g.call_function(aten.slice.Tensor, (x, 0, 0, 4)), [size, 3])
+            g.output((val(g.call_function(aten.mul.Tensor, (y, 2.0)), [size, 3]),))
+        return build
+
+    eager = lambda x: (x[:4] * 2,)  # noqa: E731
+    _runs_like_eager(_graph(build_with(4)), lambda n: (torch.randn(n, 3),), eager, [5, 4, 9], once=True)
+    _runs_like_eager(_graph(build_with(sympy.Min(4, S))), lambda n: (torch.randn(n, 3),), eager, [5, 2, 3, 9],
+                     once=None)
+
+
+def test_negative_select_and_select_of_a_derived_axis():
+    """x[-1] of a symbolic axis (compiled per shape: not a gather of a constant index) and y[0] of
+    y = x[1:] (an axis of derived size s - 1): eager's values for every size."""
+    def build(g, val):
+        x = val(g.placeholder("x"), [S, 3])
+        last = val(g.call_function(aten.select.int, (x, 0, -1)), [3])
+        y = val(g.call_function(aten.slice.Tensor, (x, 0, 1, BIG)), [S - 1, 3])
+        g.output((last, val(g.call_function(aten.select.int, (y, 0, 0)), [3])))
+
+    _runs_like_eager(_graph(build), lambda n: (torch.randn(n, 3),), lambda x: (x[-1], x[1:][0]), [4, 2, 7], once=None)
+
+    def build2(g, val):
+        x = val(g.placeholder("x"), [S, 3])
+        y = val(g.call_function(aten.slice.Tensor, (x, 0, 1, BIG)), [S - 1, 3])
+        g.output((val(g.call_function(aten.select.int, (y, 0, 1)), [3]),))
+
+    _runs_like_eager(_graph(build2), lambda n: (torch.randn(n, 3),), lambda x: (x[1:][1],), [4, 3, 8], once=True)
+
+
+def test_negative_begin_slice_of_a_derived_axis():
+    """y[-2:] of y = x[1:] (derived size s - 1): PyTorch's size is 2 (guarded); eager's values."""
+    def build(g, val):
+        x = val(g.placeholder("x"), [S, 3])
+        y = val(g.call_function(aten.slice.Tensor, (x, 0, 1, BIG)), [S - 1, 3])
+        z = val(g.call_function(aten.slice.Tensor, (y, 0, -2, BIG)), [2, 3])
+        g.output((val(g.call_function(aten.mul.Tensor, (z, 2.0)), [2, 3]),))
+
+    _runs_like_eager(_graph(build), lambda n: (torch.randn(n, 3),), lambda x: (x[1:][-2:] * 2,), [5, 3, 9], once=None)
+
+
+def _pool_size(h, k, s, p, ceil_mode, traced_at):
+    """PyTorch's symbolic pooling size of h (pooling_output_shape), its ceil_mode adjustment taken
+    as it was at the traced size (a guard in PyTorch)."""
+    e = _floordiv(h + 2 * p - (k - 1) - 1 + (s - 1 if ceil_mode else 0), s) + 1
+    if ceil_mode and int(e.xreplace({h: traced_at}) - 1) * s >= traced_at + p:
+        e = e - 1
+    return e
+
+
+@pytest.mark.parametrize("op,k,s,p,ceil_mode,traced_at", [
+    ("max", 3, 2, 1, True, 8), ("max", 2, 2, 1, True, 8), ("max", 2, 2, 1, True, 9), ("max", 3, 2, 0, True, 8),
+    ("avg", 3, 2, 1, True, 8), ("avg", 2, 2, 0, True, 7), ("avg", 3, 3, 1, False, 9)])
+def test_pooling_with_padding_and_ceil_mode(op, k, s, p, ceil_mode, traced_at):
+    """Pooling of a symbolic image size with padding and ceil_mode: compiled once where PyTorch's
+    size expression is TensorGraph's derived one for every size, else per shape (ceil_mode's
+    adjustment is a guard of the traced size); eager's values for every size either way."""
+    hs = sympy.Symbol("s1", integer=True, positive=True)
+    ho = _pool_size(hs, k, s, p, ceil_mode, traced_at)
+    shape = [2, 3, ho, ho]
+
+    def build(g, val):
+        x = val(g.placeholder("x"), [2, 3, hs, hs])
+        if op == "max":
+            y = g.call_function(aten.max_pool2d_with_indices.default, (x, [k, k], [s, s], [p, p], [1, 1], ceil_mode))
+            y.meta["val"] = (_SymTensor(shape), _SymTensor(shape, torch.int64))
+            y = val(g.call_function(operator.getitem, (y, 0)), shape)
+        else:
+            y = val(g.call_function(aten.avg_pool2d.default, (x, [k, k], [s, s], [p, p], ceil_mode, True)), shape)
+        g.output((y,))
+
+    def eager(x):
+        if op == "max":
+            return (torch.nn.functional.max_pool2d(x, k, s, p, ceil_mode=ceil_mode),)
+        return (torch.nn.functional.avg_pool2d(x, k, s, p, ceil_mode=ceil_mode, count_include_pad=True),)
+
+    _runs_like_eager(_graph(build), lambda n: (torch.randn(2, 3, n, n),), eager, [traced_at] + list(range(4, 14)),
+                     once=None)
+
+
+def test_reshapes_with_an_expression_size():
+    """view [s, 6] -> [2s, 3] (one FxDim: -1); view [s, 4] -> [s//2, 8] (PyTorch
+    guarded s even) gives eager's values for even sizes and, like eager, no result for odd ones."""
+    def build(g, val):
+        x = val(g.placeholder("x"), [S, 6])
+        y = val(g.call_function(aten.view.default, (x, [-1, 3])), [2 * S, 3])
+        g.output((val(g.call_function(aten.mul.Tensor, (y, 2.0)), [2 * S, 3]),))
+
+    _runs_like_eager(_graph(build), lambda n: (torch.randn(n, 6),), lambda x: (x.view(-1, 3) * 2,), [3, 2, 5],
+                     once=None)
+    half = _floordiv(S, 2)
+
+    def build2(g, val):
+        x = val(g.placeholder("x"), [S, 4])
+        y = val(g.call_function(aten.view.default, (x, [-1, 8])), [half, 8])
+        g.output((val(g.call_function(aten.mul.Tensor, (y, 2.0)), [half, 8]),))
+
+    c = _runs_like_eager(_graph(build2), lambda n: (torch.randn(n, 4),), lambda x: (x.view(-1, 8) * 2,), [4, 2, 10],
+                         once=None)
+    with pytest.raises(Exception):  # eager raises too (a view of 12 elements as [?, 8])
+        c(torch.randn(3, 4))
+
+
+def test_arange_ones_and_fills_of_symbolic_shapes():
+    """arange(0, s), arange(1, s), arange(0, s, 2), ones([s, s-1]), full([s//2+1], 7) and
+    zeros_like of a derived shape: eager's values for every s (compiled once or per shape)."""
+    def build(g, val):
+        x = val(g.placeholder("x"), [S, 3])
+        n = val(g.placeholder("n"), S)
+        m = val(g.call_function(operator.sub, (n, 1)), S - 1)
+        h = val(g.call_function(operator.add, (val(g.call_function(operator.floordiv, (n, 2)), _floordiv(S, 2)), 1)),
+                _floordiv(S, 2) + 1)
+        y = val(g.call_function(aten.slice.Tensor, (x, 0, 1, BIG, 2)), [_floordiv(S, 2), 3])
+        g.output((val(g.call_function(aten.arange.start, (0, n), {"dtype": torch.int64}), [S], torch.int64),
+                  val(g.call_function(aten.arange.start, (1, n), {"dtype": torch.int64}), [S - 1], torch.int64),
+                  val(g.call_function(aten.arange.start_step, (0, n, 2), {"dtype": torch.int64}),
+                      [_floordiv(S + 1, 2)], torch.int64),
+                  val(g.call_function(aten.ones.default, ([n, m],), {"dtype": torch.float32}), [S, S - 1]),
+                  val(g.call_function(aten.full.default, ([h], 7.0), {"dtype": torch.float32}), [_floordiv(S, 2) + 1]),
+                  val(g.call_function(aten.zeros_like.default, (y,)), [_floordiv(S, 2), 3])))
+
+    def eager(x, n):
+        return (torch.arange(0, n), torch.arange(1, n), torch.arange(0, n, 2), torch.ones(n, n - 1),
+                torch.full((n // 2 + 1,), 7.0), torch.zeros_like(x[1::2]))
+
+    _runs_like_eager(_graph(build), lambda n: (torch.randn(n, 3), n), eager, [4, 2, 7, 10], once=None)
+
+
+def test_returned_sizes_of_expressions():
+    """Sizes a graph returns: sym_size of a strided slice (FloorDiv(s + 1, 2)), s - 1, s * 2 as
+    ints, and s / 2 (a SymFloat: PyTorch returns a float) and s < 5 (a SymBool): eager's values."""
+    half = _floordiv(S + 1, 2)
+
+    def build(g, val):
+        x = val(g.placeholder("x"), [S, 3])
+        n = val(g.placeholder("n"), S)
+        y = val(g.call_function(aten.slice.Tensor, (x, 0, 0, BIG, 2)), [half, 3])
+        g.output((val(g.call_function(aten.sym_size, (y, 0)), half),
+                  val(g.call_function(operator.sub, (n, 1)), S - 1),
+                  val(g.call_function(operator.mul, (n, 2)), 2 * S)))
+
+    _runs_like_eager(_graph(build), lambda n: (torch.randn(n, 3), n), lambda x, n: ((n + 1) // 2, n - 1, n * 2),
+                     [4, 3, 7], once=True)
+
+    def build_float(g, val):
+        x = val(g.placeholder("x"), [S, 3])
+        n = val(g.placeholder("n"), S)
+        g.output((val(g.call_function(aten.mul.Tensor, (x, 2.0)), [S, 3]),
+                  val(g.call_function(operator.truediv, (n, 2)), _SymSize(S / 2, float)),
+                  val(g.call_function(operator.lt, (n, 5)), _SymSize(sympy.Lt(S, 5), bool))))
+
+    _runs_like_eager(_graph(build_float), lambda n: (torch.randn(n, 3), n), lambda x, n: (x * 2, n / 2, n < 5),
+                     [4, 3, 7], once=None)
+
+
+def test_batch_norm_in_float64_over_symbolic_sizes():
+    """Training batch norm of a float64 input over a symbolic batch and image size: its element
+    count (a scalar the graph computes) in float64, eager's values to float64 accuracy."""
+    n, h = S, sympy.Symbol("s1", integer=True, positive=True)
+    xs, c = [n, 3, h, h], [3]
+
+    def build(g, val):
+        x, w, b = (val(g.placeholder(k), s, torch.float64) for k, s in (("x", xs), ("w", c), ("b", c)))
+        bn = g.call_function(aten.native_batch_norm.default, (x, w, b, None, None, True, 0.1, 1e-5))
+        bn.meta["val"] = (_SymTensor(xs, torch.float64), _SymTensor(c, torch.float64), _SymTensor(c, torch.float64))
+        g.output(tuple(val(g.call_function(operator.getitem, (bn, i)), s, torch.float64)
+                       for i, s in enumerate((xs, c, c))))
+
+    torch.manual_seed(0)
+    w, b = torch.rand(3, dtype=torch.float64) + 0.5, torch.randn(3, dtype=torch.float64)
+
+    def eager(x, w, b):
+        return tuple(aten.native_batch_norm(x, w, b, None, None, True, 0.1, 1e-5))
+
+    c_ = compile_graph(_graph(build), (torch.randn(2, 3, 4, 4, dtype=torch.float64), w, b), "cpu")
+    assert isinstance(c_.fn, Runner), c_.fn
+    for size in ((2, 4), (3, 5), (1, 7)):
+        x = torch.randn(size[0], 3, size[1], size[1], dtype=torch.float64) * 3 + 1
+        for got, want in zip(c_(x, w, b), eager(x, w, b)):
+            assert got.dtype == torch.float64
+            torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-12)
+
+
+def test_unbiased_variance_over_a_symbolic_axis_in_bfloat16():
+    """var (correction 1) of a bfloat16 input over a symbolic axis of up to 1000 rows: eager's
+    values (its count n / (n - 1) taken exactly)."""
+    def build(g, val):
+        x = val(g.placeholder("x"), [S, 4], torch.bfloat16)
+        g.output((val(g.call_function(aten.var.correction, (x, [0]), {"correction": 1}), [4], torch.bfloat16),))
+
+    torch.manual_seed(0)
+    c = compile_graph(_graph(build), (torch.randn(5, 4).bfloat16(),), "cpu")
+    assert isinstance(c.fn, Runner), c.fn
+    for n in (5, 257, 1000):
+        x = torch.randn(n, 4, dtype=torch.float64)
+        want = x.bfloat16().double().var(0)
+        torch.testing.assert_close(c(x.bfloat16())[0].double(), want, atol=0, rtol=2e-2)
+
+
+def test_concat_along_a_symbolic_axis():
+    """cat([x, x[1:]]) along a symbolic axis (PyTorch's size 2*s - 1): eager's values."""
+    def build(g, val):
+        x = val(g.placeholder("x"), [S, 3])
+        y = val(g.call_function(aten.slice.Tensor, (x, 0, 1, BIG)), [S - 1, 3])
+        z = val(g.call_function(aten.cat.default, ([x, y], 0)), [2 * S - 1, 3])
+        g.output((val(g.call_function(aten.mul.Tensor, (z, 2.0)), [2 * S - 1, 3]),))
+
+    _runs_like_eager(_graph(build), lambda n: (torch.randn(n, 3),), lambda x: (torch.cat([x, x[1:]]) * 2,), [3, 2, 6],
+                     once=None)
