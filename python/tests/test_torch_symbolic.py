@@ -307,6 +307,32 @@ def test_batch_norm_in_float64_over_symbolic_sizes():
             torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype,inf", [(torch.float32, False), (torch.bfloat16, False), (torch.float32, True)])
+def test_adaptive_pooling_backward_over_symbolic_sizes(dtype, inf):
+    """adaptive_avg_pool2d's backward to 1x1 over a symbolic image size: dy / (h * w) for every
+    size, in bfloat16 too (a count of 32 * 32 = 1024 ones, past bfloat16's exact integers when
+    summed in it), and where the forward input holds an inf (the gradient does not read x)."""
+    h = sympy.Symbol("s1", integer=True, positive=True)
+
+    def build(g, val):
+        dy, x = val(g.placeholder("dy"), [2, 3, 1, 1], dtype), val(g.placeholder("x"), [2, 3, h, h], dtype)
+        g.output((val(g.call_function(aten._adaptive_avg_pool2d_backward.default, (dy, x)), [2, 3, h, h], dtype),))
+
+    torch.manual_seed(0)
+    dy = torch.randn(2, 3, 1, 1).to(dtype)
+
+    def args_of(n):
+        x = torch.randn(2, 3, n, n).to(dtype)
+        if inf:
+            x[0, 0, 0, 0] = float("inf")
+        return dy, x
+
+    def eager(dy, x):
+        return (aten._adaptive_avg_pool2d_backward(dy, x),)
+
+    _runs_like_eager(_graph(build), args_of, eager, [4, 32, 17, 45], once=True)
+
+
 def test_unbiased_variance_over_a_symbolic_axis_in_bfloat16():
     """var (correction 1) of a bfloat16 input over a symbolic axis of up to 1000 rows: eager's
     values (its count n / (n - 1) taken exactly)."""
@@ -333,3 +359,18 @@ def test_concat_along_a_symbolic_axis():
 
     _runs_like_eager(_graph(build), lambda n: (torch.randn(n, 3),), lambda x: (torch.cat([x, x[1:]]) * 2,), [3, 2, 6],
                      once=None)
+
+
+def test_variance_over_a_derived_size():
+    """An unbiased variance over axes of which one has a derived size (x[..., ::2]: ceil(h / 2)):
+    its count of ones of that shape (a fill of the derived symbol) gives eager's values."""
+    h = sympy.Symbol("s1", integer=True, positive=True)
+    w = _floordiv(h + 1, 2)
+
+    def build(g, val):
+        x = val(g.placeholder("x"), [S, 3, h], torch.float64)
+        y = val(g.call_function(aten.slice.Tensor, (x, 2, 0, BIG, 2)), [S, 3, w], torch.float64)
+        g.output((val(g.call_function(aten.var.correction, (y, [0, 2]), {"correction": 1}), [3], torch.float64),))
+
+    _runs_like_eager(_graph(build), lambda n: (torch.randn(n, 3, n + 3, dtype=torch.float64),),
+                     lambda x: (x[..., ::2].var((0, 2)),), [2, 3, 6, 9], once=True)

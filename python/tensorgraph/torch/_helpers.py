@@ -89,8 +89,9 @@ def refuse_negative_indices(x, indices, axis):
 def element_count(x, axes, dtype=None):
     """How many elements of x a reduction over `axes` takes: an int, or where one of those dims
     is a symbol (a compile-once lowering, _symbolic.py) a scalar tensor of `dtype` (default
-    float32) holding this run's count (ones over those axes, summed: a NaN or inf in x makes it
-    NaN, where the statistics it divides are NaN already)."""
+    float32) holding this run's count: ones of those dims, summed (never x's values: a NaN or
+    inf in x must not reach a count that a gradient divides by, adaptive pooling's backward).
+    Raises Unsupported for a dim unknown until run time (-1)."""
     n = 1
     for a in axes:
         if not isinstance(x.shape[a], int):
@@ -98,9 +99,7 @@ def element_count(x, axes, dtype=None):
         n *= x.shape[a]
     else:
         return n
-    one = x
-    for a in range(x.ndim):
-        if a not in axes:
-            one = tg.slice(one, [0], [1], axes=[a])
-    one = cast_to(one, dtype or tg.float32) * 0.0 + 1.0
-    return tg.reduce_sum(one)
+    shape = [x.shape[a] for a in axes]
+    if -1 in shape:
+        raise Unsupported(f"element count of the unknown sizes {shape}")
+    return tg.reduce_sum(tg.fill(x.graph, shape, 1.0, dtype or tg.float32))
