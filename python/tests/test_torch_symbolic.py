@@ -374,3 +374,24 @@ def test_variance_over_a_derived_size():
 
     _runs_like_eager(_graph(build), lambda n: (torch.randn(n, 3, n + 3, dtype=torch.float64),),
                      lambda x: (x[..., ::2].var((0, 2)),), [2, 3, 6, 9], once=True)
+
+
+def _fx(expr):
+    return _symbolic.FxDim(expr, S, "torch_s0")
+
+
+def test_same_size_checks_pytorchs_forms():
+    """_agrees: PyTorch's forms of one size (floor, FloorDiv, ceiling, Mod) equal to
+    floor((a*s + b)/c) are accepted; expressions that are not that size for some s are refused,
+    also where they differ only past the first few hundred sizes (a divisor of 5000, a Min)."""
+    assert _symbolic._agrees(_fx(_floordiv(S - 1, 2) + 1), 1, 1, 2, 0)
+    assert _symbolic._agrees(_fx(sympy.floor((S - 1) / 2) + 1), 1, 1, 2, 0)
+    assert _symbolic._agrees(_fx(sympy.ceiling(S / 3)), 1, 2, 3, 0)
+    assert _symbolic._agrees(_fx((S - sympy.Mod(S, 2)) / 2), 1, 0, 2, 0)
+    assert _symbolic._agrees(_fx(2 * S - 1), 2, -1, 1, 0)
+    assert not _symbolic._agrees(_fx(_floordiv(S, 2)), 1, 1, 2, 0)
+    assert not _symbolic._agrees(_fx(S / 2), 1, 0, 2, 0)
+    assert not _symbolic._agrees(_fx(S - 1 + _floordiv(S, 5000)), 1, -1, 1, 0)
+    assert not _symbolic._agrees(_fx(sympy.Min(S, 300)), 1, 0, 1, 0)
+    assert not _symbolic._agrees(_fx(sympy.Max(S, 2) - 1), 1, -1, 1, 0)
+    assert not _symbolic._agrees(_fx(S * S - S * S + S + _floordiv(S * S, 10 ** 6)), 1, 0, 1, 0)

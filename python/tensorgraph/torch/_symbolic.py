@@ -156,20 +156,61 @@ def fx_dim(e, sym, symbols):
     return d
 
 
+def _period(e, symbol):
+    """A period P of PyTorch's size expression e of `symbol` s: e(s + P) - e(s) is the same integer
+    for every s, where e is floor-affine in s (sums, rational multiples, floor / ceiling / FloorDiv
+    / Mod by integer constants of such terms); P is the product of the divisors along each nesting
+    (floor(floor(s/2)/2) has period 4), a multiple of the least. None for any other expression
+    (Min, Max, powers, a product of two terms of s): it is not checked by sampling (_agrees)."""
+    import math
+    if e == symbol or getattr(e, "is_Integer", False):
+        return 1
+    if getattr(e, "is_Rational", False):
+        return int(e.q)
+    kind = type(e).__name__
+    if getattr(e, "is_Add", False):
+        p = 1
+        for t in e.args:
+            q = _period(t, symbol)
+            if q is None:
+                return None
+            p = math.lcm(p, q)
+        return p
+    if getattr(e, "is_Mul", False):
+        consts = [t for t in e.args if symbol not in t.free_symbols]
+        terms = [t for t in e.args if symbol in t.free_symbols]
+        if len(terms) != 1 or not all(getattr(t, "is_Rational", False) for t in consts):
+            return None
+        q = _period(terms[0], symbol)
+        return None if q is None else q * math.prod(int(t.q) for t in consts)
+    if kind in ("floor", "ceiling", "FloorToInt", "CeilToInt") and len(e.args) == 1:
+        return _period(e.args[0], symbol)
+    if kind in ("FloorDiv", "Mod", "PythonMod", "IntTrueDiv", "CleanDiv") and len(e.args) == 2:
+        d = e.args[1]
+        if not getattr(d, "is_Integer", False) or int(d) < 1:
+            return None
+        q = _period(e.args[0], symbol)
+        return None if q is None else q * int(d)
+    return None
+
+
 def _agrees(fx, a, b, c, lo):
     """Whether PyTorch's expression fx.expr of its symbol s equals floor((a*s + b)/c) for every
-    s >= max(lo, 2) (0 and 1 are sizes Dynamo specializes). Both are floor-affine in s (sums,
-    multiples and floor divisions of s by constants), so f(s + P) = f(s) + P*slope for a period P
-    that divides the product of their divisors: agreeing on max(256, 8c) consecutive sizes
-    (whole periods of any divisors a network's windows make: strides 2^k) and at the bound
-    is agreeing everywhere, short of a divisor beyond that range."""
+    s >= max(lo, 2) (0 and 1 are sizes Dynamo specializes). Both are floor-affine in s, f(s + P) =
+    f(s) + P*slope for a period P of each (_period: c for TensorGraph's), so agreeing on the
+    lcm of their periods plus one consecutive sizes is agreeing everywhere: checked on at least
+    max(256, 8c) sizes, at most 8192 (a longer period, or an expression that is not
+    floor-affine (Min, Max), does not agree: the graph compiles per shape)."""
     key = (fx.expr, a, b, c, lo)
     hit = _AGREES.get(key)
     if hit is not None:
         return hit
+    import math
     start = max(lo, 2)
+    p = _period(fx.expr, fx.symbol)
+    n = None if p is None else max(256, 8 * c, math.lcm(p, c) + 1)
     try:
-        ok = all(fx.at(v) == (a * v + b) // c for v in range(start, start + min(max(256, 8 * c), 8192)))
+        ok = n is not None and n <= 8192 and all(fx.at(v) == (a * v + b) // c for v in range(start, start + n))
     except (TypeError, ValueError):  # not an integer at some size
         ok = False
     _AGREES[key] = ok
