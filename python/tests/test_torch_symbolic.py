@@ -395,3 +395,77 @@ def test_same_size_checks_pytorchs_forms():
     assert not _symbolic._agrees(_fx(sympy.Min(S, 300)), 1, 0, 1, 0)
     assert not _symbolic._agrees(_fx(sympy.Max(S, 2) - 1), 1, -1, 1, 0)
     assert not _symbolic._agrees(_fx(S * S - S * S + S + _floordiv(S * S, 10 ** 6)), 1, 0, 1, 0)
+
+
+def test_everyday_ops_over_a_symbolic_axis():
+    """layer norm, softmax and mean over the symbolic axis, x @ x.T ([s, s]), a sum expanded back
+    to [s, 6], repeat ([2s, 6]), an embedding of s ids: compiled once, eager's values; split,
+    unbind, chunk and squeeze next to it (sizes read as ints: per shape), eager's values too."""
+    def build(g, val):
+        x, w, b = val(g.placeholder("x"), [S, 6]), val(g.placeholder("w"), [6]), val(g.placeholder("b"), [6])
+        ids, tab = val(g.placeholder("ids"), [S], torch.int64), val(g.placeholder("tab"), [10, 6])
+        ln = g.call_function(aten.native_layer_norm.default, (x, [6], w, b, 1e-5))
+        ln.meta["val"] = (_SymTensor([S, 6]), _SymTensor([S, 1]), _SymTensor([S, 1]))
+        y = val(g.call_function(operator.getitem, (ln, 0)), [S, 6])
+        sm = val(g.call_function(aten._softmax.default, (y, 0, False)), [S, 6])
+        s = val(g.call_function(aten.sum.dim_IntList, (x, [0], True)), [1, 6])
+        xt = val(g.call_function(aten.t.default, (x,)), [6, S])
+        g.output((sm, val(g.call_function(aten.mean.dim, (sm, [0])), [6]), val(g.call_function(aten.mm.default, (x, xt)), [S, S]),
+                  val(g.call_function(aten.expand.default, (s, [S, 6])), [S, 6]),
+                  val(g.call_function(aten.repeat.default, (x, [2, 1])), [2 * S, 6]),
+                  val(g.call_function(aten.embedding.default, (tab, ids)), [S, 6])))
+
+    torch.manual_seed(0)
+    w, b, tab = torch.randn(6), torch.randn(6), torch.randn(10, 6)
+
+    def eager(x, w, b, ids, tab):
+        sm = torch.nn.functional.layer_norm(x, [6], w, b).softmax(0)
+        return sm, sm.mean(0), x @ x.t(), x.sum(0, True).expand(x.shape[0], 6), x.repeat(2, 1), tab[ids]
+
+    _runs_like_eager(_graph(build), lambda n: (torch.randn(n, 6), w, b, torch.arange(n) % 10, tab), eager,
+                     [3, 2, 7, 12], once=True)
+
+    def build2(g, val):
+        x = val(g.placeholder("x"), [S, 6])
+        parts = g.call_function(aten.split.Tensor, (x, 2, 0))
+        parts.meta["val"] = (_SymTensor([2, 6]), _SymTensor([S - 2, 6]))
+        u = g.call_function(aten.unbind.int, (x, 1))
+        u.meta["val"] = tuple(_SymTensor([S]) for _ in range(6))
+        ch = g.call_function(aten.chunk.default, (x, 2, 1))
+        ch.meta["val"] = (_SymTensor([S, 3]), _SymTensor([S, 3]))
+        x1 = val(g.call_function(aten.unsqueeze.default, (x, 0)), [1, S, 6])
+        g.output((val(g.call_function(operator.getitem, (parts, 0)), [2, 6]), val(g.call_function(operator.getitem, (u, 3)), [S]),
+                  val(g.call_function(operator.getitem, (ch, 1)), [S, 3]),
+                  val(g.call_function(aten.squeeze.dim, (x1, 0)), [S, 6])))
+
+    _runs_like_eager(_graph(build2), lambda n: (torch.randn(n, 6),), lambda x: (x[:2], x[:, 3], x[:, 3:], x), [4, 3, 7],
+                     once=None)
+
+
+def test_pool_indices_and_sizes_of_a_strided_axis():
+    """max_pool2d's indices over a symbolic image size, and a view and arange sized by
+    sym_size(x[::3]) (FloorDiv(s + 2, 3)): eager's values for every size."""
+    h = sympy.Symbol("s1", integer=True, positive=True)
+    ho = _floordiv(h - 2, 2) + 1
+
+    def build(g, val):
+        x = val(g.placeholder("x"), [2, 3, h, h])
+        p = g.call_function(aten.max_pool2d_with_indices.default, (x, [2, 2], [2, 2]))
+        p.meta["val"] = (_SymTensor([2, 3, ho, ho]), _SymTensor([2, 3, ho, ho], torch.int64))
+        g.output((val(g.call_function(operator.getitem, (p, 0)), [2, 3, ho, ho]),
+                  val(g.call_function(operator.getitem, (p, 1)), [2, 3, ho, ho], torch.int64)))
+
+    _runs_like_eager(_graph(build), lambda n: (torch.randn(2, 3, n, n),),
+                     lambda x: tuple(torch.nn.functional.max_pool2d(x, 2, 2, return_indices=True)), [4, 5, 8], once=None)
+    third = _floordiv(S + 2, 3)
+
+    def build2(g, val):
+        x = val(g.placeholder("x"), [S, 4])
+        y = val(g.call_function(aten.slice.Tensor, (x, 0, 0, BIG, 3)), [third, 4])
+        n = val(g.call_function(aten.sym_size, (y, 0)), third)
+        g.output((val(g.call_function(aten.view.default, (y, [n, 2, 2])), [third, 2, 2]),
+                  val(g.call_function(aten.arange.default, (n,), {"dtype": torch.float32}), [third]), n))
+
+    _runs_like_eager(_graph(build2), lambda n: (torch.randn(n, 4),),
+                     lambda x: (x[::3].view(-1, 2, 2), torch.arange(float(len(x[::3]))), len(x[::3])), [4, 3, 7, 9],
+                     once=None)
