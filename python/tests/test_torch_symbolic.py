@@ -30,13 +30,14 @@ class _SymSize:
 
 
 class _SymTensor(torch.Tensor):
-    """An example value with symbolic sizes (a stand-in for Dynamo's fake tensors): a tensor whose
-    .shape holds _SymSizes."""
+    """An example value with symbolic sizes (a stand-in for Dynamo's fake tensors, which torch
+    1.13's tracer cannot make for convolutions): a tensor whose .shape holds _SymSizes (shape:
+    ints, sympy expressions or _SymSizes)."""
 
     @staticmethod
     def __new__(cls, shape, dtype=torch.float32):
         t = torch.Tensor._make_subclass(cls, torch.empty(0, dtype=dtype))
-        t._sym_shape = tuple(d if isinstance(d, int) else _SymSize(d) for d in shape)
+        t._sym_shape = tuple(d if isinstance(d, (int, _SymSize)) else _SymSize(d) for d in shape)
         return t
 
     @property
@@ -61,6 +62,9 @@ def _graph(build):
 
     build(g, val)
     return torch.fx.GraphModule(torch.nn.Module(), g)
+
+
+_sym_graph = _graph  # the name the first compile-once tests use
 
 
 def _same(got, want):
@@ -469,3 +473,288 @@ def test_pool_indices_and_sizes_of_a_strided_axis():
     _runs_like_eager(_graph(build2), lambda n: (torch.randn(n, 4),),
                      lambda x: (x[::3].view(-1, 2, 2), torch.arange(float(len(x[::3]))), len(x[::3])), [4, 3, 7, 9],
                      once=None)
+
+
+# The session's first compile-once tests (moved from test_torch.py).
+
+def _symbolic_fx(f, *example):
+    """f traced with symbolic sizes (as Dynamo's dynamic shapes give): node.meta['val'] has SymInts."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    try:
+        return make_fx(f, tracing_mode="symbolic")(*example)
+    except Exception as e:  # noqa: BLE001 (a PyTorch without symbolic tracing)
+        pytest.skip(f"no symbolic tracing here: {e}")
+
+
+def test_symbolic_sizes_compile_once():
+    """A graph with symbolic sizes is one compile-once executable: every call, for any size, is
+    one TensorGraph run of it (no recompile), equal to eager, and a size it returns is the fed one."""
+    from tensorgraph.torch._lower import Runner, compile_graph
+    import tensorgraph as tg
+
+    def f(x, w, b):
+        y = torch.relu(x @ w + b)
+        z = y.view(y.shape[0], -1) * 2
+        return torch.softmax(z, -1), y.shape[0]
+
+    torch.manual_seed(0)
+    w, b = torch.randn(3, 5), torch.randn(5)
+    gm = _symbolic_fx(f, torch.randn(4, 3), w, b)
+    c = compile_graph(gm, (torch.randn(4, 3), w, b), "cpu")
+    assert c.nodes_left_to_pytorch == 0 and isinstance(c.fn, Runner), c.fn
+    compiles = tg.runtime_stats()["compiles"]
+    for n in (4, 2, 7, 1, 9):
+        x = torch.randn(n, 3)
+        got, size = c(x, w, b)
+        want, _ = f(x, w, b)
+        assert size == n
+        torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-6)
+    assert tg.runtime_stats()["compiles"] == compiles  # the one compile served every size
+
+
+def test_symbolic_sizes_with_arithmetic_compile_once():
+    """Arithmetic on symbolic sizes (x.view(2 * n, -1): sizes 2*s0 and s1//2) gives PyTorch's
+    expressions, which are TensorGraph's derived symbols (2*s0, s1/2): one compile-once
+    executable, eager's values for each size."""
+    from tensorgraph.torch._lower import Runner, compile_graph
+    import tensorgraph as tg
+
+    def f(x):
+        return x.view(x.shape[0] * 2, -1) * 3
+
+    gm = _symbolic_fx(f, torch.randn(4, 6))
+    c = compile_graph(gm, (torch.randn(4, 6),), "cpu")
+    assert isinstance(c.fn, Runner), c.fn
+    compiles = tg.runtime_stats()["compiles"]
+    for n, m in ((4, 6), (5, 6), (3, 10), (4, 6)):
+        x = torch.randn(n, m)
+        torch.testing.assert_close(c(x), f(x), atol=0, rtol=0)
+    assert tg.runtime_stats()["compiles"] == compiles
+
+
+def test_symbolic_conv_sizes_compile_once():
+    """Sizes PyTorch gives as expressions of an input symbol (a convolution's floor((h-1)/2)+1, a
+    pooling's, a slice's h-1) match TensorGraph's derived symbols, so a CNN with a symbolic batch
+    and image size is one compile-once executable: every size runs it, equal to eager."""
+    import sympy
+    from tensorgraph.torch._lower import Runner, compile_graph
+    import tensorgraph as tg
+    aten = torch.ops.aten
+    n, h = sympy.Symbol("s0", integer=True, positive=True), sympy.Symbol("s1", integer=True, positive=True)
+    h1 = sympy.floor((h + 2 - 3) / 2) + 1  # conv 3x3, stride 2, padding 1 (as PyTorch writes it)
+    h2 = sympy.floor((h1 - 3) / 2) + 1  # max pool 3x3, stride 2, no padding
+    torch.manual_seed(0)
+    w, b = torch.randn(4, 3, 3, 3), torch.randn(4)
+
+    def build(g, val):
+        x, wp, bp = val(g.placeholder("x"), [n, 3, h, h]), val(g.placeholder("w"), [4, 3, 3, 3]), val(g.placeholder("b"), [4])
+        y = val(g.call_function(aten.convolution.default, (x, wp, bp, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)),
+                [n, 4, h1, h1])
+        y = val(g.call_function(aten.relu.default, (y,)), [n, 4, h1, h1])
+        p = g.call_function(aten.max_pool2d_with_indices.default, (y, [3, 3], [2, 2]))
+        p.meta["val"] = tuple(_SymTensor([_SymSize(d) if isinstance(d, sympy.Expr) else d for d in (n, 4, h2, h2)], dt)
+                              for dt in (torch.float32, torch.int64))
+        pooled = val(g.call_function(operator.getitem, (p, 0)), [n, 4, h2, h2])
+        tail = val(g.call_function(aten.slice.Tensor, (y, 3, 1, 2 ** 63 - 1)), [n, 4, h1, h1 - 1])
+        g.output((val(g.call_function(aten.mean.dim, (pooled, [2, 3])), [n, 4]),
+                  val(g.call_function(aten.mul.Tensor, (tail, 2.0)), [n, 4, h1, h1 - 1])))
+
+    import operator
+    gm = _sym_graph(build)
+    c = compile_graph(gm, (torch.randn(2, 3, 16, 16), w, b), "cpu")
+    assert c.nodes_left_to_pytorch == 0 and isinstance(c.fn, Runner), c.fn
+    compiles = tg.runtime_stats()["compiles"]
+    for batch, size in ((2, 16), (3, 9), (1, 12), (4, 7), (2, 31)):
+        x = torch.randn(batch, 3, size, size)
+        got_mean, got_tail = c(x, w, b)
+        y = torch.relu(torch.nn.functional.conv2d(x, w, b, stride=2, padding=1))
+        want_mean = torch.nn.functional.max_pool2d(y, 3, 2).mean((2, 3))
+        assert got_tail.shape == y[..., 1:].shape, (got_tail.shape, y.shape)
+        torch.testing.assert_close(got_mean, want_mean, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(got_tail, y[..., 1:] * 2, atol=1e-5, rtol=1e-5)
+    assert tg.runtime_stats()["compiles"] == compiles  # the one compile served every size
+
+
+def test_symbolic_size_that_differs_from_tensorgraphs_falls_back():
+    """A size PyTorch claims that TensorGraph's derived symbol does not equal (here a wrong
+    expression for a slice's length) is never trusted: the graph compiles per shape, with
+    eager's results."""
+    import sympy
+    from tensorgraph.torch._lower import PerShape, compile_graph
+    aten = torch.ops.aten
+    s = sympy.Symbol("s0", integer=True, positive=True)
+
+    def build(g, val):
+        x = val(g.placeholder("x"), [s, 4])
+        y = val(g.call_function(aten.slice.Tensor, (x, 0, 2, 2 ** 63 - 1)), [sympy.floor(s / 2), 4])
+        g.output((val(g.call_function(aten.mul.Tensor, (y, 3.0)), [sympy.floor(s / 2), 4]),))
+
+    gm = _sym_graph(build)
+    c = compile_graph(gm, (torch.randn(6, 4),), "cpu")
+    assert isinstance(c.fn, PerShape), c.fn
+    x = torch.randn(7, 4)
+    torch.testing.assert_close(c(x)[0], x[2:] * 3, atol=0, rtol=0)
+
+
+def test_symbolic_batch_statistics_count_at_run_time():
+    """Training batch norm (forward and backward) and an unbiased variance over a symbolic batch
+    and image size divide by the element count of each run (a scalar the graph computes), so one
+    compile-once executable gives eager's values for every size."""
+    import sympy
+    from tensorgraph.torch._lower import Runner, compile_graph
+    aten = torch.ops.aten
+    n, h = sympy.Symbol("s0", integer=True, positive=True), sympy.Symbol("s1", integer=True, positive=True)
+    x_shape, c = [n, 3, h, h], [3]
+    torch.manual_seed(0)
+    w, b = torch.rand(3) + 0.5, torch.randn(3)
+
+    def build(g, val):
+        x, wp, bp, dy = (val(g.placeholder(k), s) for k, s in (("x", x_shape), ("w", c), ("b", c), ("dy", x_shape)))
+        bn = g.call_function(aten.native_batch_norm.default, (x, wp, bp, None, None, True, 0.1, 1e-5))
+        bn.meta["val"] = (_SymTensor([_SymSize(d) if isinstance(d, sympy.Expr) else d for d in x_shape]),
+                          _SymTensor(c), _SymTensor(c))
+        y, mean, invstd = (val(g.call_function(operator.getitem, (bn, i)), s) for i, s in enumerate((x_shape, c, c)))
+        back = g.call_function(aten.native_batch_norm_backward.default,
+                               (dy, x, wp, None, None, mean, invstd, True, 1e-5, [True, True, True]))
+        back.meta["val"] = (bn.meta["val"][0], _SymTensor(c), _SymTensor(c))
+        dx, dw, db = (val(g.call_function(operator.getitem, (back, i)), s) for i, s in enumerate((x_shape, c, c)))
+        var = val(g.call_function(aten.var.correction, (x, [0, 2, 3]), {"correction": 1}), c)
+        g.output((y, mean, invstd, dx, dw, db, var))
+
+    import operator
+    gm = _sym_graph(build)
+    example = (torch.randn(2, 3, 4, 4), w, b, torch.randn(2, 3, 4, 4))
+    c_ = compile_graph(gm, example, "cpu")
+    assert c_.nodes_left_to_pytorch == 0 and isinstance(c_.fn, Runner), c_.fn
+    for batch, size in ((2, 4), (3, 5), (1, 7)):
+        x, dy = torch.randn(batch, 3, size, size, dtype=torch.float64), torch.randn(batch, 3, size, size, dtype=torch.float64)
+        y, mean, invstd = aten.native_batch_norm(x, w.double(), b.double(), None, None, True, 0.1, 1e-5)
+        want = (y, mean, invstd) + tuple(aten.native_batch_norm_backward(
+            dy, x, w.double(), None, None, mean, invstd, True, 1e-5, [True, True, True])) + (x.var((0, 2, 3)),)
+        got = c_.fn(x.float(), w, b, dy.float())
+        for k, (g_, e) in enumerate(zip(got, want)):
+            torch.testing.assert_close(g_.double(), e, atol=1e-4, rtol=1e-4, msg=f"output {k}, size {batch}x{size}")
+
+
+def test_symbolic_slices_selects_and_factories():
+    """The shape ops a transformer applies to its sequence length s with symbolic sizes:
+    position ids sliced to [0:s] of a longer buffer, an arange(s), ones([1, s]), the first row
+    (select 0), the rows after it (slice 1:): one compile-once executable, eager's values per s."""
+    import sympy
+    from tensorgraph.torch._lower import Runner, compile_graph
+    aten = torch.ops.aten
+    s = sympy.Symbol("s0", integer=True, positive=True)
+
+    def build(g, val):
+        x, pos = val(g.placeholder("x"), [s, 8]), val(g.placeholder("pos"), [1, 16], torch.int64)
+        n = g.placeholder("n")
+        n.meta["val"] = _SymSize(s)
+        ids = val(g.call_function(aten.slice.Tensor, (pos, 1, 0, n)), [1, s], torch.int64)
+        ar = val(g.call_function(aten.arange.default, (n,), {"dtype": torch.int64}), [s], torch.int64)
+        ones = val(g.call_function(aten.ones.default, ([1, n],), {"dtype": torch.float32}), [1, s])
+        first = val(g.call_function(aten.select.int, (x, 0, 0)), [8])
+        tail = val(g.call_function(aten.slice.Tensor, (x, 0, 1, 2 ** 63 - 1)), [s - 1, 8])
+        g.output((val(g.call_function(aten.add.Tensor, (ids, ar)), [1, s], torch.int64), ones, first,
+                  val(g.call_function(aten.mul.Tensor, (tail, 2.0)), [s - 1, 8])))
+
+    gm = _sym_graph(build)
+    pos = torch.arange(100, 116).reshape(1, 16)
+    c = compile_graph(gm, (torch.randn(5, 8), pos, 5), "cpu")
+    assert c.nodes_left_to_pytorch == 0 and isinstance(c.fn, Runner), c.fn
+    for n in (5, 2, 16, 9):
+        x = torch.randn(n, 8)
+        ids, ones, first, tail = c(x, pos, n)
+        assert torch.equal(ids, pos[:, :n] + torch.arange(n)), ids
+        assert torch.equal(ones, torch.ones(1, n)) and torch.equal(first, x[0]) and torch.equal(tail, x[1:] * 2)
+
+
+def test_symbolic_backward_graph_inputs_of_derived_size():
+    """A backward graph's inputs (saved activations, gradients) have sizes that are expressions
+    of the forward's symbols (a convolution's output floor((h-1)/2)+1): they are declared with
+    TensorGraph's derived symbol of that expression, so the backward is one compile-once
+    executable too (convolution and max-pool backward; the max-pool indices input is not read)."""
+    import sympy
+    from tensorgraph.torch._lower import Runner, compile_graph
+    import tensorgraph as tg
+    aten = torch.ops.aten
+    n, h = sympy.Symbol("s0", integer=True, positive=True), sympy.Symbol("s1", integer=True, positive=True)
+    h1 = sympy.floor((h - 1) / 2) + 1  # conv 3x3, stride 2, padding 1
+    h2 = sympy.floor((h1 - 3) / 2) + 1  # max pool 3x3, stride 2
+    torch.manual_seed(0)
+    w = torch.randn(4, 3, 3, 3)
+
+    def build(g, val):
+        x = val(g.placeholder("x"), [n, 3, h, h])
+        wp = val(g.placeholder("w"), [4, 3, 3, 3])
+        y = val(g.placeholder("y"), [n, 4, h1, h1])
+        dyp = val(g.placeholder("dyp"), [n, 4, h2, h2])
+        idx = val(g.placeholder("idx"), [n, 4, h2, h2], torch.int64)
+        dy = val(g.call_function(aten.max_pool2d_with_indices_backward.default,
+                                 (dyp, y, [3, 3], [2, 2], [0, 0], [1, 1], False, idx)), [n, 4, h1, h1])
+        back = g.call_function(aten.convolution_backward.default,
+                               (dy, x, wp, [4], [2, 2], [1, 1], [1, 1], False, [0, 0], 1, [True, True, True]))
+        back.meta["val"] = (_SymTensor([_SymSize(n), 3, _SymSize(h), _SymSize(h)]), _SymTensor([4, 3, 3, 3]),
+                            _SymTensor([4]))
+        g.output(tuple(val(g.call_function(operator.getitem, (back, i)), s)
+                       for i, s in enumerate(([n, 3, h, h], [4, 3, 3, 3], [4]))))
+
+    import operator
+    gm = _sym_graph(build)
+
+    def args(batch, size):
+        x = torch.randn(batch, 3, size, size, dtype=torch.float64)
+        y = torch.nn.functional.conv2d(x, w.double(), stride=2, padding=1)
+        pooled, idx = torch.nn.functional.max_pool2d(y, 3, 2, return_indices=True)
+        return x, y, torch.randn(pooled.shape, dtype=torch.float64), idx
+
+    x, y, dyp, idx = args(2, 16)
+    c = compile_graph(gm, (x.float(), w, y.float(), dyp.float(), idx), "cpu")
+    assert c.nodes_left_to_pytorch == 0 and isinstance(c.fn, Runner), c.fn
+    compiles = tg.runtime_stats()["compiles"]
+    for batch, size in ((2, 16), (3, 9), (1, 12)):
+        x, y, dyp, idx = args(batch, size)
+        dy = aten.max_pool2d_with_indices_backward(dyp, y, [3, 3], [2, 2], [0, 0], [1, 1], False, idx)
+        want = aten.convolution_backward(dy, x, w.double(), [4], [2, 2], [1, 1], [1, 1], False, [0, 0], 1,
+                                         [True, True, True])
+        got = c(x.float(), w, y.float(), dyp.float(), idx)
+        for k, (g_, e) in enumerate(zip(got, want)):
+            torch.testing.assert_close(g_.double(), e, atol=1e-4, rtol=1e-4, msg=f"output {k}, {batch}x{size}")
+    assert tg.runtime_stats()["compiles"] == compiles
+
+
+def test_symbolic_forward_hands_unread_pool_indices_over_as_zeros():
+    """A training forward's max-pool indices that only the backward gets (whose converter routes
+    by the forward input) are not computed for symbolic sizes: zeros of each call's size. Where
+    the caller gets them (not saved for the backward), the graph compiles per shape and they
+    are PyTorch's indices."""
+    import sympy
+    from tensorgraph.torch._lower import PerShape, Runner, compile_graph
+    aten = torch.ops.aten
+    n, h = sympy.Symbol("s0", integer=True, positive=True), sympy.Symbol("s1", integer=True, positive=True)
+    h2 = sympy.floor((h - 3) / 2) + 1  # max pool 3x3, stride 2
+
+    def build(g, val):
+        x = val(g.placeholder("x"), [n, 4, h, h])
+        p = g.call_function(aten.max_pool2d_with_indices.default, (x, [3, 3], [2, 2]))
+        p.meta["val"] = tuple(_SymTensor([_SymSize(d) if isinstance(d, sympy.Expr) else d for d in (n, 4, h2, h2)], dt)
+                              for dt in (torch.float32, torch.int64))
+        shape = [n, 4, h2, h2]
+        y = val(g.call_function(operator.getitem, (p, 0)), shape)
+        g.output((val(g.call_function(aten.relu.default, (y,)), shape),
+                  val(g.call_function(operator.getitem, (p, 1)), shape, torch.int64)))
+
+    import operator
+    gm = _sym_graph(build)
+    saved = compile_graph(gm, (torch.randn(2, 4, 9, 9),), "cpu", saved_outputs=slice(1, 2))
+    assert isinstance(saved.fn, Runner), saved.fn
+    given = compile_graph(gm, (torch.randn(2, 4, 9, 9),), "cpu")
+    assert isinstance(given.fn, PerShape), given.fn
+    for batch, size in ((2, 9), (3, 12), (1, 7)):
+        x = torch.randn(batch, 4, size, size)
+        want, idx = torch.nn.functional.max_pool2d(x, 3, 2, return_indices=True)
+        y, zeros = saved(x)
+        torch.testing.assert_close(y, want.relu(), atol=0, rtol=0)
+        assert zeros.shape == idx.shape and zeros.dtype == torch.int64 and not zeros.any()
+        y, got_idx = given(x)
+        torch.testing.assert_close(y, want.relu(), atol=0, rtol=0)
+        assert torch.equal(got_idx, idx)
