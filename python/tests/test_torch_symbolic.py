@@ -758,3 +758,36 @@ def test_symbolic_forward_hands_unread_pool_indices_over_as_zeros():
         y, got_idx = given(x)
         torch.testing.assert_close(y, want.relu(), atol=0, rtol=0)
         assert torch.equal(got_idx, idx)
+
+
+def test_sizes_used_as_values_are_fed_per_call():
+    """A size used as a value (a mean's backward divides by h * w, an expression of the image
+    size that is not floor-affine; a multiple of a derived size) is a scalar fed each call from
+    the fed shapes: one compile-once executable, eager's values for every size."""
+    aten = torch.ops.aten
+    h = sympy.Symbol("s1", integer=True, positive=True)
+    h1 = sympy.floor((h - 1) / 2) + 1  # a stride-2 convolution's output size
+
+    def build(g, val):
+        dy = val(g.placeholder("dy"), [S, 4])
+        x = val(g.placeholder("x"), [S, 4, h, h])
+        y = val(g.call_function(aten.slice.Tensor, (x, 2, 0, BIG, 2)), [S, 4, h1, h])
+        y = val(g.call_function(aten.slice.Tensor, (y, 3, 0, BIG, 2)), [S, 4, h1, h1])
+        col = val(g.call_function(aten.view.default, (dy, [S, 4, 1, 1])), [S, 4, 1, 1])
+        spread = val(g.call_function(aten.expand.default, (col, [S, 4, h1, h1])), [S, 4, h1, h1])
+        sym_size = aten.sym_size.int if hasattr(aten.sym_size, "int") else aten.sym_size
+        k = val(g.call_function(sym_size, (y, 2)), h1)
+        area = val(g.call_function(operator.mul, (k, k)), h1 * h1)
+        g.output((val(g.call_function(aten.div.Tensor, (spread, area)), [S, 4, h1, h1]),
+                  val(g.call_function(aten.mul.Tensor, (y, k)), [S, 4, h1, h1])))
+
+    def args_of(size):
+        batch, k = size
+        return torch.randn(batch, 4), torch.randn(batch, 4, k, k)
+
+    def eager(dy, x):
+        y = x[:, :, ::2, ::2]
+        k = y.shape[2]
+        return dy[:, :, None, None].expand(y.shape) / (k * k), y * k
+
+    _runs_like_eager(_graph(build), args_of, eager, [(2, 9), (3, 16), (1, 7), (2, 9)], once=True)

@@ -18,6 +18,15 @@ def tg_dtype(torch_dtype):
     return d
 
 
+def torch_dtype(dt):
+    """The torch dtype of a TensorGraph dtype (those of _DTYPES)."""
+    import torch
+    for name, d in _DTYPES.items():
+        if d == dt:
+            return getattr(torch, name.split(".")[1])
+    raise Unsupported(f"dtype {dt} has no torch equivalent")
+
+
 def is_tensor(x):
     return isinstance(x, tg.Tensor)
 
@@ -71,6 +80,9 @@ def operand(ctx, x, dt):
         return cast_to(x, dt)
     if isinstance(x, (bool, int, float)):
         return ctx.g.constant(float(x) if dt.is_floating else int(x), dtype=dt)
+    from ._symbolic import FxDim, size_scalar, symbolic_lowering
+    if symbolic_lowering() and isinstance(x, (str, FxDim)):  # a size as a value: fed per call
+        return size_scalar(ctx.g, x, dt)
     raise Unsupported(f"operand of type {type(x).__name__}")
 
 

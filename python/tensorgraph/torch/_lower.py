@@ -14,7 +14,7 @@ import operator
 
 from .. import _tensorgraph as tg
 from . import _converters  # noqa: F401 (fills the table)
-from ._helpers import tg_dtype
+from ._helpers import tg_dtype, torch_dtype
 from ._registry import CONVERTERS, Unavailable, Unsupported
 from ._symbolic import (FxDim, compile_symbolic, dims, is_symbolic_size, same_shape, symbolic_lowering, symbolic_on,
                         tg_dims)
@@ -388,6 +388,15 @@ class Runner:
         self.device = tg.Device(device)
         self._cache = [None] * (len(self.feed_positions) + len(self.attr_tensors))
         feed_types = {ph: tg.TensorType(list(ph.shape), ph.dtype) for _, ph in arg_feeds + attr_feeds}
+        # Sizes used as values (_symbolic.size_scalar): fed last, each call, from the fed shapes:
+        # (torch dtype, FxDim or None, argument, axis).
+        self.size_feeds = []
+        for ph, d in getattr(low, "size_feeds", ()):
+            name = d.name if isinstance(d, FxDim) else d
+            if name not in size_of:
+                raise Unsupported(f"size {d} used as a value, which no fed tensor gives")
+            self.size_feeds.append((torch_dtype(ph.dtype), d if isinstance(d, FxDim) else None) + size_of[name])
+            feed_types[ph] = tg.TensorType([], ph.dtype)
         self.exe = low.graph.compile(feed_types, targets, device=self.device, precision=precision,
                                      memory_budget_bytes=memory_budget_bytes, disable_type_inference=symbolic)
         # The output as a flat tuple of results in order (the common case: one call, no recursion).
@@ -431,6 +440,11 @@ class Runner:
         if self.attr_tensors:
             n = len(ins)
             ins += [feed(n + k, t) for k, t in enumerate(self.attr_tensors)]
+        if self.size_feeds:
+            import torch
+            for dt, fx, pos, axis in self.size_feeds:
+                v = int(args[pos].shape[axis])
+                ins.append(_to_tg(torch.tensor(fx.at(v) if fx is not None else v, dtype=dt)))
         outs = self._run_torch(ins)
         for pos, slot in self.mutations:
             args[pos].copy_(outs[slot])

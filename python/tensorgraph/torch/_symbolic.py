@@ -32,6 +32,9 @@ log = logging.getLogger("tensorgraph.torch")
 
 # sympy symbol -> TensorGraph symbol name, while compile_symbolic lowers a graph; None otherwise.
 _SYMBOLS = None
+# Scalar placeholders standing for sizes used as values (size_scalar), while a graph is lowered:
+# (placeholder, symbol name or FxDim).
+_SIZE_FEEDS = []
 
 
 def symbolic_on():
@@ -291,6 +294,19 @@ def is_symbolic_size(v):
     return _SYMBOLS is not None and not isinstance(v, (bool, int, float)) and _expr(v) is not None
 
 
+def size_scalar(g, d, dtype):
+    """A size used as a value (a mean's divisor: grad / (h * w)) in a compile-once lowering: d a
+    symbol's name or an FxDim (any expression of one symbol). A scalar placeholder of `dtype`,
+    which the Runner feeds each call with the size computed from the fed tensors' shapes
+    (Runner.size_feeds); one per size and dtype."""
+    for ph, have in _SIZE_FEEDS:
+        if have == d and type(have) is type(d) and ph.dtype == dtype:
+            return ph
+    ph = g.placeholder([], dtype, f"size_{len(_SIZE_FEEDS)}")
+    _SIZE_FEEDS.append((ph, d))
+    return ph
+
+
 def symbolic_lowering():
     """Whether a compile-once lowering is running (converters that cannot name a size's
     arithmetic then take another route)."""
@@ -333,9 +349,11 @@ def compile_symbolic(gm, vals, device, precision, memory_budget_bytes, saved_out
                  "per shape")
         return None
     _SYMBOLS = names
+    _SIZE_FEEDS.clear()
     try:
         with _lower._real_tensors():
             low = _lower.lower(gm, vals)
+        low.size_feeds = list(_SIZE_FEEDS)
         if low.unsupported:
             first = {}
             for node, why in low.unsupported.items():
@@ -354,6 +372,7 @@ def compile_symbolic(gm, vals, device, precision, memory_budget_bytes, saved_out
         return None
     finally:
         _SYMBOLS = None
+        _SIZE_FEEDS.clear()
     runner.symbols = sorted(names.values())
     log.info("tensorgraph.torch: compiled once for any %s", ", ".join(f"{e} ({n})" for e, n in names.items()))
     return runner
