@@ -18,8 +18,8 @@ from ._helpers import tg_dtype, torch_dtype
 from ._registry import CONVERTERS, Unavailable, Unsupported
 from ._symbolic import (FxDim, compile_symbolic, dims, is_symbolic_size, same_shape, symbolic_lowering, symbolic_on,
                         tg_dims)
-from ._saved import (_IndicesFromInput, _layout_derived, _only_pool_backward_indices, _report_output_strides,
-                     _unread_indices, is_channels_last, layout_pass_on)
+from ._saved import (ZeroIndices, _IndicesFromInput, _layout_derived, _only_pool_backward_indices,
+                     _report_output_strides, _unread_indices, is_channels_last, layout_pass_on)
 
 log = logging.getLogger("tensorgraph.torch")
 
@@ -490,36 +490,6 @@ class Runner:
             except TypeError:
                 self._cache[k] = None
         return td
-
-
-class ZeroIndices(Unavailable):
-    """Max-pool indices of symbolic size in a compile-once lowering (not built: TensorGraph cannot
-    name their sizes' arithmetic), handed over as zeros when only the backward gets them (the
-    backward's converter routes by the forward input: _saved._unread_indices). `like`: the pooled
-    output, which has their shape."""
-
-    def __init__(self, like):
-        super().__init__("max_pool2d indices (symbolic sizes)")
-        self.like = like
-
-    def shape_spec(self, size_of):
-        """Each dim of the shape as a size, or (argument, axis, a, b, c): floor((a * that fed
-        tensor's size + b) / c). size_of: symbol name -> (argument, axis) of a fed tensor."""
-        out = []
-        for axis, d in enumerate(self.like.shape):
-            if isinstance(d, int):
-                out.append(d)
-                continue
-            e = self.like.dim_expr(axis)
-            base, a, b, c = (e[0], e[1], e[2], e[3]) if e is not None else (d, 1, 0, 1)
-            if base not in size_of:
-                raise Unsupported(f"max-pool indices of size {d}, which no fed tensor gives")
-            out.append(size_of[base] + (a, b, c))
-        return tuple(out)
-
-    @staticmethod
-    def shape_at(spec, args):
-        return tuple(d if isinstance(d, int) else (d[2] * int(args[d[0]].shape[d[1]]) + d[3]) // d[4] for d in spec)
 
 
 def _deferred_errors_on():

@@ -2,8 +2,10 @@
 and the max-pool indices only the backward gets: which saved outputs cross channels-last
 (layout_pass_on, _layout_derived), the strides reported to AOTAutograd, the indices handed over
 as a stand-in (_unread_indices) and not fed to the backward (_only_pool_backward_indices), and the
-fallback that computes them again where PyTorch runs the pooling's backward (_IndicesFromInput).
+fallback that computes them again where PyTorch runs the pooling's backward (_IndicesFromInput),
+and for symbolic sizes the stand-in that is not built (ZeroIndices).
 Used by _lower.compile_graph, lower and Runner."""
+from ._registry import Unavailable, Unsupported
 
 
 def _op_name(target):
@@ -155,3 +157,33 @@ def _report_output_strides(low, vals, nhwc_outputs, zero_outputs=()):
             strides.append((h * w * c, 1, w * c, c))
         else:
             strides.append(tuple(int(d) for d in v.stride()))
+
+
+class ZeroIndices(Unavailable):
+    """Max-pool indices of symbolic size in a compile-once lowering (not built: TensorGraph cannot
+    name their sizes' arithmetic), handed over as zeros when only the backward gets them (the
+    backward's converter routes by the forward input: _saved._unread_indices). `like`: the pooled
+    output, which has their shape."""
+
+    def __init__(self, like):
+        super().__init__("max_pool2d indices (symbolic sizes)")
+        self.like = like
+
+    def shape_spec(self, size_of):
+        """Each dim of the shape as a size, or (argument, axis, a, b, c): floor((a * that fed
+        tensor's size + b) / c). size_of: symbol name -> (argument, axis) of a fed tensor."""
+        out = []
+        for axis, d in enumerate(self.like.shape):
+            if isinstance(d, int):
+                out.append(d)
+                continue
+            e = self.like.dim_expr(axis)
+            base, a, b, c = (e[0], e[1], e[2], e[3]) if e is not None else (d, 1, 0, 1)
+            if base not in size_of:
+                raise Unsupported(f"max-pool indices of size {d}, which no fed tensor gives")
+            out.append(size_of[base] + (a, b, c))
+        return tuple(out)
+
+    @staticmethod
+    def shape_at(spec, args):
+        return tuple(d if isinstance(d, int) else (d[2] * int(args[d[0]].shape[d[1]]) + d[3]) // d[4] for d in spec)

@@ -318,7 +318,7 @@ def compile_symbolic(gm, vals, device, precision, memory_budget_bytes, saved_out
     compiles per shape). vals: node -> example value with symbolic sizes (node.meta['val']).
     saved_outputs: a forward graph's outputs that only its backward gets (a slice of the flat
     output): max-pool indices among them are handed over as zeros (the backward never reads
-    them; _lower.ZeroIndices)."""
+    them; _saved.ZeroIndices)."""
     global _SYMBOLS
     from . import _lower
     names, derived = {}, []
